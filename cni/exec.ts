@@ -76,21 +76,32 @@ export async function execPlugin(call: PluginCall, opts: ExecOptions): Promise<u
     throw new FailedPrecondition(`${what}: plugin binary "${call.pluginType}" not found in ${opts.binDirs.join(':')}: install it or fix the CNI config`);
   }
   const started = performance.now();
-  const result = await execa(binary, [], {
+  // Own process group, so a timeout kills the plugin together with whatever it spawned
+  // (iptables, a hung helper) and nothing keeps its output pipes open.
+  const child = execa(binary, [], {
     input: call.stdin,
     env: pluginEnv(call, opts.binDirs, process.env),
     extendEnv: false,
-    timeout: opts.timeoutMs,
-    killSignal: 'SIGKILL',
+    detached: true,
     reject: false,
     stripFinalNewline: false,
     maxBuffer: 16 * 1024 * 1024,
   });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }, opts.timeoutMs);
+  const result = await child.finally(() => clearTimeout(timer));
   const ms = Math.round(performance.now() - started);
   opts.log.debug({ plugin: call.pluginType, command: call.command, network: call.network, ms, exitCode: result.exitCode }, 'CNI plugin call');
   const stdout = String(result.stdout);
   const stderr = String(result.stderr).trim();
-  if (result.timedOut) {
+  if (timedOut) {
     throw new DeadlineExceeded(`${what} did not finish within ${opts.timeoutMs}ms and was killed${stderr ? `; stderr: ${stderr}` : ''}`);
   }
   if (result.exitCode !== 0) {
@@ -98,7 +109,9 @@ export async function execPlugin(call: PluginCall, opts: ExecOptions): Promise<u
     const detail = cniErr
       ? `code ${cniErr.code}: ${cniErr.msg}${cniErr.details ? ` (${cniErr.details})` : ''}`
       : result.exitCode === undefined
-        ? `killed by ${result.signal ?? 'a signal'}`
+        ? result.signal
+          ? `killed by ${result.signal}`
+          : `could not run: ${result.originalMessage || result.shortMessage}`
         : `exit status ${result.exitCode}${stdout.trim() ? `, output: ${stdout.trim().slice(0, 2000)}` : ''}`;
     throw new CniPluginError(
       `${what} failed: ${detail}${stderr ? `; stderr: ${stderr.slice(0, 4000)}` : ''}`,

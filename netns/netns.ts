@@ -62,7 +62,7 @@ async function pinNewNetns(dir: string, pinned: string): Promise<void> {
 
 /** Same as iproute2: make `dir` a shared mount point, bind-mounting it onto itself first if it is none. */
 async function makeSharedMountPoint(dir: string): Promise<void> {
-  if (!isMountPoint(await fs.readFile('/proc/self/mountinfo', 'utf8'), dir)) {
+  if (!isMountPoint(await fs.readFile('/proc/self/mountinfo', 'utf8'), await fs.realpath(dir))) {
     await execa('mount', ['--bind', dir, dir]);
   }
   await execa('mount', ['--make-shared', dir]);
@@ -75,10 +75,12 @@ export async function removePodNetns(ns: { path: string; symlink?: string }): Pr
     const st = await fs.lstat(ns.symlink).catch(() => undefined);
     if (st?.isSymbolicLink()) await fs.rm(ns.symlink, { force: true });
   }
+  // mountinfo lists resolved paths (/var/run is usually a symlink to /run).
+  const target = await resolvedPath(ns.path);
   // A pin can be stacked (mounted twice); unmount until none is left.
   for (let i = 0; i < 8; i++) {
     const mountinfo = await fs.readFile('/proc/self/mountinfo', 'utf8');
-    if (!isMountPoint(mountinfo, path.resolve(ns.path))) break;
+    if (!isMountPoint(mountinfo, target)) break;
     try {
       // Lazy, as iproute2 does: processes still inside keep the namespace until they exit.
       await execa('umount', ['--lazy', ns.path]);
@@ -91,6 +93,13 @@ export async function removePodNetns(ns: { path: string; symlink?: string }): Pr
   } catch (err) {
     throw new Internal(`cannot delete network namespace file ${ns.path}: ${errText(err)}`, { cause: err });
   }
+}
+
+/** `p` with its directory's symlinks resolved (the file itself may be gone already). */
+async function resolvedPath(p: string): Promise<string> {
+  const abs = path.resolve(p);
+  const dir = await fs.realpath(path.dirname(abs)).catch(() => path.dirname(abs));
+  return path.join(dir, path.basename(abs));
 }
 
 /** True when `nsPath` is a live namespace pin (an nsfs mount), not just a leftover file. */
