@@ -132,13 +132,13 @@ export class CniManager {
       await this.syncIfUnwatched();
       // A vanished namespace is fine: plugins still release host-side state (IPs, iptables) on DEL.
       const netns = r.netnsPath && (await netnsExists(r.netnsPath)) ? r.netnsPath : '';
-      const jobs = await this.cachedJobs(r.sandboxId, netns);
+      const args = cniArgs(r);
+      const caps = capabilityArgs({ ...r, podCidr: this.podCidr });
+      const jobs = await this.cachedJobs(r.sandboxId, netns, { args, caps });
       const fallback = (list: NetworkList, ifName: string) => {
-        if (!jobs.some((j) => j.list.name === list.name && j.inv.ifName === ifName)) {
-          jobs.push({ list, inv: { containerId: r.sandboxId, netns, ifName, args: cniArgs(r), caps: capabilityArgs({ ...r, podCidr: this.podCidr }) } });
-        }
+        if (!jobs.some((j) => j.inv.ifName === ifName)) jobs.push({ list, inv: { containerId: r.sandboxId, netns, ifName, args, caps } });
       };
-      // Without a cache entry (lost, or setup died midway) DEL through the current config is the best we can do.
+      // An interface without a cache entry (cache lost, or setup died midway): DEL through the current config.
       if (this.defaultNet) fallback(this.defaultNet, POD_IFNAME);
       fallback(LOOPBACK_NETWORK, LOOPBACK_IFNAME);
       // Reverse of setup: pod interfaces first, loopback last.
@@ -162,7 +162,7 @@ export class CniManager {
       if (!(await netnsExists(r.netnsPath))) {
         throw new FailedPrecondition(`network namespace ${r.netnsPath} of pod ${r.namespace}/${r.name} is gone: recreate the sandbox`);
       }
-      const jobs = await this.cachedJobs(r.sandboxId, r.netnsPath);
+      const jobs = await this.cachedJobs(r.sandboxId, r.netnsPath, { args: cniArgs(r), caps: capabilityArgs({ ...r, podCidr: this.podCidr }) });
       if (!jobs.some((j) => j.inv.ifName === POD_IFNAME)) {
         throw new FailedPrecondition(`pod ${r.namespace}/${r.name} has no recorded network attachment: recreate the sandbox`);
       }
@@ -326,7 +326,7 @@ export class CniManager {
   }
 
   /** DEL jobs for the pod's cached attachments, each with the config, args and result its ADD used. */
-  private async cachedJobs(sandboxId: string, netns: string) {
+  private async cachedJobs(sandboxId: string, netns: string, fallback: { args: [string, string][]; caps: Record<string, unknown> } = { args: [], caps: {} }) {
     const jobs: { list: NetworkList; inv: Invocation; prev?: CniResult; cachedNetns?: string }[] = [];
     for (const entry of await this.cache.list(sandboxId)) {
       let list: NetworkList;
@@ -345,7 +345,7 @@ export class CniManager {
       }
       jobs.push({
         list,
-        inv: { containerId: sandboxId, netns, ifName: entry.ifName, args: entry.cniArgs ?? [], caps: entry.capabilityArgs ?? {} },
+        inv: { containerId: sandboxId, netns, ifName: entry.ifName, args: entry.cniArgs ?? fallback.args, caps: entry.capabilityArgs ?? fallback.caps },
         ...(prev ? { prev } : {}),
         ...(entry.netns ? { cachedNetns: entry.netns } : {}),
       });
