@@ -28,9 +28,12 @@ export interface NetworkList {
 
 export const CONF_EXTENSIONS = ['.conf', '.conflist', '.json'];
 
-/** Always attached first, on `lo`, so every pod has a working loopback. */
+/**
+ * Always attached first, on `lo`, so every pod has a working loopback. CNI 0.4.0 is the oldest version
+ * with CHECK and prevResult on DEL, and one every loopback plugin release of the last years accepts.
+ */
 export const LOOPBACK_NETWORK: NetworkList = parseNetworkList(
-  Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name: 'cni-loopback', plugins: [{ type: 'loopback' }] })),
+  Buffer.from(JSON.stringify({ cniVersion: '0.4.0', name: 'cni-loopback', plugins: [{ type: 'loopback' }] })),
   'built-in',
 );
 

@@ -102,13 +102,10 @@ export class CniManager {
       await this.syncIfUnwatched();
       const net = this.defaultNet;
       if (!net) throw new FailedPrecondition(`cannot set up network for pod ${r.namespace}/${r.name}: ${this.notReadyMessage()}`);
-      const inv = (ifName: string): Invocation => ({
-        containerId: r.sandboxId,
-        netns: r.netnsPath,
-        ifName,
-        args: cniArgs(r),
-        caps: capabilityArgs({ ...r, podCidr: this.podCidr }),
-      });
+      // Computed before any plugin runs: a bad bandwidth annotation fails here with nothing to undo.
+      const args = cniArgs(r);
+      const caps = capabilityArgs({ ...r, podCidr: this.podCidr });
+      const inv = (ifName: string): Invocation => ({ containerId: r.sandboxId, netns: r.netnsPath, ifName, args, caps });
       const started = performance.now();
       const lo = await this.attach(LOOPBACK_NETWORK, inv(LOOPBACK_IFNAME));
       let main: CniResult;

@@ -1,6 +1,7 @@
 // CNI results (spec versions 0.3.0 .. 1.1.0): validation, conversion between versions, pod IPs.
-// 0.3.x and 0.4.0 tag each IP with "version": "4"|"6"; 1.x dropped that field. Otherwise the
-// shapes we rely on (interfaces, ips with interface index, routes, dns) are the same.
+// 0.3.x and 0.4.0 tag each IP with "version": "4"|"6" (the address tells us when a plugin omits it);
+// 1.x dropped that field. Otherwise the shapes we rely on (interfaces, ips with interface index,
+// routes, dns) are the same.
 import { InvalidArgument } from '../server/errors.js';
 import { isObject } from './config.js';
 import { isSupportedVersion, versionAtLeast } from './version.js';
@@ -50,7 +51,8 @@ export function parseResult(json: unknown, source: string): CniResult {
     if (!isObject(ip) || typeof ip.address !== 'string') throw new InvalidArgument(`${where} has no address`);
     const family = cidrFamily(ip.address);
     if (family === undefined) throw new InvalidArgument(`${where} address ${JSON.stringify(ip.address)} is not in CIDR notation`);
-    if (legacy && ip.version !== String(family)) {
+    // Some plugins built on the 1.x Go library omit the tag in 0.3.x/0.4.0 results; a wrong tag is an error.
+    if (legacy && ip.version !== undefined && ip.version !== String(family)) {
       throw new InvalidArgument(`${where} says version ${JSON.stringify(ip.version)} but ${ip.address} is IPv${family}`);
     }
     if (ip.interface !== undefined && (!Number.isInteger(ip.interface) || (ip.interface as number) < 0 || (ip.interface as number) >= interfaces.length)) {

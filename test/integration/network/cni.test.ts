@@ -8,7 +8,7 @@ import { execa } from 'execa';
 import { CniManager, NETWORK_NOT_READY, type PodNetworkRequest } from '../../../cni/manager.js';
 import { CniPluginError } from '../../../cni/exec.js';
 import { listPodNetns, removePodNetns } from '../../../netns/netns.js';
-import { DeadlineExceeded } from '../../../server/errors.js';
+import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from '../../../server/errors.js';
 import { silentLogger } from '../../../server/log.js';
 import { bridgePorts, inNetns, makeTestNet, recordedCalls, waitFor, type TestNet } from '../../support/cni-env.js';
 
@@ -163,6 +163,9 @@ test('status follows the conf dir: not ready until a config appears (dir created
   assert.equal(notReady.ready, false);
   assert.equal(notReady.reason, NETWORK_NOT_READY);
   assert.match(notReady.message, new RegExp(net.confDir));
+  const ns = await net.podNetns('mcnt-watch');
+  const req = podRequest(sandboxId('w1'), ns.path);
+  await assert.rejects(m.setUpPod(req), (e: unknown) => e instanceof FailedPrecondition && /no valid CNI network config/.test((e as Error).message));
 
   const file = await net.writeBridgeConf();
   await waitFor(async () => (await m.status()).ready, 5000, 'network ready');
@@ -176,6 +179,36 @@ test('status follows the conf dir: not ready until a config appears (dir created
   await net.writeBridgeConf({ file: '50-later.conflist' });
   await waitFor(async () => m.defaultNetworkName() === 'mcnt-conf44', 5000, 'first file to win');
   assert.equal((await m.status()).ready, true);
+
+  // A changed file is picked up; a network whose plugin is not installed is not ready, naming the plugin.
+  await writeFile(path.join(net.confDir, '01-first.conf'), JSON.stringify({ cniVersion: '1.0.0', name: 'mcnt-changed44', type: 'mcnt-missing' }));
+  await waitFor(async () => m.defaultNetworkName() === 'mcnt-changed44', 5000, 'changed file');
+  const missing = await m.status();
+  assert.equal(missing.ready, false);
+  assert.match(missing.message, /"mcnt-missing".*not found/);
+
+  // The whole dir removed and made again: the watcher follows.
+  await rm(net.confDir, { recursive: true });
+  await waitFor(async () => m.defaultNetworkName() === undefined, 5000, 'dir removed');
+  await net.writeBridgeConf();
+  await waitFor(async () => (await m.status()).ready, 5000, 'dir recreated');
+  const st = await m.setUpPod(req);
+  assert.ok(inSubnet(st.ips[0]!, net));
+  await m.tearDownPod(req);
+  assert.deepEqual(await net.allocatedIps(), []);
+});
+
+test('a bad bandwidth annotation is rejected before any plugin runs', async (t) => {
+  const net = await makeTestNet(49);
+  t.after(() => net.cleanup());
+  await net.writeBridgeConf();
+  const m = await manager(net, t);
+  const ns = await net.podNetns('mcnt-bw');
+  const req = podRequest(sandboxId('e1'), ns.path, { annotations: { 'kubernetes.io/egress-bandwidth': '10' } });
+  await assert.rejects(m.setUpPod(req), (e: unknown) => e instanceof InvalidArgument && /unreasonably small/.test((e as Error).message));
+  assert.deepEqual(await cacheFiles(net), []);
+  assert.deepEqual(await net.allocatedIps(), []);
+  await assert.rejects(m.setUpPod(podRequest('../x', ns.path)), InvalidArgument);
 });
 
 test('20 pods set up in parallel and torn down in parallel leave nothing behind', async (t) => {

@@ -34,6 +34,9 @@ for (const version of ['0.3.0', '0.3.1', '0.4.0']) {
     const bad = legacy(version);
     bad.ips[0]!.version = '4';
     assert.throws(() => parseResult(bad, 'test'), /says version "4"/);
+    // Plugins built on the 1.x Go library leave the tag out of older-version results.
+    const untagged = parseResult(modern(version), 'test');
+    assert.deepEqual(untagged.ips.map((i) => i.family), [6, 4, 4]);
   });
 }
 
