@@ -138,10 +138,8 @@ export class CniManager {
       // An interface without a cache entry (cache lost, or setup died midway): DEL through the current config.
       if (this.defaultNet) fallback(this.defaultNet, POD_IFNAME);
       fallback(LOOPBACK_NETWORK, LOOPBACK_IFNAME);
-      // Reverse of setup: pod interfaces first, loopback last.
-      jobs.sort((a, b) => Number(a.inv.ifName === LOOPBACK_IFNAME) - Number(b.inv.ifName === LOOPBACK_IFNAME));
       const errors: Error[] = [];
-      for (const job of jobs) {
+      for (const job of delOrder(jobs)) {
         try {
           await this.detach(job.list, job.inv, job.prev);
         } catch (err) {
@@ -211,8 +209,7 @@ export class CniManager {
     const stale = [...new Set((await this.cache.list()).map((e) => e.containerId))].filter((id) => !valid.has(id));
     for (const id of stale) {
       await this.locks.run(id, async () => {
-        const jobs = await this.cachedJobs(id, '');
-        for (const job of jobs) {
+        for (const job of delOrder(await this.cachedJobs(id, ''))) {
           if (job.cachedNetns && (await netnsExists(job.cachedNetns))) job.inv.netns = job.cachedNetns;
           try {
             await this.detach(job.list, job.inv, job.prev);
@@ -427,6 +424,11 @@ function validateRequest(r: PodNetworkRequest, needNetns: boolean): void {
     throw new InvalidArgument(`invalid sandbox id ${JSON.stringify(r.sandboxId)} for pod network: letters, digits, '_', '.', '-' only`);
   }
   if (needNetns && !r.netnsPath) throw new InvalidArgument(`pod ${r.namespace}/${r.name} has no network namespace path`);
+}
+
+/** Reverse of setup: pod interfaces first, loopback last. */
+function delOrder<T extends { inv: { ifName: string } }>(jobs: T[]): T[] {
+  return [...jobs].sort((a, b) => Number(a.inv.ifName === LOOPBACK_IFNAME) - Number(b.inv.ifName === LOOPBACK_IFNAME));
 }
 
 function throwAll(errors: Error[], what: string): void {
