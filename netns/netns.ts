@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import { AlreadyExists, Internal, InvalidArgument } from '../server/errors.js';
+import { AlreadyExists, Internal, InvalidArgument, NotFound } from '../server/errors.js';
 import { isMountPoint, netnsPinName, netnsSymlinkName, validateNetSysctls, NETNS_PREFIX } from './names.js';
 
 /** iproute2's fixed directory for named network namespaces. */
@@ -130,6 +130,7 @@ export async function listPodNetns(dir: string = DEFAULT_NETNS_DIR): Promise<str
 export async function setNetnsSysctls(nsPath: string, sysctls: Record<string, string>): Promise<void> {
   const entries = validateNetSysctls(sysctls);
   if (entries.length === 0) return;
+  if (!(await netnsExists(nsPath))) throw new NotFound(`network namespace ${nsPath} does not exist: recreate the sandbox`);
   const result = await execa('nsenter', [`--net=${nsPath}`, '--', 'sysctl', '-q', '-w', ...entries.map(([k, v]) => `${k}=${v}`)], {
     reject: false,
   });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { createPodNetns, listPodNetns, netnsExists, removePodNetns, setNetnsSysctls } from '../../../netns/netns.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument, NotFound } from '../../../server/errors.js';
 import { inNetns } from '../../support/cni-env.js';
 
 test('pod netns: pinned nsfs file plus named symlink, removed cleanly and idempotently', async (t) => {
@@ -86,4 +86,6 @@ test('net.* sysctls are set inside the pod netns only', async (t) => {
   await setNetnsSysctls(ns.path, {});
   await assert.rejects(setNetnsSysctls(ns.path, { 'net.ipv4.no_such_thing': '1' }), InvalidArgument);
   await assert.rejects(setNetnsSysctls(ns.path, { 'kernel.pid_max': '1' }), InvalidArgument);
+  await removePodNetns(ns);
+  await assert.rejects(setNetnsSysctls(ns.path, { 'net.ipv4.ip_forward': '1' }), NotFound);
 });
