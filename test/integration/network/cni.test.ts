@@ -155,6 +155,31 @@ test('after a restart, teardown releases the IP through the cache even when the 
   assert.deepEqual(await cacheFiles(net), []);
 });
 
+test('gc after a restart releases attachments of sandboxes that no longer exist and keeps the rest', async (t) => {
+  const net = await makeTestNet(50);
+  t.after(() => net.cleanup());
+  await net.writeBridgeConf();
+  const m1 = await manager(net, t);
+  const nsKeep = await net.podNetns('mcnt-keep');
+  const nsGone = await net.podNetns('mcnt-gone');
+  const keep = podRequest(sandboxId('k1'), nsKeep.path);
+  const gone = podRequest(sandboxId('g1'), nsGone.path);
+  t.after(() => m1.tearDownPod(keep).catch(() => {}));
+  const kept = await m1.setUpPod(keep);
+  await m1.setUpPod(gone);
+  await removePodNetns(nsGone);
+  m1.close();
+
+  const m2 = await manager(net, t);
+  await m2.gc([keep.sandboxId]);
+  assert.deepEqual(await net.allocatedIps(), [kept.ips[0]!]);
+  assert.deepEqual(await cacheFiles(net), [`cni-loopback-${keep.sandboxId}-lo`, `${net.networkName}-${keep.sandboxId}-eth0`]);
+  assert.equal((await bridgePorts(net.bridge)).length, 1);
+  await m2.gc([keep.sandboxId]); // nothing left to do
+  await m2.tearDownPod(keep);
+  assert.deepEqual(await net.allocatedIps(), []);
+});
+
 test('status follows the conf dir: not ready until a config appears (dir created later), then tracks changes', async (t) => {
   const net = await makeTestNet(44);
   t.after(() => net.cleanup());
