@@ -2,8 +2,9 @@
 // separately, enforce a timeout and cap the output kept, and report the exit code.
 //
 // runc exec inherits the container's process spec (env, cwd, user, capabilities) and only swaps the
-// args. The exec'd process gets our pipes directly, so anything it leaves behind may hold them open
-// after it exits: we wait for runc's exit, then only briefly for the pipes to drain.
+// args. The exec'd process writes into our pipes, and runc exec only returns once nothing holds them:
+// a background child that keeps them open delays the result, up to the timeout. On timeout the exec'd
+// process is SIGKILLed, and runc too if it still waits shortly after.
 import { readFile, rm } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { execa } from 'execa';
@@ -97,9 +98,9 @@ export async function runcExecSync(r: RuncExecRequest): Promise<ExecSyncResult> 
     clearTimeout(timer);
     clearTimeout(runcKillTimer);
     await Promise.race([settled, delay(DRAIN_GRACE_MS)]);
+    // Whatever still holds the pipes (a background child of the command) does not hold us up.
     sub.stdout!.destroy();
     sub.stderr!.destroy();
-    await settled;
     const exitCode = code ?? 128 + signalNumber(signal);
     r.log.debug({ id: r.id, exitCode, timedOut, ms: Date.now() - started }, 'exec sync finished');
     return {
