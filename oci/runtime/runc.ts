@@ -9,7 +9,7 @@
 // picks up where it left off (list() + state() + exitStatus()).
 import { mkdir, readFile, rm, stat, writeFile, open, readlink } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import type { Logger } from '../../server/log.js';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, NotFound, DeadlineExceeded } from '../../server/errors.js';
@@ -84,6 +84,12 @@ export class OciRuntime {
     checkId(c.id);
     if (!c.bundle.startsWith('/') || !c.logPath.startsWith('/')) {
       throw new InvalidArgument(`container "${c.id}": bundle "${c.bundle}" and log path "${c.logPath}" must be absolute paths`);
+    }
+    if (!(await exists(join(c.bundle, 'config.json')))) {
+      throw new InvalidArgument(`container "${c.id}": bundle ${c.bundle} has no config.json: write the OCI spec first`);
+    }
+    if (!(await exists(dirname(c.logPath)))) {
+      throw new InvalidArgument(`container "${c.id}": log directory ${dirname(c.logPath)} does not exist: create it first`);
     }
     if (await this.state(c.id)) throw new AlreadyExists(`container "${c.id}" already exists in runc: delete it first`);
     const dir = this.containerDir(c.id);

@@ -139,6 +139,10 @@ test('bad ids and duplicate creates are rejected with typed errors', async (t) =
   const env = await setup(t);
   await assert.rejects(env.rt.create({ id: '../x', bundle: '/tmp', logPath: '/tmp/x.log' }), InvalidArgument);
   await assert.rejects(env.rt.state('a/b'), InvalidArgument);
+  const other = uniqueId('nobundle');
+  await assert.rejects(env.rt.create({ id: other, bundle: `${env.dir}/missing`, logPath: env.logPath(other) }), /has no config.json/);
+  const b = await env.bundle(other, ['/bin/true']);
+  await assert.rejects(env.rt.create({ id: other, bundle: b, logPath: `${env.dir}/nodir/x.log` }), /log directory .* does not exist/);
   const id = uniqueId('dup');
   const bundle = await env.bundle(id, ['/bin/sleep', '100']);
   await env.rt.create({ id, bundle, logPath: env.logPath(id) });

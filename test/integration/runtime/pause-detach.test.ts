@@ -33,6 +33,18 @@ async function childrenOf(ppid: number): Promise<{ pid: number; state: string }[
   return out;
 }
 
+test('pause is a small static binary that exits 0 on SIGTERM even outside a container', async () => {
+  await buildPause();
+  const ldd = await execa('ldd', [pauseBinary], { reject: false });
+  assert.match(`${ldd.stdout}${ldd.stderr}`, /not a dynamic executable|statically linked/);
+  const sub = execa(pauseBinary, { reject: false });
+  await new Promise((r) => setTimeout(r, 100));
+  sub.kill('SIGTERM');
+  const r = await sub;
+  assert.equal(r.exitCode, 0);
+  assert.match(r.stderr, /not PID 1/);
+});
+
 test('pause runs as PID 1, reaps orphans and exits 0 on SIGTERM and SIGINT', async (t) => {
   await buildPause();
   const env = await setup(t);
