@@ -91,6 +91,8 @@ export function launchConmon(conmonPath: string, c: ConmonLaunch, opts: { log: L
     // hold is closed below, so nothing ties conmon's daemon to us once it has reported.
     const child = spawn(conmonPath, args, {
       detached: true,
+      // conmon also drops an "oom" file in its working directory: keep that inside the persist dir.
+      cwd: c.persistDir,
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
       env: { ...process.env, _OCI_SYNCPIPE: '3' },
     });

@@ -1,7 +1,7 @@
 // ExecSync, cgroup stats and OOM kills on real containers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readStatsForPid, readCgroupStats, cgroupDirsForPath, nanoCores } from '../../../oci/runtime/stats.js';
 import { FailedPrecondition, NotFound } from '../../../server/errors.js';
@@ -97,5 +97,7 @@ test('a memory-limited container allocating too much is OOMKilled', async (t) =>
   const exit = await waitFor('OOM kill', () => env.rt.exitStatus(id), 30_000);
   assert.equal(exit.exitCode, 137);
   assert.equal(exit.oomKilled, true);
+  // conmon's stray "oom" marker must not land in the daemon's working directory.
+  assert.equal(await stat(join(process.cwd(), 'oom')).then(() => true, () => false), false);
   await env.rt.delete(id);
 });
