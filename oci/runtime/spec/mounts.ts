@@ -18,6 +18,9 @@ export interface CriMount {
 
 export const DEV_SHM = '/dev/shm';
 
+/** A path in canonical form for comparing mount targets: normalised, no trailing slash. */
+export const cleanPath = (p: string): string => path.posix.normalize(p).replace(/(.)\/+$/, '$1');
+
 /**
  * The kernel filesystems a container needs. /sys and /sys/fs/cgroup are read-only: only a
  * privileged container may write to them (withWritableSysfs). /dev/shm is a private tmpfs until a
@@ -75,7 +78,7 @@ export interface PodFiles {
  * read-only when the container's rootfs is, so readonly_rootfs really means nothing is writable.
  */
 export function podFileMounts(files: PodFiles, configMounts: readonly CriMount[], readonlyRootfs: boolean): CriMount[] {
-  const taken = new Set(configMounts.map((m) => path.posix.normalize(m.container_path)));
+  const taken = new Set(configMounts.map((m) => cleanPath(m.container_path)));
   const wanted: Array<[string, string | undefined, boolean]> = [
     ['/etc/hostname', files.hostnamePath, readonlyRootfs],
     ['/etc/hosts', files.hostsPath, readonlyRootfs],
@@ -97,8 +100,8 @@ export function podFileMounts(files: PodFiles, configMounts: readonly CriMount[]
  * creates a host directory per volume (see imageVolumesToCreate) and passes them in `dirs`.
  */
 export function imageVolumesToCreate(volumes: readonly string[], configMounts: readonly CriMount[]): string[] {
-  const taken = new Set(configMounts.map((m) => path.posix.normalize(m.container_path)));
-  return [...new Set(volumes.map((v) => path.posix.normalize(v)))].filter((v) => !taken.has(v));
+  const taken = new Set(configMounts.map((m) => cleanPath(m.container_path)));
+  return [...new Set(volumes.map(cleanPath))].filter((v) => !taken.has(v));
 }
 
 export function imageVolumeMounts(
@@ -175,11 +178,11 @@ export function withBindMounts(mounts: readonly CriMount[], ctx: BindMountContex
       }
       const { options, rootfs } = bindOptions(m, ctx);
       if (rootfs === 'rshared' || (rootfs === 'rslave' && propagation !== 'rshared')) propagation = rootfs;
-      built.push({ destination: path.posix.normalize(m.container_path), type: 'bind', source: m.host_path, options });
+      built.push({ destination: cleanPath(m.container_path), type: 'bind', source: m.host_path, options });
     }
     const targets = new Set(built.map((m) => m.destination));
     const kept = (spec.mounts ?? []).filter((m) => {
-      const dst = path.posix.normalize(m.destination);
+      const dst = cleanPath(m.destination);
       return !targets.has(dst) && !(targets.has('/dev') && dst.startsWith('/dev/'));
     });
     // A stable sort keeps the config's order among mounts of equal depth.

@@ -80,7 +80,7 @@ export function processCwd(workingDir: string, image: ImageConfig): string {
   if (!path.posix.isAbsolute(cwd)) {
     throw new InvalidArgument(`working directory "${cwd}" is not absolute: use a path such as /app`);
   }
-  return path.posix.normalize(cwd);
+  return path.posix.resolve(cwd); // absolute already: only normalises
 }
 
 export function withCwd(cwd: string): SpecOpt {

@@ -89,10 +89,24 @@ export function linuxResources(r: LinuxContainerResources__Output): LinuxResourc
   return out;
 }
 
-/** Merges CRI resources into the spec, keeping device rules set by other opts. */
+/** Merges CRI resources into the spec, keeping device rules and defaults set by other opts. */
 export function withResources(r: LinuxContainerResources__Output | null): SpecOpt {
-  const translated = r ? linuxResources(r) : {};
-  return (spec) => { Object.assign(resourcesOf(spec), translated); };
+  const t = r ? linuxResources(r) : {};
+  return (spec) => {
+    const res = resourcesOf(spec);
+    if (t.cpu) res.cpu = { ...res.cpu, ...t.cpu };
+    if (t.memory) res.memory = { ...res.memory, ...t.memory };
+    if (t.hugepageLimits) res.hugepageLimits = t.hugepageLimits;
+    if (t.unified) res.unified = { ...res.unified, ...t.unified };
+  };
+}
+
+/** A default cpu.shares that CRI resources, applied later, may override. */
+export function withCpuShares(shares: number): SpecOpt {
+  return (spec) => {
+    const res = resourcesOf(spec);
+    res.cpu = { ...res.cpu, shares };
+  };
 }
 
 export const OOM_SCORE_ADJ_MIN = -1000;

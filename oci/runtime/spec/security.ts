@@ -5,6 +5,7 @@ import { InvalidArgument } from '../../../server/errors.js';
 import type { SecurityProfile__Output } from '../../../gen/runtime/v1/SecurityProfile.js';
 import type { SpecOpt } from './opts.js';
 import { linuxOf, processOf, resourcesOf } from './opts.js';
+import { cleanPath } from './mounts.js';
 import { defaultSeccompProfile } from './seccomp-default.js';
 import type { LinuxDevice, LinuxSeccomp, LinuxSyscall } from './types.js';
 
@@ -41,6 +42,15 @@ export function withMaskedPaths(masked: readonly string[], readonly: readonly st
     const linux = linuxOf(spec);
     linux.maskedPaths = [...(masked.length > 0 ? masked : DEFAULT_MASKED_PATHS)];
     linux.readonlyPaths = [...(readonly.length > 0 ? readonly : DEFAULT_READONLY_PATHS)];
+  };
+}
+
+/** Privileged pods see /proc and /sys unfiltered. */
+export function withoutMaskedPaths(): SpecOpt {
+  return (spec) => {
+    const linux = linuxOf(spec);
+    linux.maskedPaths = [];
+    linux.readonlyPaths = [];
   };
 }
 
@@ -82,8 +92,8 @@ export function withDevices(devices: readonly CriDevice[], host: readonly HostDe
       if (!/^[rwm]{1,3}$/.test(access) || new Set(access).size !== access.length) {
         throw new InvalidArgument(`device "${d.host_path}" has permissions "${d.permissions}": use a combination of r, w and m`);
       }
-      const hostPath = path.posix.normalize(d.host_path);
-      const containerPath = path.posix.normalize(d.container_path || d.host_path);
+      const hostPath = cleanPath(d.host_path);
+      const containerPath = cleanPath(d.container_path || d.host_path);
       if (!path.posix.isAbsolute(hostPath) || !path.posix.isAbsolute(containerPath)) {
         throw new InvalidArgument(`device "${d.host_path}" → "${d.container_path}": both paths must be absolute`);
       }
@@ -117,8 +127,7 @@ export function withPrivileged(hostDevices: readonly HostDevice[]): SpecOpt {
     const linux = linuxOf(spec);
     linux.devices = hostDevices.map((h) => toLinuxDevice(h, h.path));
     resourcesOf(spec).devices = [{ allow: true, access: 'rwm' }];
-    linux.maskedPaths = [];
-    linux.readonlyPaths = [];
+    withoutMaskedPaths()(spec);
   };
 }
 
