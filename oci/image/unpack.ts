@@ -131,9 +131,10 @@ class Unpacker {
       case 'link': {
         const target = confine(h.linkname ?? '');
         if (target.length === 0) throw new InvalidArgument(`${this.what}: hardlink "${h.name}" points at the layer root`);
-        const targetPath = join(await this.resolve(target.slice(0, -1), false), target[target.length - 1]!);
-        const st = await lstat(targetPath).catch(() => undefined);
-        if (!st || st.isDirectory()) {
+        const parent = await this.resolve(target.slice(0, -1), false).catch(() => undefined);
+        const targetPath = parent && join(parent, target[target.length - 1]!);
+        const st = targetPath ? await lstat(targetPath).catch(() => undefined) : undefined;
+        if (!targetPath || !st || st.isDirectory()) {
           throw new InvalidArgument(`${this.what}: hardlink "${h.name}" -> "${h.linkname}" does not name a file earlier in the layer`);
         }
         await this.clear(path, false);
