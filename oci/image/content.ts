@@ -2,7 +2,7 @@
 // hashed while it streams, and renamed into place only when size and digest match, so the store never holds
 // a partial or corrupt blob. Concurrent requests for one digest share a single download.
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
@@ -96,17 +96,6 @@ export class ContentStore {
     } finally {
       await rm(tmp, { force: true });
     }
-  }
-
-  /** Verifies a stored blob still hashes to its digest (used before trusting a blob left by an earlier run). */
-  async verify(digest: string): Promise<boolean> {
-    const hash = createHash('sha256');
-    try {
-      await pipeline(createReadStream(this.path(digest)), hash);
-    } catch {
-      return false;
-    }
-    return `sha256:${hash.digest('hex')}` === digest;
   }
 
   async list(): Promise<string[]> {
