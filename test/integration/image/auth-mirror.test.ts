@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { NotFound, PermissionDenied, Unavailable } from '../../../server/errors.js';
 import { imageEnv } from '../../support/image-env.js';
 import { freePort, startRegistry, type TestRegistry } from '../../support/registry.js';
+import { startFlakyProxy } from '../../support/image-proxy.js';
 import { buildImage, pushImage, type BuiltImage } from '../../support/test-images.js';
 
 let img: BuiltImage;
@@ -104,5 +105,24 @@ describe('mirrors', () => {
       e instanceof Unavailable && e.message.includes(`mirror http://127.0.0.1:${dead1}`) && e.message.includes(`mirror http://127.0.0.1:${dead2}`) && /ECONNREFUSED/.test(e.message) && /mirrors only/.test(e.message));
     await assert.rejects(images.pull('quay.io/nothing/here:1'), (e: Error) => e instanceof NotFound && e.message.includes('quay.io/nothing/here:1'));
     assert.ok(requests.every((u) => u.startsWith('http://127.0.0.1:')));
+  });
+});
+
+describe('redirects and transient failures', () => {
+  let reg: TestRegistry;
+  before(async () => {
+    reg = await startRegistry();
+    await pushImage(reg, 'flaky/hello', ['v1'], img);
+  });
+  after(async () => { await reg?.stop(); });
+
+  test('blobs follow redirects to another origin without credentials; 503s are retried', async (t) => {
+    const proxy = await startFlakyProxy(reg.url);
+    t.after(() => proxy.stop());
+    const { images } = await imageEnv(t);
+    const r = await images.pull(`${proxy.host}/flaky/hello:v1`, { registryToken: 'not-for-storage' });
+    assert.equal(r.id, img.configDigest);
+    assert.ok(proxy.failures >= 1, 'some requests failed transiently');
+    assert.deepEqual(proxy.leakedAuth, [], 'no Authorization sent to the redirect target');
   });
 });
