@@ -6,6 +6,7 @@ import { InvalidArgument } from '../../../server/errors.js';
 import { containerAnnotations, withAnnotations } from './annotations.js';
 import { DEFAULT_CAPABILITIES, resolveCapabilities, withCapabilities } from './capabilities.js';
 import { withCgroupsPath, type CgroupDriver } from './cgroups.js';
+import { confinementFor, podNamespaceModes, requireId, userFor, type ImageInfo } from './common.js';
 import type { HostFacts } from './host.js';
 import { parseMountInfo } from './mountinfo.js';
 import {
@@ -15,21 +16,14 @@ import { containerNamespaces, withNamespaces, type NamespaceModes } from './name
 import { applyOpts, baseSpec, type SpecOpt } from './opts.js';
 import { withHostname } from './pod.js';
 import {
-  processArgs, processCwd, processEnv, withArgs, withCwd, withEnv, withRlimits, withTerminal, type ImageConfig,
+  processArgs, processCwd, processEnv, withArgs, withCwd, withEnv, withRlimits, withTerminal,
 } from './process.js';
 import { int64, withOomScoreAdj, withResources } from './resources.js';
 import {
-  apparmorProfileName, chooseProfile, seccompProfileFor, withApparmorProfile, withDevices, withMaskedPaths,
-  withNoNewPrivileges, withPrivileged, withSeccomp,
+  withApparmorProfile, withDevices, withMaskedPaths, withNoNewPrivileges, withPrivileged, withSeccomp,
 } from './security.js';
 import type { POSIXRlimit, Spec } from './types.js';
-import { resolveUser, withUser } from './user.js';
-
-export interface ImageInfo {
-  /** The image reference kubelet asked for (annotated for tools). */
-  name: string;
-  config: ImageConfig;
-}
+import { withUser } from './user.js';
 
 export interface SandboxInfo {
   /** The pause container's init pid: its namespaces are the pod's. */
@@ -56,26 +50,6 @@ export interface ContainerSpecInput {
   volumeDirs?: Record<string, string>;
   /** Rlimits the runtime is configured to set; none by default. */
   rlimits?: POSIXRlimit[];
-}
-
-export const DEFAULT_NAMESPACE_MODES: NamespaceModes = { network: 'POD', pid: 'POD', ipc: 'POD' };
-
-/** Pod-level namespace modes from the sandbox config. */
-export function podNamespaceModes(config: PodSandboxConfig__Output): NamespaceModes {
-  const ns = config.linux?.security_context?.namespace_options;
-  if (ns?.userns_options && ns.userns_options.mode !== 'NODE') {
-    throw new InvalidArgument(`user namespace mode ${ns.userns_options.mode} is not supported: run the pod without hostUsers: false`);
-  }
-  return ns ? { network: ns.network, pid: ns.pid, ipc: ns.ipc } : DEFAULT_NAMESPACE_MODES;
-}
-
-/** A CRI Int64Value wrapper as a number, or undefined when unset. */
-export function optionalInt64(field: string, v: { value: string } | null | undefined): number | undefined {
-  return v ? int64(field, v.value) : undefined;
-}
-
-function requireId(what: string, id: string): void {
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(id)) throw new InvalidArgument(`${what} "${id}" is not a valid id`);
 }
 
 /** The ordered list of opts for an app container; buildContainerSpec applies it. */
@@ -107,26 +81,8 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
     ? [...host.boundingCaps]
     : resolveCapabilities(DEFAULT_CAPABILITIES, sc?.capabilities?.add_capabilities ?? [], sc?.capabilities?.drop_capabilities ?? [], host.boundingCaps);
 
-  const runAsUser = optionalInt64('run_as_user', sc?.run_as_user);
-  const runAsGroup = optionalInt64('run_as_group', sc?.run_as_group);
-  const user = resolveUser(
-    {
-      runAsUser,
-      runAsUsername: sc?.run_as_username || undefined,
-      runAsGroup,
-      imageUser: input.image.config.User,
-      supplementalGroups: (sc?.supplemental_groups ?? []).map((g) => int64('supplemental_groups', g)),
-      strictSupplementalGroups: sc?.supplemental_groups_policy === 'Strict',
-    },
-    host.passwd,
-    host.group,
-  );
-
-  const seccompHost = { arch: host.arch ?? process.arch, kernelRelease: host.kernelRelease, seccompProfiles: host.seccompProfiles };
-  const seccomp = privileged ? undefined : seccompProfileFor(chooseProfile('seccomp', sc?.seccomp ?? null, sc?.seccomp_profile_path ?? ''), caps, seccompHost);
-  const apparmor = privileged
-    ? undefined
-    : apparmorProfileName(chooseProfile('apparmor', sc?.apparmor ?? null, sc?.apparmor_profile ?? ''), host.apparmor, host.apparmorDefaultProfile);
+  const user = userFor(sc, input.image.config, host);
+  const { seccomp, apparmor } = confinementFor(sc, caps, host);
 
   const podFiles = podFileMounts(
     {
