@@ -77,8 +77,9 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   const hostIpc = modes.ipc === 'NODE';
   const readonlyRootfs = sc?.readonly_rootfs ?? false;
 
+  // Privileged means every capability of the bounding set, whatever add/drop say.
   const caps = privileged
-    ? [...host.boundingCaps]
+    ? resolveCapabilities([], ['ALL'], [], host.boundingCaps)
     : resolveCapabilities(DEFAULT_CAPABILITIES, sc?.capabilities?.add_capabilities ?? [], sc?.capabilities?.drop_capabilities ?? [], host.boundingCaps);
 
   const user = userFor(sc, input.image.config, host);
