@@ -160,6 +160,16 @@ describe('buildContainerSpec', () => {
     assert.equal(s.linux?.cgroupsPath, 'kubepods-besteffort-pod123.slice:minicri:c0ffee');
   });
 
+  it('copes with absent linux sections', () => {
+    const s = buildContainerSpec(containerInput({
+      config: containerConfig({ linux: null }),
+      sandboxConfig: sandboxConfig({ linux: null }),
+    }));
+    assert.equal(s.linux?.cgroupsPath, '/minicri/c0ffee');
+    assert.equal(s.linux?.namespaces?.length, 5);
+    assert.deepEqual(s.process?.capabilities?.bounding, [...DEFAULT_CAPABILITIES]);
+  });
+
   it('rejects bad input with InvalidArgument', () => {
     const bad = [
       containerInput({ id: '' }),
