@@ -122,7 +122,7 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
     // Without its own UTS namespace the container would rename the node.
     withHostname(hostNetwork ? undefined : hostname),
     withCgroupsPath(input.cgroupDriver, sandboxConfig.linux?.cgroup_parent ?? '', input.id),
-    withResources(resources),
+    withResources(resources, host.swapAccounting ?? true),
     ...(resources ? [withOomScoreAdj(int64('oom_score_adj', resources.oom_score_adj), host.oomScoreAdjMin)] : []),
     withAnnotations(
       config.annotations,

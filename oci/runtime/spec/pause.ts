@@ -74,7 +74,7 @@ export function pauseSpecOpts(input: PauseSpecInput): SpecOpt[] {
     withSysctls(sysctls.ipc),
     withCgroupsPath(input.cgroupDriver, config.linux?.cgroup_parent ?? '', input.sandboxId),
     withCpuShares(PAUSE_CPU_SHARES),
-    withResources(resources),
+    withResources(resources, host.swapAccounting ?? true),
     withOomScoreAdj(PAUSE_OOM_SCORE_ADJ, host.oomScoreAdjMin),
     withAnnotations(
       config.annotations,
