@@ -67,6 +67,9 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   if (privileged && !podSc?.privileged) {
     throw new InvalidArgument(`container "${config.metadata.name}" is privileged but its pod is not: mark the pod privileged too`);
   }
+  if (config.CDI_devices.length > 0) {
+    throw new InvalidArgument(`CDI devices (${config.CDI_devices.map((d) => d.name).join(', ')}) are not supported by this runtime: use plain devices`);
+  }
   if ((sc?.capabilities?.add_ambient_capabilities.length ?? 0) > 0) {
     throw new InvalidArgument('ambient capabilities are not supported by this runtime: remove add_ambient_capabilities');
   }
