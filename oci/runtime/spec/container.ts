@@ -6,6 +6,7 @@ import { InvalidArgument } from '../../../server/errors.js';
 import { containerAnnotations, withAnnotations } from './annotations.js';
 import { DEFAULT_CAPABILITIES, resolveCapabilities, withCapabilities } from './capabilities.js';
 import { withCgroupsPath, type CgroupDriver } from './cgroups.js';
+import { confinementFor, podNamespaceModes, requireId, userFor, type ImageInfo } from './common.js';
 import type { HostFacts } from './host.js';
 import { parseMountInfo } from './mountinfo.js';
 import {
@@ -15,21 +16,14 @@ import { containerNamespaces, withNamespaces, type NamespaceModes } from './name
 import { applyOpts, baseSpec, type SpecOpt } from './opts.js';
 import { withHostname } from './pod.js';
 import {
-  processArgs, processCwd, processEnv, withArgs, withCwd, withEnv, withRlimits, withTerminal, type ImageConfig,
+  processArgs, processCwd, processEnv, withArgs, withCwd, withEnv, withRlimits, withTerminal,
 } from './process.js';
 import { int64, withOomScoreAdj, withResources } from './resources.js';
 import {
-  apparmorProfileName, chooseProfile, seccompProfileFor, withApparmorProfile, withDevices, withMaskedPaths,
-  withNoNewPrivileges, withPrivileged, withSeccomp,
+  withApparmorProfile, withDevices, withMaskedPaths, withNoNewPrivileges, withPrivileged, withSeccomp,
 } from './security.js';
 import type { POSIXRlimit, Spec } from './types.js';
-import { resolveUser, withUser } from './user.js';
-
-export interface ImageInfo {
-  /** The image reference kubelet asked for (annotated for tools). */
-  name: string;
-  config: ImageConfig;
-}
+import { withUser } from './user.js';
 
 export interface SandboxInfo {
   /** The pause container's init pid: its namespaces are the pod's. */
@@ -58,26 +52,6 @@ export interface ContainerSpecInput {
   rlimits?: POSIXRlimit[];
 }
 
-export const DEFAULT_NAMESPACE_MODES: NamespaceModes = { network: 'POD', pid: 'POD', ipc: 'POD' };
-
-/** Pod-level namespace modes from the sandbox config. */
-export function podNamespaceModes(config: PodSandboxConfig__Output): NamespaceModes {
-  const ns = config.linux?.security_context?.namespace_options;
-  if (ns?.userns_options && ns.userns_options.mode !== 'NODE') {
-    throw new InvalidArgument(`user namespace mode ${ns.userns_options.mode} is not supported: run the pod without hostUsers: false`);
-  }
-  return ns ? { network: ns.network, pid: ns.pid, ipc: ns.ipc } : DEFAULT_NAMESPACE_MODES;
-}
-
-/** A CRI Int64Value wrapper as a number, or undefined when unset. */
-export function optionalInt64(field: string, v: { value: string } | null | undefined): number | undefined {
-  return v ? int64(field, v.value) : undefined;
-}
-
-function requireId(what: string, id: string): void {
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(id)) throw new InvalidArgument(`${what} "${id}" is not a valid id`);
-}
-
 /** The ordered list of opts for an app container; buildContainerSpec applies it. */
 export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   const { config, sandboxConfig, host } = input;
@@ -93,6 +67,9 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   if (privileged && !podSc?.privileged) {
     throw new InvalidArgument(`container "${config.metadata.name}" is privileged but its pod is not: mark the pod privileged too`);
   }
+  if (config.CDI_devices.length > 0) {
+    throw new InvalidArgument(`CDI devices (${config.CDI_devices.map((d) => d.name).join(', ')}) are not supported by this runtime: use plain devices`);
+  }
   if ((sc?.capabilities?.add_ambient_capabilities.length ?? 0) > 0) {
     throw new InvalidArgument('ambient capabilities are not supported by this runtime: remove add_ambient_capabilities');
   }
@@ -103,30 +80,13 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   const hostIpc = modes.ipc === 'NODE';
   const readonlyRootfs = sc?.readonly_rootfs ?? false;
 
+  // Privileged means every capability of the bounding set, whatever add/drop say.
   const caps = privileged
-    ? [...host.boundingCaps]
+    ? resolveCapabilities([], ['ALL'], [], host.boundingCaps)
     : resolveCapabilities(DEFAULT_CAPABILITIES, sc?.capabilities?.add_capabilities ?? [], sc?.capabilities?.drop_capabilities ?? [], host.boundingCaps);
 
-  const runAsUser = optionalInt64('run_as_user', sc?.run_as_user);
-  const runAsGroup = optionalInt64('run_as_group', sc?.run_as_group);
-  const user = resolveUser(
-    {
-      runAsUser,
-      runAsUsername: sc?.run_as_username || undefined,
-      runAsGroup,
-      imageUser: input.image.config.User,
-      supplementalGroups: (sc?.supplemental_groups ?? []).map((g) => int64('supplemental_groups', g)),
-      strictSupplementalGroups: sc?.supplemental_groups_policy === 'Strict',
-    },
-    host.passwd,
-    host.group,
-  );
-
-  const seccompHost = { arch: host.arch ?? process.arch, kernelRelease: host.kernelRelease, seccompProfiles: host.seccompProfiles };
-  const seccomp = privileged ? undefined : seccompProfileFor(chooseProfile('seccomp', sc?.seccomp ?? null, sc?.seccomp_profile_path ?? ''), caps, seccompHost);
-  const apparmor = privileged
-    ? undefined
-    : apparmorProfileName(chooseProfile('apparmor', sc?.apparmor ?? null, sc?.apparmor_profile ?? ''), host.apparmor, host.apparmorDefaultProfile);
+  const user = userFor(sc, input.image.config, host);
+  const { seccomp, apparmor } = confinementFor(sc, caps, host);
 
   const podFiles = podFileMounts(
     {
@@ -165,7 +125,7 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
     // Without its own UTS namespace the container would rename the node.
     withHostname(hostNetwork ? undefined : hostname),
     withCgroupsPath(input.cgroupDriver, sandboxConfig.linux?.cgroup_parent ?? '', input.id),
-    withResources(resources),
+    withResources(resources, host.swapAccounting ?? true),
     ...(resources ? [withOomScoreAdj(int64('oom_score_adj', resources.oom_score_adj), host.oomScoreAdjMin)] : []),
     withAnnotations(
       config.annotations,

@@ -25,6 +25,8 @@ export interface HostFacts {
   arch?: string;
   /** uname -r; unknown is treated as an old kernel by the default seccomp profile. */
   kernelRelease?: string;
+  /** The memory cgroup accounts swap (memory.memsw.* / memory.swap.max exist); default true. */
+  swapAccounting?: boolean;
   /** runc and the kernel support recursive read-only ("rro") bind mounts. */
   recursiveReadOnly?: boolean;
 }

@@ -1,6 +1,7 @@
 // Public surface of the spec builder: the two builders, their inputs, and the helpers the edge
 // needs (log path, secure join, volumes to create, oom clamp, net sysctls).
-export { buildContainerSpec, containerSpecOpts, type ContainerSpecInput, type ImageInfo, type SandboxInfo } from './container.js';
+export { buildContainerSpec, containerSpecOpts, type ContainerSpecInput, type SandboxInfo } from './container.js';
+export type { ImageInfo } from './common.js';
 export { buildPauseSpec, pauseSpecOpts, type PauseSpecInput, type PauseHostFacts, PAUSE_OOM_SCORE_ADJ } from './pause.js';
 export type { HostFacts } from './host.js';
 export type { HostDevice } from './security.js';

@@ -14,6 +14,10 @@ export interface CriMount {
   readonly: boolean;
   propagation: string;
   recursive_read_only?: boolean;
+  /** OCI image volume sources and id-mapped mounts: not supported here. */
+  image?: { image: string } | null;
+  uidMappings?: readonly unknown[];
+  gidMappings?: readonly unknown[];
 }
 
 export const DEV_SHM = '/dev/shm';
@@ -170,6 +174,12 @@ export function withBindMounts(mounts: readonly CriMount[], ctx: BindMountContex
     const built: Mount[] = [];
     let propagation: 'rshared' | 'rslave' | undefined;
     for (const m of mounts) {
+      if (m.image?.image) {
+        throw new InvalidArgument(`mount "${m.container_path}" uses image "${m.image.image}" as its source: image volumes are not supported by this runtime`);
+      }
+      if ((m.uidMappings?.length ?? 0) > 0 || (m.gidMappings?.length ?? 0) > 0) {
+        throw new InvalidArgument(`mount "${m.container_path}" asks for id-mapping: id-mapped mounts are not supported by this runtime`);
+      }
       if (!path.posix.isAbsolute(m.container_path)) {
         throw new InvalidArgument(`mount target "${m.container_path}" is not absolute: use a path such as /data`);
       }

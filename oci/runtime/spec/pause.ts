@@ -5,20 +5,17 @@ import { InvalidArgument } from '../../../server/errors.js';
 import { sandboxAnnotations, withAnnotations } from './annotations.js';
 import { DEFAULT_CAPABILITIES, withCapabilities } from './capabilities.js';
 import { withCgroupsPath, type CgroupDriver } from './cgroups.js';
-import { optionalInt64, podNamespaceModes, type ImageInfo } from './container.js';
+import { confinementFor, podNamespaceModes, requireId, userFor, type ImageInfo } from './common.js';
 import type { HostFacts } from './host.js';
 import { withDefaultMounts, withPodShm, withReadonlyRootfs, withWritableSysfs } from './mounts.js';
 import { pauseNamespaces, withNamespaces } from './namespaces.js';
 import { applyOpts, baseSpec, type SpecOpt } from './opts.js';
 import { splitSysctls, withHostname, withSysctls } from './pod.js';
 import { processArgs, processEnv, withArgs, withEnv } from './process.js';
-import { int64, withCpuShares, withOomScoreAdj, withResources } from './resources.js';
-import {
-  apparmorProfileName, chooseProfile, seccompProfileFor, withApparmorProfile, withMaskedPaths, withNoNewPrivileges,
-  withSeccomp, withoutMaskedPaths,
-} from './security.js';
+import { withCpuShares, withOomScoreAdj, withResources } from './resources.js';
+import { withApparmorProfile, withMaskedPaths, withNoNewPrivileges, withSeccomp, withoutMaskedPaths } from './security.js';
 import type { Spec } from './types.js';
-import { resolveUser, withUser } from './user.js';
+import { withUser } from './user.js';
 
 /** The pause process should be the last thing the OOM killer picks in its pod. */
 export const PAUSE_OOM_SCORE_ADJ = -998;
@@ -43,7 +40,7 @@ export interface PauseSpecInput {
 
 export function pauseSpecOpts(input: PauseSpecInput): SpecOpt[] {
   const { config, host } = input;
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(input.sandboxId)) throw new InvalidArgument(`sandbox id "${input.sandboxId}" is not a valid id`);
+  requireId('sandbox id', input.sandboxId);
   const meta = config.metadata;
   if (!meta?.name || !meta.namespace || !meta.uid) {
     throw new InvalidArgument('sandbox config metadata needs name, namespace and uid');
@@ -54,22 +51,8 @@ export function pauseSpecOpts(input: PauseSpecInput): SpecOpt[] {
   const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
   const caps = DEFAULT_CAPABILITIES;
 
-  const user = resolveUser(
-    {
-      runAsUser: optionalInt64('run_as_user', sc?.run_as_user),
-      runAsGroup: optionalInt64('run_as_group', sc?.run_as_group),
-      imageUser: input.image.config.User,
-      supplementalGroups: (sc?.supplemental_groups ?? []).map((g) => int64('supplemental_groups', g)),
-      strictSupplementalGroups: sc?.supplemental_groups_policy === 'Strict',
-    },
-    host.passwd,
-    host.group,
-  );
-  const seccompHost = { arch: host.arch ?? process.arch, kernelRelease: host.kernelRelease, seccompProfiles: host.seccompProfiles };
-  const seccomp = privileged ? undefined : seccompProfileFor(chooseProfile('seccomp', sc?.seccomp ?? null, sc?.seccomp_profile_path ?? ''), caps, seccompHost);
-  const apparmor = privileged
-    ? undefined
-    : apparmorProfileName(chooseProfile('apparmor', sc?.apparmor ?? null, ''), host.apparmor, host.apparmorDefaultProfile);
+  const user = userFor(sc, input.image.config, host);
+  const { seccomp, apparmor } = confinementFor(sc, caps, host);
   const resources = config.linux?.resources ?? null;
 
   return [
@@ -91,7 +74,7 @@ export function pauseSpecOpts(input: PauseSpecInput): SpecOpt[] {
     withSysctls(sysctls.ipc),
     withCgroupsPath(input.cgroupDriver, config.linux?.cgroup_parent ?? '', input.sandboxId),
     withCpuShares(PAUSE_CPU_SHARES),
-    withResources(resources),
+    withResources(resources, host.swapAccounting ?? true),
     withOomScoreAdj(PAUSE_OOM_SCORE_ADJ, host.oomScoreAdjMin),
     withAnnotations(
       config.annotations,

@@ -27,14 +27,16 @@ const PAGE_SIZE = /^\d+(KB|MB|GB|TB|PB)$/;
 /**
  * Translates CRI resources. Zero means unset for every field, as kubelet sends it. A memory limit
  * without a swap limit also caps swap at the limit, so a container does not swap by default.
+ * Without swap accounting on the host (`swap` false) swap limits are left out: runc would fail
+ * writing a memsw file that does not exist.
  */
-export function linuxResources(r: LinuxContainerResources__Output): LinuxResources {
+export function linuxResources(r: LinuxContainerResources__Output, swap = true): LinuxResources {
   const out: LinuxResources = {};
   const period = int64('cpu_period', r.cpu_period);
   const quota = int64('cpu_quota', r.cpu_quota);
   const shares = int64('cpu_shares', r.cpu_shares);
   const memory = int64('memory_limit_in_bytes', r.memory_limit_in_bytes);
-  const swap = int64('memory_swap_limit_in_bytes', r.memory_swap_limit_in_bytes);
+  const swapLimit = int64('memory_swap_limit_in_bytes', r.memory_swap_limit_in_bytes);
 
   const cpu: NonNullable<LinuxResources['cpu']> = {};
   if (period !== 0) cpu.period = range('cpu_period', period, 1000, 1_000_000);
@@ -52,19 +54,13 @@ export function linuxResources(r: LinuxContainerResources__Output): LinuxResourc
   if (Object.keys(cpu).length > 0) out.cpu = cpu;
 
   const mem: NonNullable<LinuxResources['memory']> = {};
-  if (memory !== 0) {
-    mem.limit = range('memory_limit_in_bytes', memory, 1, Number.MAX_SAFE_INTEGER);
-    mem.swap = mem.limit;
+  if (memory !== 0) mem.limit = range('memory_limit_in_bytes', memory, 1, Number.MAX_SAFE_INTEGER);
+  if (swapLimit < -1) throw new InvalidArgument(`memory_swap_limit_in_bytes ${swapLimit} is negative: use -1 for unlimited`);
+  if (swapLimit > 0 && mem.limit !== undefined && swapLimit < mem.limit) {
+    throw new InvalidArgument(`memory_swap_limit_in_bytes ${swapLimit} is below memory_limit_in_bytes ${mem.limit}: it counts memory plus swap`);
   }
-  if (swap === -1) {
-    mem.swap = -1; // unlimited swap
-  } else if (swap !== 0) {
-    if (swap < 0) throw new InvalidArgument(`memory_swap_limit_in_bytes ${swap} is negative: use -1 for unlimited`);
-    if (mem.limit !== undefined && swap < mem.limit) {
-      throw new InvalidArgument(`memory_swap_limit_in_bytes ${swap} is below memory_limit_in_bytes ${mem.limit}: it counts memory plus swap`);
-    }
-    mem.swap = swap;
-  }
+  if (swap && swapLimit !== 0) mem.swap = swapLimit;
+  else if (swap && mem.limit !== undefined) mem.swap = mem.limit;
   if (Object.keys(mem).length > 0) out.memory = mem;
 
   if (r.hugepage_limits.length > 0) {
@@ -90,8 +86,8 @@ export function linuxResources(r: LinuxContainerResources__Output): LinuxResourc
 }
 
 /** Merges CRI resources into the spec, keeping device rules and defaults set by other opts. */
-export function withResources(r: LinuxContainerResources__Output | null): SpecOpt {
-  const t = r ? linuxResources(r) : {};
+export function withResources(r: LinuxContainerResources__Output | null, swap = true): SpecOpt {
+  const t = r ? linuxResources(r, swap) : {};
   return (spec) => {
     const res = resourcesOf(spec);
     if (t.cpu) res.cpu = { ...res.cpu, ...t.cpu };

@@ -83,6 +83,7 @@ const BY_CAPABILITY: ReadonlyArray<[cap: string, names: string[]]> = [
     'mount', 'mount_setattr', 'move_mount', 'open_tree', 'perf_event_open', 'quotactl', 'quotactl_fd',
     'setdomainname', 'sethostname', 'setns', 'syslog', 'umount', 'umount2', 'unshare',
   ]],
+  ['CAP_DAC_READ_SEARCH', ['open_by_handle_at']],
   ['CAP_SYS_BOOT', ['reboot']],
   ['CAP_SYS_CHROOT', ['chroot']],
   ['CAP_SYS_MODULE', ['delete_module', 'init_module', 'finit_module']],

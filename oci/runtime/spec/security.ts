@@ -7,7 +7,7 @@ import type { SpecOpt } from './opts.js';
 import { linuxOf, processOf, resourcesOf } from './opts.js';
 import { cleanPath } from './mounts.js';
 import { defaultSeccompProfile } from './seccomp-default.js';
-import type { LinuxDevice, LinuxSeccomp, LinuxSyscall } from './types.js';
+import type { LinuxDevice, LinuxSeccomp, LinuxSeccompArg, LinuxSyscall } from './types.js';
 
 /** Paths under /proc and /sys that leak host information or kernel internals. */
 export const DEFAULT_MASKED_PATHS: readonly string[] = [
@@ -208,7 +208,16 @@ export function parseSeccompProfile(ref: string, text: string): LinuxSeccomp {
       const names = Array.isArray(s.names) ? s.names.map(String) : typeof s.name === 'string' ? [s.name] : bad(`syscalls[${i}] has no names`);
       const rule: LinuxSyscall = { names, action: action(s.action, `syscalls[${i}].action`) };
       if (typeof s.errnoRet === 'number') rule.errnoRet = s.errnoRet;
-      if (Array.isArray(s.args) && s.args.length > 0) rule.args = s.args as LinuxSyscall['args'];
+      if (Array.isArray(s.args) && s.args.length > 0) {
+        rule.args = (s.args as Array<Record<string, unknown>>).map((a, j) => {
+          if (typeof a.index !== 'number' || typeof a.value !== 'number' || typeof a.op !== 'string' || !a.op.startsWith('SCMP_CMP_')) {
+            return bad(`syscalls[${i}].args[${j}] needs a numeric index and value and an SCMP_CMP_ op`);
+          }
+          const arg: LinuxSeccompArg = { index: a.index, value: a.value, op: a.op as LinuxSeccompArg['op'] };
+          if (typeof a.valueTwo === 'number') arg.valueTwo = a.valueTwo;
+          return arg;
+        });
+      }
       return rule;
     });
   }

@@ -5,7 +5,7 @@ import { InvalidArgument } from '../../../server/errors.js';
 import type { SpecOpt } from './opts.js';
 import { processOf } from './opts.js';
 
-export interface PasswdEntry { name: string; uid: number; gid: number; home: string }
+export interface PasswdEntry { name: string; uid: number; gid: number }
 export interface GroupEntry { name: string; gid: number; members: string[] }
 
 const MAX_ID = 2 ** 32 - 2; // (uid_t)-1 is "no id" to the kernel
@@ -25,7 +25,7 @@ export function parsePasswd(text: string): PasswdEntry[] {
     const uid = parseId(f[2] ?? '');
     const gid = parseId(f[3] ?? '');
     if (f.length < 4 || !f[0] || uid === undefined || gid === undefined) continue;
-    out.push({ name: f[0], uid, gid, home: f[5] ?? '' });
+    out.push({ name: f[0], uid, gid });
   }
   return out;
 }

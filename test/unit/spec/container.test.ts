@@ -160,6 +160,16 @@ describe('buildContainerSpec', () => {
     assert.equal(s.linux?.cgroupsPath, 'kubepods-besteffort-pod123.slice:minicri:c0ffee');
   });
 
+  it('copes with absent linux sections', () => {
+    const s = buildContainerSpec(containerInput({
+      config: containerConfig({ linux: null }),
+      sandboxConfig: sandboxConfig({ linux: null }),
+    }));
+    assert.equal(s.linux?.cgroupsPath, '/minicri/c0ffee');
+    assert.equal(s.linux?.namespaces?.length, 5);
+    assert.deepEqual(s.process?.capabilities?.bounding, [...DEFAULT_CAPABILITIES]);
+  });
+
   it('rejects bad input with InvalidArgument', () => {
     const bad = [
       containerInput({ id: '' }),
@@ -167,6 +177,7 @@ describe('buildContainerSpec', () => {
       containerInput({ config: containerConfig({ metadata: null }) }),
       containerInput({ image: { name: 'x', config: {} } }),
       containerInput({ config: containerConfig({ working_dir: 'rel' }) }),
+      containerInput({ config: containerConfig({ CDI_devices: [{ name: 'vendor.com/gpu=0' }] }) }),
       containerInput({ config: containerConfig({}, {}, resources({ cpu_shares: '-3' })) }),
       containerInput({ config: containerConfig({}, { capabilities: { add_capabilities: ['BOGUS'], drop_capabilities: [], add_ambient_capabilities: [] } }) }),
       containerInput({ config: containerConfig({}, { capabilities: { add_capabilities: [], drop_capabilities: [], add_ambient_capabilities: ['NET_RAW'] } }) }),

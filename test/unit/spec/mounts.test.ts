@@ -118,6 +118,10 @@ describe('withBindMounts', () => {
     assert.throws(() => rro({ propagation: 'PROPAGATION_HOST_TO_CONTAINER' }), /private propagation/);
     assert.throws(() => rro({}, { ...ctx, recursiveReadOnly: false }), /does not support/);
   });
+  it('refuses image volumes and id-mapped mounts', () => {
+    assert.throws(() => withBindMounts([mount({ container_path: '/i', host_path: '', image: { image: 'busybox', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' } })], ctx)(baseSpec('/r')), /image volumes/);
+    assert.throws(() => withBindMounts([mount({ container_path: '/i', host_path: '/h', uidMappings: [{ host_id: 1, container_id: 0, length: 1 }] })], ctx)(baseSpec('/r')), /id-mapped/);
+  });
   it('refuses relative paths and unknown propagation', () => {
     assert.throws(() => withBindMounts([mount({ container_path: 'data', host_path: '/h' })], ctx)(baseSpec('/r')), InvalidArgument);
     assert.throws(() => withBindMounts([mount({ container_path: '/data', host_path: 'h' })], ctx)(baseSpec('/r')), InvalidArgument);

@@ -59,6 +59,12 @@ describe('buildPauseSpec', () => {
     assert.ok(!p.mounts?.find((m) => m.destination === '/sys')?.options?.includes('ro'));
   });
 
+  it('copes with an absent linux section', () => {
+    const s = buildPauseSpec(pauseInput({ config: sandboxConfig({ linux: null }) }));
+    assert.equal(s.linux?.cgroupsPath, '/minicri/5a4db0c');
+    assert.equal(s.linux?.sysctl, undefined);
+  });
+
   it('systemd driver', () => {
     const s = buildPauseSpec(pauseInput({
       cgroupDriver: 'systemd',

@@ -30,6 +30,10 @@ describe('linuxResources', () => {
     assert.throws(() => linuxResources(resources({ memory_limit_in_bytes: '2000000', memory_swap_limit_in_bytes: '1000000' })), /below/);
     assert.throws(() => linuxResources(resources({ memory_swap_limit_in_bytes: '-5' })), InvalidArgument);
   });
+  it('leaves swap out without swap accounting', () => {
+    assert.deepEqual(linuxResources(resources({ memory_limit_in_bytes: '1000000' }), false).memory, { limit: 1000000 });
+    assert.deepEqual(linuxResources(resources({ memory_limit_in_bytes: '1000000', memory_swap_limit_in_bytes: '2000000' }), false).memory, { limit: 1000000 });
+  });
   it('quota -1 means unlimited', () => {
     assert.deepEqual(linuxResources(resources({ cpu_quota: '-1' })).cpu, { quota: -1 });
   });

@@ -35,6 +35,7 @@ describe('defaultSeccompProfile', () => {
     for (const s of ['mount', 'umount2', 'unshare', 'setns', 'clone', 'clone3', 'bpf']) assert.ok(admin.has(s), s);
     assert.ok(!admin.has('chroot'));
     assert.ok(allowed(defaultSeccompProfile({ capabilities: ['CAP_SYS_TIME'], arch: 'x64' })).has('settimeofday'));
+    assert.ok(allowed(defaultSeccompProfile({ capabilities: ['CAP_DAC_READ_SEARCH'], arch: 'x64' })).has('open_by_handle_at'));
   });
   it('allows ptrace only from kernel 4.8 or with CAP_SYS_PTRACE', () => {
     assert.ok(allowed(base).has('ptrace'));

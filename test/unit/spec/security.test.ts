@@ -108,6 +108,14 @@ describe('seccompProfileFor / parseSeccompProfile', () => {
     assert.throws(() => parseSeccompProfile('/p', '{'), /not JSON/);
     assert.throws(() => parseSeccompProfile('/p', '{"defaultAction":"ALLOW"}'), /not a seccomp action/);
     assert.throws(() => parseSeccompProfile('/p', '{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"action":"SCMP_ACT_ALLOW"}]}'), /no names/);
+    assert.throws(() => parseSeccompProfile('/p', '{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["x"],"action":"SCMP_ACT_ALLOW","args":[{"index":0}]}]}'), /args\[0\]/);
+  });
+  it('keeps syscall argument filters', () => {
+    const p = parseSeccompProfile('/p', JSON.stringify({
+      defaultAction: 'SCMP_ACT_ERRNO',
+      syscalls: [{ names: ['personality'], action: 'SCMP_ACT_ALLOW', args: [{ index: 0, value: 8, valueTwo: 0, op: 'SCMP_CMP_EQ' }] }],
+    }));
+    assert.deepEqual(p.syscalls?.[0]?.args, [{ index: 0, value: 8, valueTwo: 0, op: 'SCMP_CMP_EQ' }]);
   });
   it('withSeccomp sets and clears', () => {
     const s = applyOpts(baseSpec('/r'), [withSeccomp({ defaultAction: 'SCMP_ACT_LOG' })]);
