@@ -37,6 +37,9 @@ const schema = z.strictObject({
     cache_dir: absolutePath.default('/var/lib/cni'),
     default_network: z.string().default(''),
     plugin_timeout_seconds: z.number().int().positive().max(600).default(60),
+    // On the very first start with an empty conf dir, write a bridge network for pod_subnet.
+    // Off for nodes whose CNI installs its own config later (a CNI daemonset).
+    write_default_network: z.boolean().default(true),
   }).prefault({}),
   registries: z.strictObject({
     insecure: z.array(z.string().min(1)).default([]),

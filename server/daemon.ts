@@ -2,12 +2,22 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import type { Config } from './config.js';
+import { CniManager } from '../cni/manager.js';
+import { ensureDefaultNetwork } from '../cni/default-network.js';
+import { Images } from '../oci/image/images.js';
+import type { ImageRecord } from '../oci/image/types.js';
+import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
+import { OciRuntime } from '../oci/runtime/runc.js';
+import { runtimeRoot, type Config } from './config.js';
 import type { Deps } from './deps.js';
 import { imageService } from './image-service.js';
+import { resolveExecutable } from './executables.js';
 import { claimSocketPath, listenUnix } from './listen.js';
 import type { Logger } from './log.js';
+import { KeyedLock } from './locks.js';
+import { pauseImageSource } from './pause-image.js';
 import { loadCri } from './proto.js';
+import { openTables } from './records.js';
 import { runtimeService } from './runtime-service.js';
 import { bindService } from './service.js';
 import { Store } from './store.js';
@@ -28,16 +38,47 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
   mkdirSync(config.root_dir, { recursive: true, mode: 0o711 });
   mkdirSync(config.state_dir, { recursive: true, mode: 0o711 });
   const store = Store.open(join(config.root_dir, 'minicri.db'));
+  let cni: CniManager | undefined;
   try {
-    const deps: Deps = {
-      config,
-      store,
-      log,
-      version: VERSION,
-      network: {
-        status: async () => ({ ready: false, reason: 'NetworkPluginNotReady', message: 'minicri has no CNI network manager yet' }),
-        setPodCidr: () => {},
+    const tables = openTables(store);
+    const imageRecords = store.table<ImageRecord>('image');
+    const images = await Images.open({
+      rootDir: join(config.root_dir, 'images'),
+      repo: imageRecords,
+      registries: {
+        insecure: config.registries.insecure,
+        mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
       },
+      log: log.child({ module: 'images' }),
+      inUse: (imageId) => tables.containers.list().some((c) => c.image.id === imageId) || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
+    });
+    if (store.getMeta('first_started_at') === undefined) {
+      const written = config.cni.write_default_network ? await ensureDefaultNetwork(config.cni.conf_dir, config.pod_subnet) : null;
+      if (written) log.info({ file: written, subnet: config.pod_subnet }, 'no CNI network configured: wrote the default bridge network');
+      store.setMeta('first_started_at', new Date().toISOString());
+    }
+    cni = await CniManager.create({
+      confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir,
+      defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
+      log: log.child({ module: 'cni' }),
+    });
+    // Attachments of sandboxes this store does not know (a crash between ADD and the record) go now.
+    await cni.gc(tables.sandboxes.list().filter((s) => s.networkAttached).map((s) => s.id))
+      .catch((err: unknown) => log.warn({ err }, 'CNI garbage collection failed; it is retried at the next start'));
+    const podCidr = store.getMeta('pod_cidr');
+    if (podCidr) cni.setPodCidr(podCidr);
+    // conmon needs absolute paths; a missing binary is reported by Status rather than refused here.
+    const conmonPath = await resolveExecutable(config.conmon_path) ?? config.conmon_path;
+    const runtimePaths = await Promise.all(Object.values(config.runtimes).map(async (r) => await resolveExecutable(r.path) ?? r.path));
+    const runtimes = new Map(Object.entries(config.runtimes).map(([handler], i) => [handler, new OciRuntime({
+      runtimePath: runtimePaths[i]!, conmonPath, root: runtimeRoot(config, handler),
+      stateDir: join(config.state_dir, 'runtime', handler), log: log.child({ module: 'runtime', handler }), cgroupManager: config.cgroup_driver,
+    })]));
+    const node = await gatherNodeFacts(log);
+    const deps: Deps = {
+      config, store, log, version: VERSION, tables, locks: new KeyedLock(), cni, runtimes, images,
+      pauseImage: await pauseImageSource(config, images, VERSION),
+      hostFacts: (rootfs) => node.forRootfs(rootfs),
     };
     const cri = loadCri();
     const server = new grpc.Server({
@@ -56,11 +97,13 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
           const force = setTimeout(() => { server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
           server.tryShutdown(() => { clearTimeout(force); resolve(); });
         });
+        cni?.close();
         store.close();
         log.info('minicri stopped');
       },
     };
   } catch (err) {
+    cni?.close();
     store.close();
     throw err;
   }

@@ -27,7 +27,7 @@ export function runtimeConfigHandlers(deps: Deps): RuntimeHandlers {
       if (podCidr) {
         const joined = parsePodCidrs(podCidr).join(',');
         deps.store.setMeta('pod_cidr', joined);
-        deps.network.setPodCidr(joined);
+        deps.cni.setPodCidr(joined);
         deps.log.info({ podCidr: joined }, 'pod CIDR updated');
       }
       return {};

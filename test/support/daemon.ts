@@ -16,8 +16,18 @@ export interface DaemonDirs {
   configPath: string;
 }
 
-/** Fresh directories and a config file for a test daemon; `extraToml` is appended to the config. */
-export function makeDaemonDirs(extraToml = ''): DaemonDirs {
+/** Where the test daemon's CNI configuration lives (see cni-env.ts for a ready network). */
+export interface DaemonNetwork {
+  confDir: string;
+  cacheDir: string;
+  binDirs: string[];
+}
+
+/**
+ * Fresh directories and a config file for a test daemon; `extraToml` is appended to the config.
+ * Without `net` the daemon gets an empty conf dir of its own; it never writes a default network.
+ */
+export function makeDaemonDirs(extraToml = '', net?: DaemonNetwork): DaemonDirs {
   const base = mkdtempSync(join(tmpdir(), 'minicri-test-'));
   const dirs = {
     base,
@@ -32,6 +42,11 @@ export function makeDaemonDirs(extraToml = ''): DaemonDirs {
     `state_dir = "${dirs.stateDir}"`,
     `log_level = "debug"`,
     extraToml,
+    '[cni]',
+    `conf_dir = "${net?.confDir ?? join(base, 'net.d')}"`,
+    `cache_dir = "${net?.cacheDir ?? join(base, 'cni-cache')}"`,
+    `bin_dirs = ${JSON.stringify(net?.binDirs ?? ['/usr/lib/cni'])}`,
+    'write_default_network = false',
   ].join('\n'));
   return dirs;
 }
