@@ -1,6 +1,8 @@
 // Request checks that come before anything touches the host, so a refused request leaves nothing.
 import { isIP } from 'node:net';
 import { isAbsolute } from 'node:path';
+import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
+import type { ContainerMetadata__Output } from '../gen/runtime/v1/ContainerMetadata.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import type { PodSandboxMetadata__Output } from '../gen/runtime/v1/PodSandboxMetadata.js';
 import { InvalidArgument } from './errors.js';
@@ -66,4 +68,17 @@ export function checkPodSandboxConfig(config: PodSandboxConfig__Output | null): 
   }
   checkLabels('sandbox', config.labels, config.annotations);
   checkSysctls(config.linux?.sysctls ?? {});
+}
+
+export function checkContainerConfig(config: ContainerConfig__Output | null): asserts config is ContainerConfig__Output & { metadata: ContainerMetadata__Output } {
+  if (!config) throw new InvalidArgument('CreateContainer needs a config');
+  if (!config.metadata) throw new InvalidArgument('container config has no metadata: a name is required');
+  checkName('container metadata.name', config.metadata.name);
+  if (!config.image?.image) throw new InvalidArgument(`container "${config.metadata.name}" names no image`);
+  for (const mount of config.mounts) {
+    if (!mount.container_path || !isAbsolute(mount.container_path)) throw new InvalidArgument(`mount container_path "${mount.container_path}" must be an absolute path`);
+    if (!mount.host_path && !mount.image) throw new InvalidArgument(`mount at "${mount.container_path}" has no host_path`);
+  }
+  for (const env of config.envs) if (!env.key) throw new InvalidArgument('an environment variable has an empty name');
+  checkLabels(`container "${config.metadata.name}"`, config.labels, config.annotations);
 }
