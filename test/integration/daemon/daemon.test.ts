@@ -142,11 +142,11 @@ describe('daemon lifecycle', () => {
   });
 
   it('refuses a config file with an unknown key or a bad value, naming the key', async () => {
-    const dirs = makeDaemonDirs('[cni]\nconf_dirr = "/etc/cni/net.d"\n');
+    const dirs = makeDaemonDirs('[streaming]\naddres = "127.0.0.1"\n');
     try {
       const unknown = await runMinicri(['serve', '--config', dirs.configPath]);
       assert.equal(unknown.code, 2);
-      assert.match(unknown.stderr, /unknown config key "cni\.conf_dirr"/);
+      assert.match(unknown.stderr, /unknown config key "streaming\.addres"/);
       writeFileSync(dirs.configPath, 'cgroup_driver = "cgroupsfs"\n');
       const bad = await runMinicri(['serve', '--config', dirs.configPath]);
       assert.equal(bad.code, 2);
