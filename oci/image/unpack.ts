@@ -37,9 +37,9 @@ function decompressed(file: string, compression: Compression): { stream: Readabl
     const proc = execa('zstd', ['-dcq', file], { stdout: 'pipe', buffer: false, stdin: 'ignore' });
     return { stream: proc.stdout, done: proc };
   }
-  const raw = createReadStream(file);
+  const raw = createReadStream(file, { highWaterMark: 1 << 20 });
   if (compression === 'none') return { stream: raw, done: Promise.resolve() };
-  const gunzip = createGunzip();
+  const gunzip = createGunzip({ chunkSize: 256 << 10 });
   return { stream: raw.pipe(gunzip), done: new Promise((res, rej) => { raw.on('error', rej); gunzip.on('error', rej); gunzip.on('end', res); }) };
 }
 

@@ -38,7 +38,7 @@ describe('registry behind htpasswd basic auth', () => {
 describe('registry behind a bearer token server', () => {
   let reg: TestRegistry;
   before(async () => {
-    reg = await startRegistry({ auth: { kind: 'token', username: 'bob', password: 'hunter2' } });
+    reg = await startRegistry({ auth: { kind: 'token', username: 'bob', password: 'hunter2', identityToken: 'refresh-me' } });
     await pushImage(reg, 'tok/hello', ['v1'], img);
   });
   after(async () => { await reg?.stop(); });
@@ -48,6 +48,14 @@ describe('registry behind a bearer token server', () => {
     const r = await images.pull(`${reg.host}/tok/hello:v1`, { username: 'bob', password: 'hunter2' });
     assert.equal(r.id, img.configDigest);
     assert.equal(requests.filter((u) => u.startsWith(reg.tokenUrl!)).length, 1, 'one token for the whole pull');
+  });
+
+  test('an identity token is exchanged at the token server', async (t) => {
+    const { images } = await imageEnv(t);
+    const r = await images.pull(`${reg.host}/tok/hello:v1`, { identityToken: 'refresh-me' });
+    assert.equal(r.id, img.configDigest);
+    const env2 = await imageEnv(t);
+    await assert.rejects(env2.images.pull(`${reg.host}/tok/hello:v1`, { identityToken: 'stale' }), PermissionDenied);
   });
 
   test('a registry token is sent as is', async (t) => {
