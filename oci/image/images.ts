@@ -1,7 +1,7 @@
 // The image service: pulls images into the content store and layer store, keeps their records, imports local
 // images (the pause image), prepares container root filesystems, and collects what no image or container uses.
 import { createHash } from 'node:crypto';
-import { lstat, readdir, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
 import { FailedPrecondition, InvalidArgument, NotFound } from '../../server/errors.js';
@@ -12,7 +12,7 @@ import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, ty
 import { formatPlatform, HOST_PLATFORM, selectPlatform } from './platform.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
 import { RegistryClient, type Endpoint } from './registry.js';
-import { LayerStore, type Rootfs } from './snapshot.js';
+import { diskUsage, LayerStore, type Rootfs } from './snapshot.js';
 import type { AuthConfig, ImageConfig, ImageRecord, ImageRepository, RegistryHostsConfig } from './types.js';
 
 export interface ImagesOptions {
@@ -353,20 +353,17 @@ export class Images {
 
   // ---- space ----
 
-  /** Bytes and inodes of image content (blobs and unpacked layers), hardlinked inodes counted once. */
+  /** Bytes and inodes of image content: blobs and unpacked layers (container upper dirs are not image data). */
   async fsInfo(): Promise<FsInfo> {
-    const seen = new Set<number>();
-    let usedBytes = 0;
-    const walk = async (path: string): Promise<void> => {
-      const st = await lstat(path).catch(() => undefined);
-      if (!st || seen.has(st.ino)) return;
-      seen.add(st.ino);
-      usedBytes += st.blocks * 512;
-      if (st.isDirectory()) for (const e of await readdir(path).catch(() => [])) await walk(join(path, e));
-    };
-    await walk(join(this.opts.rootDir, 'blobs'));
-    await walk(join(this.opts.rootDir, 'layers'));
-    return { mountpoint: this.opts.rootDir, usedBytes, inodesUsed: seen.size, timestamp: Date.now() };
+    const blobs = await diskUsage(join(this.opts.rootDir, 'blobs'));
+    let usedBytes = blobs.bytes;
+    let inodesUsed = blobs.inodes;
+    for (const l of await this.layers.list()) {
+      const u = await this.layers.usage(l);
+      usedBytes += u.bytes;
+      inodesUsed += u.inodes;
+    }
+    return { mountpoint: this.opts.rootDir, usedBytes, inodesUsed, timestamp: Date.now() };
   }
 
   /** Deletes blobs and layers no image, rootfs or in-flight pull refers to. */
