@@ -161,8 +161,11 @@ export class Images {
         if (parsed.kind !== 'manifest') throw new InvalidArgument(`manifest ${manifestDigest} of "${name}" is an index inside an index`);
       }
       const manifest: Manifest = parsed.manifest;
+      // Manifests read from our store came from no endpoint: blobs then come from the first one that has the image.
+      let located: Promise<Endpoint> | undefined;
+      const source = () => (endpoint ? Promise.resolve(endpoint) : (located ??= this.client.getManifest(ref, ref.digest ?? ref.tag!, auth).then((m) => m.endpoint)));
       lease.hold(manifest.config.digest);
-      downloaded += await this.fetchBlob(ref, manifest.config, endpoint, auth, `config of "${name}"`);
+      downloaded += await this.fetchBlob(ref, manifest.config, source, auth, `config of "${name}"`);
       const { config, diffIds, platform } = parseImageConfig(await this.content.read(manifest.config.digest), `config ${manifest.config.digest} of "${name}"`);
       if (platform.os && platform.os !== 'linux') throw new InvalidArgument(`image "${name}" is for ${platform.os}, not linux`);
       if (diffIds.length !== manifest.layers.length) {
@@ -173,7 +176,7 @@ export class Images {
         const diffId = diffIds[i]!;
         if (await this.layers.has(diffId)) return 0;
         const what = `layer ${layer.digest} of "${name}"`;
-        const n = await this.fetchBlob(ref, layer, endpoint, auth, what);
+        const n = await this.fetchBlob(ref, layer, source, auth, what);
         await this.layers.ensure(diffId, this.content.path(layer.digest), what);
         return n;
       })));
@@ -233,10 +236,9 @@ export class Images {
   }
 
   /** Downloads a blob into the store unless present; returns the bytes fetched. */
-  private async fetchBlob(ref: ImageRef, d: Descriptor, endpoint: Endpoint | undefined, auth: AuthConfig | undefined, what: string): Promise<number> {
+  private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string): Promise<number> {
     if (await this.content.has(d.digest)) return 0;
-    // Without an endpoint the manifest came from our store; blobs come from the first endpoint that has the image.
-    const from = endpoint ?? (await this.client.getManifest(ref, ref.digest ?? ref.tag!, auth)).endpoint;
+    const from = await source();
     return this.content.ensure(d.digest, d.size, `${what} from ${from.url}`, async () => (await this.client.openBlob(from, ref, d.digest, auth)).stream);
   }
 
