@@ -48,6 +48,9 @@ describe('registry behind a bearer token server', () => {
     const r = await images.pull(`${reg.host}/tok/hello:v1`, { username: 'bob', password: 'hunter2' });
     assert.equal(r.id, img.configDigest);
     assert.equal(requests.filter((u) => u.startsWith(reg.tokenUrl!)).length, 1, 'one token for the whole pull');
+    await images.pull(`${reg.host}/tok/hello:v1`, { username: 'bob', password: 'hunter2' });
+    assert.equal(requests.filter((u) => u.startsWith(reg.tokenUrl!)).length, 1, 'token reused by the next pull');
+    await assert.rejects(images.pull(`${reg.host}/tok/hello:v1`), PermissionDenied, 'a cached token never serves a pull without credentials');
   });
 
   test('an identity token is exchanged at the token server', async (t) => {
