@@ -239,7 +239,7 @@ export class Images {
   private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string): Promise<number> {
     if (await this.content.has(d.digest)) return 0;
     const from = await source();
-    return this.content.ensure(d.digest, d.size, `${what} from ${from.url}`, async () => (await this.client.openBlob(from, ref, d.digest, auth)).stream);
+    return this.content.ensure(d.digest, d.size, `${what} from ${from.url}`, () => this.client.openBlob(from, ref, d.digest, auth));
   }
 
   /** Stores the record, moving the tag off any image that had it. Runs under the mutex. */

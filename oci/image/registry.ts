@@ -110,11 +110,10 @@ export class RegistryClient {
   }
 
   /** Opens a blob for reading. Errors are typed; the caller verifies the digest while streaming. */
-  async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig): Promise<{ stream: Readable; length?: number }> {
+  async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig): Promise<Readable> {
     try {
       const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', auth);
-      const len = res.headers.get('content-length');
-      return { stream: Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), length: len ? Number(len) : undefined };
+      return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
     } catch (err) {
       if (!(err instanceof EndpointError)) throw err;
       const what = `blob ${digest} of ${ref.registry}/${ref.repository} from ${endpoint.url}`;
