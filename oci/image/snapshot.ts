@@ -27,6 +27,14 @@ export interface Rootfs {
   mounted: boolean;
 }
 
+/**
+ * Lowerdirs top first, each layer once. overlayfs refuses a directory listed twice, and an image may repeat a
+ * layer (empty layers often are); only the topmost copy matters, since it re-applies everything the lower one had.
+ */
+export function lowerOrder(layers: readonly string[]): string[] {
+  return [...new Set([...layers].reverse())];
+}
+
 export interface Usage { bytes: number; inodes: number }
 
 interface RootfsMeta { imageId: string; layers: string[]; createdAt: number }
@@ -140,7 +148,9 @@ export class LayerStore {
       }
       const rootfs = await this.describe(key, existing ?? { imageId, layers, createdAt: 0 });
       if (!rootfs.mounted) {
-        const lower = layers.length ? await Promise.all([...layers].reverse().map((l) => this.link(l))) : [join(dir, 'empty')];
+        const lower: string[] = [];
+        for (const l of lowerOrder(layers)) lower.push(await this.link(l));
+        if (lower.length === 0) lower.push(join(dir, 'empty'));
         const data = `lowerdir=${lower.join(':')},upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`;
         if (data.length > MAX_MOUNT_DATA) {
           throw new ResourceExhausted(`image ${imageId} has too many layers (${layers.length}) for one overlay mount`);
@@ -199,7 +209,7 @@ export class LayerStore {
 
   private async describe(key: string, meta: RootfsMeta): Promise<Rootfs> {
     const dir = this.rootfsPath(key);
-    const lower = meta.layers.length ? [...meta.layers].reverse().map((l) => this.dir(l)) : [join(dir, 'empty')];
+    const lower = meta.layers.length ? lowerOrder(meta.layers).map((l) => this.dir(l)) : [join(dir, 'empty')];
     const path = join(dir, 'merged');
     return {
       key,

@@ -138,6 +138,18 @@ describe('layer unpacking and overlay root filesystems', () => {
     assert.deepEqual([l.isSymbolicLink(), l.uid, l.gid], [true, 3, 4]);
   });
 
+  test('an image repeating a layer mounts', async (t) => {
+    const { images } = await imageEnv(t);
+    const empty = { entries: [] };
+    const img = await buildImage([empty, { entries: [{ name: 'a', data: '1' }] }, empty, { entries: [{ name: 'b', data: '2' }] }, empty], {});
+    await pushImage(reg, 'test/repeat', ['v1'], img);
+    const r = await images.pull(`${reg.host}/test/repeat:v1`);
+    assert.equal(new Set(r.layers).size, 3);
+    const fs = await images.prepareRootfs('repeat-layers', r.id);
+    t.after(() => images.removeRootfs('repeat-layers'));
+    assert.deepEqual((await readdir(fs.path)).sort(), ['a', 'b']);
+  });
+
   test('an image with many layers mounts', async (t) => {
     const { images } = await imageEnv(t);
     const layers = Array.from({ length: 120 }, (_, i) => ({ entries: [{ name: `f${i}`, data: String(i) }], compression: 'none' as const }));
