@@ -39,16 +39,20 @@ async function sniff(file: string): Promise<Compression> {
   }
 }
 
-/** The uncompressed tar stream of a layer blob; zstd goes through the zstd tool since Node 20 lacks it. */
-function decompressed(file: string, compression: Compression): { stream: Readable; done: Promise<unknown> } {
+/**
+ * The stages producing a layer blob's uncompressed tar stream; zstd goes through the zstd tool since Node 20
+ * lacks it, and `exited` then reports how the tool ended.
+ */
+function decompression(file: string, compression: Compression): { stages: Readable[]; exited: Promise<unknown> } {
   if (compression === 'zstd') {
     const proc = execa('zstd', ['-dcq', file], { stdout: 'pipe', buffer: false, stdin: 'ignore' });
-    return { stream: proc.stdout, done: proc };
+    // Handled here so a failing tool cannot surface as an unhandled rejection before unpackLayer awaits it.
+    proc.catch(() => undefined);
+    return { stages: [proc.stdout], exited: proc };
   }
   const raw = createReadStream(file, { highWaterMark: 1 << 20 });
-  if (compression === 'none') return { stream: raw, done: Promise.resolve() };
-  const gunzip = createGunzip({ chunkSize: 256 << 10 });
-  return { stream: raw.pipe(gunzip), done: new Promise((res, rej) => { raw.on('error', rej); gunzip.on('error', rej); gunzip.on('end', res); }) };
+  if (compression === 'none') return { stages: [raw], exited: Promise.resolve() };
+  return { stages: [raw, createGunzip({ chunkSize: 256 << 10 })], exited: Promise.resolve() };
 }
 
 export interface UnpackResult { diffId: string; bytes: number }
@@ -60,13 +64,15 @@ export interface UnpackResult { diffId: string; bytes: number }
 export async function unpackLayer(blobFile: string, dest: string, what: string, log: Logger): Promise<UnpackResult> {
   const started = Date.now();
   await mkdir(dest, { mode: 0o755 });
-  const { stream, done } = decompressed(blobFile, await sniff(blobFile));
+  const { stages, exited } = decompression(blobFile, await sniff(blobFile));
   const hash = createHash('sha256');
   let bytes = 0;
   const tap = new Transform({ transform(chunk: Buffer, _e, cb) { hash.update(chunk); bytes += chunk.length; cb(null, chunk); } });
   // tar-stream's extract keeps consuming past the end-of-archive blocks, so the digest covers the whole stream.
   const extract = tar.extract();
-  const feeding = pipeline(stream, tap, extract);
+  const feeding = (pipeline as (...streams: unknown[]) => Promise<void>)(...stages, tap, extract);
+  // Awaited below; handled now so a failure while entries are still being applied is not an unhandled rejection.
+  feeding.catch(() => undefined);
   const u = new Unpacker(dest, what);
   try {
     for await (const entry of extract) {
@@ -74,13 +80,13 @@ export async function unpackLayer(blobFile: string, dest: string, what: string, 
       entry.resume();
     }
     await feeding;
-    await done;
+    await exited;
     u.finish();
   } catch (err) {
-    stream.destroy();
+    for (const s of stages) s.destroy();
     extract.destroy();
     await feeding.catch(() => undefined);
-    await Promise.resolve(done).catch(() => undefined);
+    await exited.catch(() => undefined);
     if (err instanceof InvalidArgument || err instanceof Internal) throw err;
     throw new InvalidArgument(`${what} cannot be unpacked: ${(err as Error).message}`, { cause: err });
   }
