@@ -172,7 +172,8 @@ export class Images {
         throw new InvalidArgument(`image "${name}" lists ${manifest.layers.length} layers but its config has ${diffIds.length} diff ids`);
       }
       manifest.layers.forEach((l, i) => { lease.hold(l.digest); lease.hold(diffIds[i]!); });
-      const counts = await Promise.all(manifest.layers.map((layer, i) => this.downloads.run(async () => {
+      // allSettled: on a failure the other layers still finish before cleanup, so nothing is written after it.
+      const results = await Promise.allSettled(manifest.layers.map((layer, i) => this.downloads.run(async () => {
         const diffId = diffIds[i]!;
         if (await this.layers.has(diffId)) return 0;
         const what = `layer ${layer.digest} of "${name}"`;
@@ -180,7 +181,10 @@ export class Images {
         await this.layers.ensure(diffId, this.content.path(layer.digest), what);
         return n;
       })));
-      downloaded += counts.reduce((a, b) => a + b, 0);
+      for (const r of results) {
+        if (r.status === 'rejected') throw r.reason;
+        downloaded += r.value;
+      }
       const blobs = [...new Set([top.digest, manifestDigest, manifest.config.digest, ...manifest.layers.map((l) => l.digest)])];
       const record = await this.mutex.lock(() => this.commit({
         id: manifest.config.digest,
