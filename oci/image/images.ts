@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
-import { FailedPrecondition, InvalidArgument, NotFound } from '../../server/errors.js';
+import { FailedPrecondition, InvalidArgument, NotFound, Unavailable } from '../../server/errors.js';
 import type { Logger } from '../../server/log.js';
 import { ContentStore } from './content.js';
 import { Mutex, Semaphore } from './flight.js';
@@ -239,11 +239,27 @@ export class Images {
     return m;
   }
 
-  /** Downloads a blob into the store unless present; returns the bytes fetched. */
+  /**
+   * Downloads a blob into the store unless present; returns the bytes fetched. The endpoint that served the
+   * manifest is asked first; if it lacks the blob or fails, the registry's other endpoints are tried in order.
+   */
   private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string): Promise<number> {
     if (await this.content.has(d.digest)) return 0;
-    const from = await source();
-    return this.content.ensure(d.digest, d.size, `${what} from ${from.url}`, () => this.client.openBlob(from, ref, d.digest, auth));
+    const first = await source();
+    const endpoints = [first, ...this.client.endpoints(ref.registry).filter((e) => e.url !== first.url)];
+    return this.content.ensure(d.digest, d.size, `${what} from ${first.url}`, async () => {
+      const failures: Error[] = [];
+      for (const e of endpoints) {
+        try {
+          return await this.client.openBlob(e, ref, d.digest, auth);
+        } catch (err) {
+          if (!(err instanceof NotFound || err instanceof Unavailable)) throw err;
+          failures.push(err);
+        }
+      }
+      const Kind = failures.every((f) => f instanceof NotFound) ? NotFound : Unavailable;
+      throw new Kind(failures.map((f) => f.message).join('; '));
+    });
   }
 
   /** Stores the record, moving the tag off any image that had it. Runs under the mutex. */

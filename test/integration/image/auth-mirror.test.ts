@@ -98,6 +98,21 @@ describe('mirrors', () => {
     assert.equal(images.status('registry.k8s.io/pause:3.10')?.id, img.configDigest);
   });
 
+  test('a blob the mirror lacks comes from the registry itself', async (t) => {
+    const upstream = await startRegistry();
+    t.after(() => upstream.stop());
+    const fb = await buildImage([{ entries: [{ name: 'fallback', data: 'yes' }] }], { Cmd: ['/fallback'] });
+    await pushImage(reg, 'test/fallback', ['v1'], fb);
+    await pushImage(upstream, 'test/fallback', ['v1'], fb);
+    const del = await fetch(`${reg.url}/v2/test/fallback/blobs/${fb.layerDigests[0]}`, { method: 'DELETE' });
+    assert.equal(del.status, 202);
+    const { images, requests } = await imageEnv(t, { mirrors: { [upstream.host]: { endpoints: [reg.url] } }, insecure: [] });
+    const r = await images.pull(`${upstream.host}/test/fallback:v1`);
+    assert.equal(r.id, fb.configDigest);
+    assert.deepEqual(r.repoTags, [`${upstream.host}/test/fallback:v1`]);
+    assert.deepEqual(requests.map((u) => u.slice(0, u.indexOf('/v2/'))), [reg.url, reg.url, reg.url, upstream.url], requests.join('\n'));
+  });
+
   test('docker.io names map to library/ on the mirror', async (t) => {
     const { images, requests } = await imageEnv(t, { mirrors: { 'docker.io': { endpoints: [reg.host] } }, insecure: [] });
     const r = await images.pull('busybox:1.36');
