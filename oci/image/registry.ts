@@ -17,6 +17,8 @@ export interface Endpoint {
 
 const MAX_MANIFEST_BYTES = 4 << 20;
 const MAX_REDIRECTS = 5;
+/** Default for manifestTimeoutMs: a manifest is small, an endpoint that cannot serve one in this time is unreachable. */
+const MANIFEST_TIMEOUT_MS = 30_000;
 
 function isLoopbackHost(hostPort: string): boolean {
   const host = hostPort.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
@@ -49,6 +51,8 @@ export interface RegistryClientOptions {
   log: Logger;
   /** Attempts for transient failures (network resets, 5xx, 429). */
   attempts?: number;
+  /** Time for one manifest request before the endpoint counts as unreachable. */
+  manifestTimeoutMs?: number;
   /** Injected for tests that record what is sent where; defaults to the global fetch. */
   fetch?: typeof fetch;
 }
@@ -93,7 +97,7 @@ export class RegistryClient {
     const failures: Array<{ endpoint: Endpoint; err: EndpointError }> = [];
     for (const endpoint of endpoints) {
       try {
-        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, auth);
+        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, auth, this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
         const bytes = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference} from ${endpoint.url}`);
         const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
         if (reference.startsWith('sha256:') && digest !== reference) {
@@ -125,14 +129,14 @@ export class RegistryClient {
   }
 
   /** GET /v2/<repository>/<path> with auth challenges answered, redirects followed and transient failures retried. */
-  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig): Promise<Response> {
+  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, timeoutMs?: number): Promise<Response> {
     const scope = pullScope(repository);
     // Tokens are cached per credential too: one pod's pull secret must not serve another pod's pull.
     const cacheKey = `${endpoint.url} ${scope} ${createHash('sha256').update(JSON.stringify(auth ?? {})).digest('hex')}`;
     const url = `${endpoint.url}/v2/${repository}/${path}`;
     let authorization = auth?.registryToken ? `Bearer ${auth.registryToken}` : this.cachedAuth(cacheKey);
     for (let challenged = false; ;) {
-      const res = await this.withRetries(url, () => this.get(url, accept, authorization));
+      const res = await this.withRetries(url, () => this.get(url, accept, authorization, timeoutMs));
       if (res.ok) return res;
       const body = await res.text().catch(() => '');
       const message = registryMessage(res.status, body);
@@ -164,13 +168,14 @@ export class RegistryClient {
   }
 
   /** Follows redirects by hand so credentials never travel to another origin (blob storage redirects). */
-  private async get(url: string, accept: string, authorization: string | undefined): Promise<Response> {
+  private async get(url: string, accept: string, authorization: string | undefined, timeoutMs?: number): Promise<Response> {
+    const signal = timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined;
     const origin = new URL(url).origin;
     let current = url;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const headers: Record<string, string> = { accept, 'user-agent': 'minicri' };
       if (authorization && new URL(current).origin === origin) headers.authorization = authorization;
-      const res = await this.fetchFn(current, { headers, redirect: 'manual' });
+      const res = await this.fetchFn(current, { headers, redirect: 'manual', signal });
       const location = res.headers.get('location');
       if (res.status >= 300 && res.status < 400 && location) {
         await res.body?.cancel();
