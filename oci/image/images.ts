@@ -1,9 +1,10 @@
 // The image service: pulls images into the content store and layer store, keeps their records, imports local
 // images (the pause image), prepares container root filesystems, and collects what no image or container uses.
-import { lstat, readdir, readFile, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
-import { FailedPrecondition, InvalidArgument, NotFound } from '../../server/errors.js';
+import { FailedPrecondition, InvalidArgument, NotFound, Unavailable } from '../../server/errors.js';
 import type { Logger } from '../../server/log.js';
 import { ContentStore } from './content.js';
 import { Mutex, Semaphore } from './flight.js';
@@ -11,7 +12,7 @@ import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, ty
 import { formatPlatform, HOST_PLATFORM, selectPlatform } from './platform.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
 import { RegistryClient, type Endpoint } from './registry.js';
-import { LayerStore, type Rootfs } from './snapshot.js';
+import { diskUsage, LayerStore, type Rootfs } from './snapshot.js';
 import type { AuthConfig, ImageConfig, ImageRecord, ImageRepository, RegistryHostsConfig } from './types.js';
 
 export interface ImagesOptions {
@@ -136,12 +137,12 @@ export class Images {
     const name = formatReference(ref);
     const started = Date.now();
     const log = this.opts.log.child({ image: name });
-    const held: string[] = [];
-    const hold = (key: string) => { held.push(key); this.active.set(key, (this.active.get(key) ?? 0) + 1); };
+    const lease = this.lease();
     let downloaded = 0;
     try {
       const top = await this.topManifest(ref, auth);
-      hold(top.digest);
+      lease.hold(top.digest);
+      await this.content.put(top.bytes);
       let manifestDigest = top.digest;
       let parsed = parseManifestOrIndex(top.bytes, top.contentType, `manifest of "${name}"`);
       let endpoint = top.endpoint;
@@ -153,34 +154,41 @@ export class Images {
           throw new NotFound(`image "${name}" has no ${formatPlatform(HOST_PLATFORM)} variant (it has ${have})`);
         }
         manifestDigest = entries[i]!.digest;
-        hold(manifestDigest);
+        lease.hold(manifestDigest);
         const child = await this.manifestBlob(ref, manifestDigest, auth, endpoint);
         endpoint = child.endpoint;
         parsed = parseManifestOrIndex(child.bytes, child.contentType, `manifest ${manifestDigest} of "${name}"`);
         if (parsed.kind !== 'manifest') throw new InvalidArgument(`manifest ${manifestDigest} of "${name}" is an index inside an index`);
       }
       const manifest: Manifest = parsed.manifest;
-      hold(manifest.config.digest);
-      downloaded += await this.fetchBlob(ref, manifest.config, endpoint, auth, `config of "${name}"`);
+      // Manifests read from our store came from no endpoint: blobs then come from the first one that has the image.
+      let located: Promise<Endpoint> | undefined;
+      const source = () => (endpoint ? Promise.resolve(endpoint) : (located ??= this.client.getManifest(ref, ref.digest ?? ref.tag!, auth).then((m) => m.endpoint)));
+      lease.hold(manifest.config.digest);
+      downloaded += await this.fetchBlob(ref, manifest.config, source, auth, `config of "${name}"`);
       const { config, diffIds, platform } = parseImageConfig(await this.content.read(manifest.config.digest), `config ${manifest.config.digest} of "${name}"`);
       if (platform.os && platform.os !== 'linux') throw new InvalidArgument(`image "${name}" is for ${platform.os}, not linux`);
       if (diffIds.length !== manifest.layers.length) {
         throw new InvalidArgument(`image "${name}" lists ${manifest.layers.length} layers but its config has ${diffIds.length} diff ids`);
       }
-      manifest.layers.forEach((l, i) => { hold(l.digest); hold(diffIds[i]!); });
-      const counts = await Promise.all(manifest.layers.map((layer, i) => this.downloads.run(async () => {
+      manifest.layers.forEach((l, i) => { lease.hold(l.digest); lease.hold(diffIds[i]!); });
+      // allSettled: on a failure the other layers still finish before cleanup, so nothing is written after it.
+      const results = await Promise.allSettled(manifest.layers.map((layer, i) => this.downloads.run(async () => {
         const diffId = diffIds[i]!;
         if (await this.layers.has(diffId)) return 0;
         const what = `layer ${layer.digest} of "${name}"`;
-        const n = await this.fetchBlob(ref, layer, endpoint, auth, what);
+        const n = await this.fetchBlob(ref, layer, source, auth, what);
         await this.layers.ensure(diffId, this.content.path(layer.digest), what);
         return n;
       })));
-      downloaded += counts.reduce((a, b) => a + b, 0);
+      for (const r of results) {
+        if (r.status === 'rejected') throw r.reason;
+        downloaded += r.value;
+      }
       const blobs = [...new Set([top.digest, manifestDigest, manifest.config.digest, ...manifest.layers.map((l) => l.digest)])];
       const record = await this.mutex.lock(() => this.commit({
         id: manifest.config.digest,
-        tag: ref.tag ? `${refName(ref)}:${ref.tag}` : undefined,
+        tag: ref.tag && !ref.digest ? `${refName(ref)}:${ref.tag}` : undefined,
         digest: `${refName(ref)}@${top.digest}`,
         size: manifest.config.size + manifest.layers.reduce((a, l) => a + l.size, 0),
         config, layers: diffIds, blobs, pinned: false,
@@ -192,24 +200,36 @@ export class Images {
       log.warn({ err: (err as Error).message, bytes: downloaded }, 'image pull failed');
       throw err;
     } finally {
-      for (const key of held) {
-        const n = (this.active.get(key) ?? 1) - 1;
-        if (n > 0) this.active.set(key, n);
-        else this.active.delete(key);
-      }
+      lease.release();
       // A failed pull leaves nothing behind; this also sweeps what a successful one made stale.
       await this.gc().catch((err: Error) => log.warn({ err: err.message }, 'garbage collection after pull failed'));
     }
   }
 
-  /** The manifest the reference names; by digest it is read from the store when we have it (no network). */
+  /**
+   * Protects blobs and layers from garbage collection while a pull or import works with them: hold each key
+   * before it is written, release when the image record is committed (or the work failed).
+   */
+  private lease(): { hold(key: string): void; release(): void } {
+    const held: string[] = [];
+    return {
+      hold: (key) => { held.push(key); this.active.set(key, (this.active.get(key) ?? 0) + 1); },
+      release: () => {
+        for (const key of held.splice(0)) {
+          const n = (this.active.get(key) ?? 1) - 1;
+          if (n > 0) this.active.set(key, n);
+          else this.active.delete(key);
+        }
+      },
+    };
+  }
+
+  /** The manifest the reference names (not stored yet); by digest it is read from the store when we have it. */
   private async topManifest(ref: ImageRef, auth?: AuthConfig): Promise<{ digest: string; bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
     if (ref.digest && (await this.content.has(ref.digest))) {
       return { digest: ref.digest, bytes: await this.content.read(ref.digest) };
     }
-    const m = await this.client.getManifest(ref, ref.digest ?? ref.tag!, auth);
-    await this.content.put(m.bytes);
-    return m;
+    return this.client.getManifest(ref, ref.digest ?? ref.tag!, auth);
   }
 
   private async manifestBlob(ref: ImageRef, digest: string, auth: AuthConfig | undefined, endpoint?: Endpoint): Promise<{ bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
@@ -219,12 +239,27 @@ export class Images {
     return m;
   }
 
-  /** Downloads a blob into the store unless present; returns the bytes fetched. */
-  private async fetchBlob(ref: ImageRef, d: Descriptor, endpoint: Endpoint | undefined, auth: AuthConfig | undefined, what: string): Promise<number> {
+  /**
+   * Downloads a blob into the store unless present; returns the bytes fetched. The endpoint that served the
+   * manifest is asked first; if it lacks the blob or fails, the registry's other endpoints are tried in order.
+   */
+  private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string): Promise<number> {
     if (await this.content.has(d.digest)) return 0;
-    // Without an endpoint the manifest came from our store; blobs come from the first endpoint that has the image.
-    const from = endpoint ?? (await this.client.getManifest(ref, ref.digest ?? ref.tag!, auth)).endpoint;
-    return this.content.ensure(d.digest, d.size, `${what} from ${from.url}`, async () => (await this.client.openBlob(from, ref, d.digest, auth)).stream);
+    const first = await source();
+    const endpoints = [first, ...this.client.endpoints(ref.registry).filter((e) => e.url !== first.url)];
+    return this.content.ensure(d.digest, d.size, `${what} from ${first.url}`, async () => {
+      const failures: Error[] = [];
+      for (const e of endpoints) {
+        try {
+          return await this.client.openBlob(e, ref, d.digest, auth);
+        } catch (err) {
+          if (!(err instanceof NotFound || err instanceof Unavailable)) throw err;
+          failures.push(err);
+        }
+      }
+      const Kind = failures.every((f) => f instanceof NotFound) ? NotFound : Unavailable;
+      throw new Kind(failures.map((f) => f.message).join('; '));
+    });
   }
 
   /** Stores the record, moving the tag off any image that had it. Runs under the mutex. */
@@ -264,25 +299,32 @@ export class Images {
     const ref = parseReference(name);
     if (ref.digest) throw new InvalidArgument(`local image name "${name}" cannot carry a digest`);
     const layer = await buildLayer(files);
-    const layerDigest = await this.content.put(layer);
-    await this.layers.ensure(layerDigest, this.content.path(layerDigest), `layer of local image "${name}"`);
+    const layerDigest = sha256(layer);
     const configBytes = Buffer.from(JSON.stringify(buildImageConfig(config, [layerDigest], HOST_PLATFORM)));
-    const configDigest = await this.content.put(configBytes);
     const manifest = Buffer.from(JSON.stringify({
       schemaVersion: 2,
       mediaType: MediaType.ociManifest,
-      config: { mediaType: MediaType.ociConfig, digest: configDigest, size: configBytes.length },
+      config: { mediaType: MediaType.ociConfig, digest: sha256(configBytes), size: configBytes.length },
       layers: [{ mediaType: MediaType.ociLayer, digest: layerDigest, size: layer.length }],
     }));
-    const manifestDigest = await this.content.put(manifest);
-    const record = await this.mutex.lock(() => this.commit({
-      id: configDigest,
-      tag: `${refName(ref)}:${ref.tag}`,
-      size: configBytes.length + layer.length,
-      config, layers: [layerDigest], blobs: [manifestDigest, configDigest, layerDigest], pinned: opts.pinned ?? false,
-    }));
-    await this.gc();
-    return record;
+    const blobs = [sha256(manifest), sha256(configBytes), layerDigest];
+    const lease = this.lease();
+    try {
+      for (const b of blobs) lease.hold(b);
+      for (const b of [layer, configBytes, manifest]) await this.content.put(b);
+      await this.layers.ensure(layerDigest, this.content.path(layerDigest), `layer of local image "${name}"`);
+      const record = await this.mutex.lock(() => this.commit({
+        id: sha256(configBytes),
+        tag: `${refName(ref)}:${ref.tag}`,
+        size: configBytes.length + layer.length,
+        config, layers: [layerDigest], blobs, pinned: opts.pinned ?? false,
+      }));
+      this.opts.log.info({ image: formatReference(ref), id: record.id, pinned: record.pinned }, 'local image imported');
+      return record;
+    } finally {
+      lease.release();
+      await this.gc();
+    }
   }
 
   // ---- remove ----
@@ -333,20 +375,17 @@ export class Images {
 
   // ---- space ----
 
-  /** Bytes and inodes of image content (blobs and unpacked layers), hardlinked inodes counted once. */
+  /** Bytes and inodes of image content: blobs and unpacked layers (container upper dirs are not image data). */
   async fsInfo(): Promise<FsInfo> {
-    const seen = new Set<number>();
-    let usedBytes = 0;
-    const walk = async (path: string): Promise<void> => {
-      const st = await lstat(path).catch(() => undefined);
-      if (!st || seen.has(st.ino)) return;
-      seen.add(st.ino);
-      usedBytes += st.blocks * 512;
-      if (st.isDirectory()) for (const e of await readdir(path).catch(() => [])) await walk(join(path, e));
-    };
-    await walk(join(this.opts.rootDir, 'blobs'));
-    await walk(join(this.opts.rootDir, 'layers'));
-    return { mountpoint: this.opts.rootDir, usedBytes, inodesUsed: seen.size, timestamp: Date.now() };
+    const blobs = await diskUsage(join(this.opts.rootDir, 'blobs'));
+    let usedBytes = blobs.bytes;
+    let inodesUsed = blobs.inodes;
+    for (const l of await this.layers.list()) {
+      const u = await this.layers.usage(l);
+      usedBytes += u.bytes;
+      inodesUsed += u.inodes;
+    }
+    return { mountpoint: this.opts.rootDir, usedBytes, inodesUsed, timestamp: Date.now() };
   }
 
   /** Deletes blobs and layers no image, rootfs or in-flight pull refers to. */
@@ -362,6 +401,10 @@ export class Images {
       if (blobs || layers) this.opts.log.debug({ blobs, layers }, 'garbage collected');
     });
   }
+}
+
+function sha256(b: Buffer): string {
+  return `sha256:${createHash('sha256').update(b).digest('hex')}`;
 }
 
 function union(list: string[] | undefined, item: string | undefined): string[] {

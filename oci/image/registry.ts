@@ -17,6 +17,8 @@ export interface Endpoint {
 
 const MAX_MANIFEST_BYTES = 4 << 20;
 const MAX_REDIRECTS = 5;
+/** Default for manifestTimeoutMs: a manifest is small, an endpoint that cannot serve one in this time is unreachable. */
+const MANIFEST_TIMEOUT_MS = 30_000;
 
 function isLoopbackHost(hostPort: string): boolean {
   const host = hostPort.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
@@ -49,13 +51,15 @@ export interface RegistryClientOptions {
   log: Logger;
   /** Attempts for transient failures (network resets, 5xx, 429). */
   attempts?: number;
+  /** Time for one manifest request before the endpoint counts as unreachable. */
+  manifestTimeoutMs?: number;
   /** Injected for tests that record what is sent where; defaults to the global fetch. */
   fetch?: typeof fetch;
 }
 
 /** Failure of one endpoint, kept to explain the whole attempt. */
 class EndpointError extends Error {
-  constructor(readonly kind: 'notfound' | 'denied' | 'unreachable' | 'bad', message: string, readonly status?: number) {
+  constructor(readonly kind: 'notfound' | 'denied' | 'unreachable' | 'bad', message: string) {
     super(message);
   }
 }
@@ -93,7 +97,7 @@ export class RegistryClient {
     const failures: Array<{ endpoint: Endpoint; err: EndpointError }> = [];
     for (const endpoint of endpoints) {
       try {
-        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, auth);
+        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, auth, this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
         const bytes = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference} from ${endpoint.url}`);
         const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
         if (reference.startsWith('sha256:') && digest !== reference) {
@@ -110,11 +114,10 @@ export class RegistryClient {
   }
 
   /** Opens a blob for reading. Errors are typed; the caller verifies the digest while streaming. */
-  async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig): Promise<{ stream: Readable; length?: number }> {
+  async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig): Promise<Readable> {
     try {
       const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', auth);
-      const len = res.headers.get('content-length');
-      return { stream: Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), length: len ? Number(len) : undefined };
+      return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
     } catch (err) {
       if (!(err instanceof EndpointError)) throw err;
       const what = `blob ${digest} of ${ref.registry}/${ref.repository} from ${endpoint.url}`;
@@ -126,13 +129,14 @@ export class RegistryClient {
   }
 
   /** GET /v2/<repository>/<path> with auth challenges answered, redirects followed and transient failures retried. */
-  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig): Promise<Response> {
+  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, timeoutMs?: number): Promise<Response> {
     const scope = pullScope(repository);
-    const cacheKey = `${endpoint.url} ${scope}`;
+    // Tokens are cached per credential too: one pod's pull secret must not serve another pod's pull.
+    const cacheKey = `${endpoint.url} ${scope} ${createHash('sha256').update(JSON.stringify(auth ?? {})).digest('hex')}`;
     const url = `${endpoint.url}/v2/${repository}/${path}`;
     let authorization = auth?.registryToken ? `Bearer ${auth.registryToken}` : this.cachedAuth(cacheKey);
     for (let challenged = false; ;) {
-      const res = await this.withRetries(url, () => this.get(url, accept, authorization));
+      const res = await this.withRetries(url, () => this.get(url, accept, authorization, timeoutMs));
       if (res.ok) return res;
       const body = await res.text().catch(() => '');
       const message = registryMessage(res.status, body);
@@ -141,18 +145,18 @@ export class RegistryClient {
         const next = header ? await this.answerChallenge(header, scope, endpoint, auth) : undefined;
         if (next) {
           challenged = true;
-          authorization = next;
-          this.authCache.set(cacheKey, { header: next, expires: Date.now() + 50_000 });
+          authorization = next.header;
+          this.authCache.set(cacheKey, { header: next.header, expires: Date.now() + next.ttlSeconds * 1000 });
           continue;
         }
       }
-      if (res.status === 404) throw new EndpointError('notfound', message, 404);
+      if (res.status === 404) throw new EndpointError('notfound', message);
       if (res.status === 401 || res.status === 403) {
         this.authCache.delete(cacheKey);
-        throw new EndpointError('denied', `${res.status} ${message}`, res.status);
+        throw new EndpointError('denied', `${res.status} ${message}`);
       }
-      if (res.status >= 500 || res.status === 429) throw new EndpointError('unreachable', `${res.status} ${message}`, res.status);
-      throw new EndpointError('bad', `${res.status} ${message}`, res.status);
+      if (res.status >= 500 || res.status === 429) throw new EndpointError('unreachable', `${res.status} ${message}`);
+      throw new EndpointError('bad', `${res.status} ${message}`);
     }
   }
 
@@ -164,13 +168,14 @@ export class RegistryClient {
   }
 
   /** Follows redirects by hand so credentials never travel to another origin (blob storage redirects). */
-  private async get(url: string, accept: string, authorization: string | undefined): Promise<Response> {
+  private async get(url: string, accept: string, authorization: string | undefined, timeoutMs?: number): Promise<Response> {
+    const signal = timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined;
     const origin = new URL(url).origin;
     let current = url;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const headers: Record<string, string> = { accept, 'user-agent': 'minicri' };
       if (authorization && new URL(current).origin === origin) headers.authorization = authorization;
-      const res = await this.fetchFn(current, { headers, redirect: 'manual' });
+      const res = await this.fetchFn(current, { headers, redirect: 'manual', signal });
       const location = res.headers.get('location');
       if (res.status >= 300 && res.status < 400 && location) {
         await res.body?.cancel();
@@ -205,21 +210,23 @@ export class RegistryClient {
   }
 
   /** Turns a 401 challenge into an Authorization header, or undefined when we have nothing to answer with. */
-  private async answerChallenge(header: string, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<string | undefined> {
+  private async answerChallenge(header: string, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<{ header: string; ttlSeconds: number } | undefined> {
     const challenges = parseWwwAuthenticate(header);
     const creds = basicCredentials(auth);
     const bearer = challenges.find((c) => c.scheme === 'bearer');
     if (bearer) {
       const realm = bearer.params.realm;
       if (!realm) throw new EndpointError('bad', `bearer challenge without realm: ${header}`);
-      return `Bearer ${await this.fetchToken(realm, bearer.params.service, bearer.params.scope || scope, endpoint, auth)}`;
+      const { token, expiresIn } = await this.fetchToken(realm, bearer.params.service, bearer.params.scope || scope, endpoint, auth);
+      // Renew a little before the registry would refuse it.
+      return { header: `Bearer ${token}`, ttlSeconds: Math.max(expiresIn - 10, 5) };
     }
-    if (challenges.some((c) => c.scheme === 'basic') && creds) return basicHeader(creds);
+    if (challenges.some((c) => c.scheme === 'basic') && creds) return { header: basicHeader(creds), ttlSeconds: 300 };
     return undefined;
   }
 
   /** The distribution token flow: GET with basic credentials (or anonymous), or OAuth2 POST with an identity token. */
-  private async fetchToken(realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<string> {
+  private async fetchToken(realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<{ token: string; expiresIn: number }> {
     const url = new URL(realm);
     let res: Response;
     try {
@@ -242,15 +249,18 @@ export class RegistryClient {
     const body = await res.text().catch(() => '');
     if (!res.ok) {
       const kind = res.status === 401 || res.status === 403 ? 'denied' : 'bad';
-      throw new EndpointError(kind, `token server ${url.origin} answered ${res.status} ${registryMessage(res.status, body)}`, res.status);
+      throw new EndpointError(kind, `token server ${url.origin} answered ${res.status} ${registryMessage(res.status, body)}`);
     }
     let token: unknown;
+    let expiresIn: unknown;
     try {
-      const doc = JSON.parse(body) as { token?: unknown; access_token?: unknown };
+      const doc = JSON.parse(body) as { token?: unknown; access_token?: unknown; expires_in?: unknown };
       token = doc.token ?? doc.access_token;
+      expiresIn = doc.expires_in;
     } catch { /* reported below */ }
     if (typeof token !== 'string' || !token) throw new EndpointError('bad', `token server ${url.origin} returned no token`);
-    return token;
+    // The distribution token spec's default lifetime is 60 seconds.
+    return { token, expiresIn: typeof expiresIn === 'number' && expiresIn > 0 ? expiresIn : 60 };
   }
 }
 

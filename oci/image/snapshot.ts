@@ -1,7 +1,7 @@
 // Unpacked layers (one directory per diff id, shared by every image that has it) and the overlayfs root
 // filesystems stacked from them, one per container with its own upper and work directories.
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, symlink, readlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../server/errors.js';
@@ -27,6 +27,16 @@ export interface Rootfs {
   mounted: boolean;
 }
 
+/**
+ * Lowerdirs top first, each layer once. overlayfs refuses a directory listed twice, and an image may repeat a
+ * layer (empty layers often are); only the topmost copy matters, since it re-applies everything the lower one had.
+ */
+export function lowerOrder(layers: readonly string[]): string[] {
+  return [...new Set([...layers].reverse())];
+}
+
+export interface Usage { bytes: number; inodes: number }
+
 interface RootfsMeta { imageId: string; layers: string[]; createdAt: number }
 
 export class LayerStore {
@@ -34,6 +44,8 @@ export class LayerStore {
   private readonly linkDir: string;
   private readonly rootfsDir: string;
   private readonly unpacks = new SingleFlight<boolean>();
+  /** Layers never change once in place, so their disk usage is measured once. */
+  private readonly usages = new Map<string, Usage>();
 
   constructor(root: string, private readonly tmpDir: string, private readonly log: Logger) {
     this.layersDir = join(root, 'layers');
@@ -76,7 +88,17 @@ export class LayerStore {
     return (await readdir(this.layersDir)).filter((n) => /^[a-f0-9]{64}$/.test(n)).map((n) => `sha256:${n}`);
   }
 
+  /** Blocks and inodes a layer takes (hardlinks counted once). */
+  async usage(diffId: string): Promise<Usage> {
+    const cached = this.usages.get(diffId);
+    if (cached) return cached;
+    const u = await diskUsage(this.dir(diffId));
+    this.usages.set(diffId, u);
+    return u;
+  }
+
   async delete(diffId: string): Promise<void> {
+    this.usages.delete(diffId);
     const hex = hexOf(diffId);
     await rm(join(this.linkDir, hex.slice(0, LINK_LEN)), { force: true });
     await rm(join(this.layersDir, hex), { recursive: true, force: true });
@@ -126,7 +148,9 @@ export class LayerStore {
       }
       const rootfs = await this.describe(key, existing ?? { imageId, layers, createdAt: 0 });
       if (!rootfs.mounted) {
-        const lower = layers.length ? await Promise.all([...layers].reverse().map((l) => this.link(l))) : [join(dir, 'empty')];
+        const lower: string[] = [];
+        for (const l of lowerOrder(layers)) lower.push(await this.link(l));
+        if (lower.length === 0) lower.push(join(dir, 'empty'));
         const data = `lowerdir=${lower.join(':')},upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`;
         if (data.length > MAX_MOUNT_DATA) {
           throw new ResourceExhausted(`image ${imageId} has too many layers (${layers.length}) for one overlay mount`);
@@ -185,7 +209,7 @@ export class LayerStore {
 
   private async describe(key: string, meta: RootfsMeta): Promise<Rootfs> {
     const dir = this.rootfsPath(key);
-    const lower = meta.layers.length ? [...meta.layers].reverse().map((l) => this.dir(l)) : [join(dir, 'empty')];
+    const lower = meta.layers.length ? lowerOrder(meta.layers).map((l) => this.dir(l)) : [join(dir, 'empty')];
     const path = join(dir, 'merged');
     return {
       key,
@@ -196,6 +220,21 @@ export class LayerStore {
       mounted: await isMountpoint(path),
     };
   }
+}
+
+/** du-like: allocated bytes and distinct inodes under `path`, not crossing into anything but plain dirs. */
+export async function diskUsage(path: string): Promise<Usage> {
+  const seen = new Set<number>();
+  let bytes = 0;
+  const walk = async (p: string): Promise<void> => {
+    const st = await lstat(p).catch(() => undefined);
+    if (!st || seen.has(st.ino)) return;
+    seen.add(st.ino);
+    bytes += st.blocks * 512;
+    if (st.isDirectory()) for (const e of await readdir(p).catch(() => [])) await walk(join(p, e));
+  };
+  await walk(path);
+  return { bytes, inodes: seen.size };
 }
 
 async function isMountpoint(path: string): Promise<boolean> {

@@ -2,8 +2,8 @@
 // whiteout is resolved inside the layer root, symlinks met on the way are followed only within it, and the
 // final component is never followed. OCI whiteouts become overlayfs whiteouts (0/0 char devices, opaque xattr).
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { chmod, link, lchown, lstat, lutimes, mkdir, open, readlink, rm, symlink } from 'node:fs/promises';
+import { chmodSync, createReadStream, createWriteStream, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -16,6 +16,14 @@ import type { Logger } from '../../server/log.js';
 import { classifyEntry, confine, symlinkTarget, xattrAllowed } from './layerpath.js';
 
 const MAX_SYMLINK_HOPS = 40;
+/** Files up to this size are written in one call; larger ones stream. */
+const SMALL_FILE = 1 << 20;
+
+async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(c);
+  return Buffer.concat(chunks);
+}
 
 type Compression = 'gzip' | 'zstd' | 'none';
 
@@ -31,16 +39,20 @@ async function sniff(file: string): Promise<Compression> {
   }
 }
 
-/** The uncompressed tar stream of a layer blob; zstd goes through the zstd tool since Node 20 lacks it. */
-function decompressed(file: string, compression: Compression): { stream: Readable; done: Promise<unknown> } {
+/**
+ * The stages producing a layer blob's uncompressed tar stream; zstd goes through the zstd tool since Node 20
+ * lacks it, and `exited` then reports how the tool ended.
+ */
+function decompression(file: string, compression: Compression): { stages: Readable[]; exited: Promise<unknown> } {
   if (compression === 'zstd') {
     const proc = execa('zstd', ['-dcq', file], { stdout: 'pipe', buffer: false, stdin: 'ignore' });
-    return { stream: proc.stdout, done: proc };
+    // Handled here so a failing tool cannot surface as an unhandled rejection before unpackLayer awaits it.
+    proc.catch(() => undefined);
+    return { stages: [proc.stdout], exited: proc };
   }
-  const raw = createReadStream(file);
-  if (compression === 'none') return { stream: raw, done: Promise.resolve() };
-  const gunzip = createGunzip();
-  return { stream: raw.pipe(gunzip), done: new Promise((res, rej) => { raw.on('error', rej); gunzip.on('error', rej); gunzip.on('end', res); }) };
+  const raw = createReadStream(file, { highWaterMark: 1 << 20 });
+  if (compression === 'none') return { stages: [raw], exited: Promise.resolve() };
+  return { stages: [raw, createGunzip({ chunkSize: 256 << 10 })], exited: Promise.resolve() };
 }
 
 export interface UnpackResult { diffId: string; bytes: number }
@@ -52,13 +64,15 @@ export interface UnpackResult { diffId: string; bytes: number }
 export async function unpackLayer(blobFile: string, dest: string, what: string, log: Logger): Promise<UnpackResult> {
   const started = Date.now();
   await mkdir(dest, { mode: 0o755 });
-  const { stream, done } = decompressed(blobFile, await sniff(blobFile));
+  const { stages, exited } = decompression(blobFile, await sniff(blobFile));
   const hash = createHash('sha256');
   let bytes = 0;
   const tap = new Transform({ transform(chunk: Buffer, _e, cb) { hash.update(chunk); bytes += chunk.length; cb(null, chunk); } });
   // tar-stream's extract keeps consuming past the end-of-archive blocks, so the digest covers the whole stream.
   const extract = tar.extract();
-  const feeding = pipeline(stream, tap, extract);
+  const feeding = (pipeline as (...streams: unknown[]) => Promise<void>)(...stages, tap, extract);
+  // Awaited below; handled now so a failure while entries are still being applied is not an unhandled rejection.
+  feeding.catch(() => undefined);
   const u = new Unpacker(dest, what);
   try {
     for await (const entry of extract) {
@@ -66,13 +80,13 @@ export async function unpackLayer(blobFile: string, dest: string, what: string, 
       entry.resume();
     }
     await feeding;
-    await done;
-    await u.finish();
+    await exited;
+    u.finish();
   } catch (err) {
-    stream.destroy();
+    for (const s of stages) s.destroy();
     extract.destroy();
     await feeding.catch(() => undefined);
-    await Promise.resolve(done).catch(() => undefined);
+    await exited.catch(() => undefined);
     if (err instanceof InvalidArgument || err instanceof Internal) throw err;
     throw new InvalidArgument(`${what} cannot be unpacked: ${(err as Error).message}`, { cause: err });
   }
@@ -84,9 +98,16 @@ export async function unpackLayer(blobFile: string, dest: string, what: string, 
 /** tar-stream puts PAX records (xattrs among them) on the header; its types leave them out. */
 type Header = Omit<tar.Header, 'pax'> & { pax?: Record<string, string> | null };
 
+/**
+ * Applies entries one by one. Metadata syscalls are synchronous on purpose: each takes microseconds, while a
+ * thread-pool round trip per call made unpacking many small files several times slower; the event loop still
+ * runs between entries.
+ */
 class Unpacker {
   /** Directory metadata is applied last: creating children would bump the mtimes again. */
   private readonly dirTimes: Array<{ path: string; mtime: Date }> = [];
+  /** Real directories (not symlinks) already seen or made: saves re-checking every parent of every entry. */
+  private readonly dirs = new Set<string>();
 
   constructor(private readonly root: string, private readonly what: string) {}
 
@@ -94,14 +115,12 @@ class Unpacker {
     const c = classifyEntry(h.name);
     if (c.kind === 'ignore') return;
     if (c.kind === 'opaque') {
-      const dir = await this.resolve(c.dir, true);
-      await setAttribute(dir, 'trusted.overlay.opaque', 'y');
+      await setAttribute(this.resolve(c.dir, true), 'trusted.overlay.opaque', 'y');
       return;
     }
     if (c.kind === 'whiteout') {
-      const parent = await this.resolve(c.dir, true);
-      const path = join(parent, c.name);
-      await this.clear(path, false);
+      const path = join(this.resolve(c.dir, true), c.name);
+      this.clear(path, false);
       await execa('mknod', ['-m', '0000', path, 'c', '0', '0']);
       return;
     }
@@ -109,42 +128,45 @@ class Unpacker {
       if (h.type === 'directory') await this.meta(this.root, h, true);
       return;
     }
-    const parent = await this.resolve(c.path.slice(0, -1), true);
-    const path = join(parent, c.path[c.path.length - 1]!);
+    const path = join(this.resolve(c.path.slice(0, -1), true), c.path[c.path.length - 1]!);
     const mode = (h.mode ?? 0o644) & 0o7777;
     switch (h.type) {
       case 'directory':
-        if (!(await this.clear(path, true))) await mkdir(path, { mode: 0o700 });
+        if (!this.clear(path, true)) mkdirSync(path, { mode: 0o700 });
+        this.dirs.add(path);
         await this.meta(path, h, true);
         return;
       case 'file':
       case 'contiguous-file':
-        await this.clear(path, false);
-        await pipeline(body, createWriteStream(path, { flags: 'wx', mode: 0o600 }));
+        this.clear(path, false);
+        if ((h.size ?? 0) <= SMALL_FILE) writeFileSync(path, await collect(body), { flag: 'wx', mode: 0o600 });
+        else await pipeline(body, createWriteStream(path, { flags: 'wx', mode: 0o600 }));
         await this.meta(path, h, false);
         return;
       case 'symlink':
-        await this.clear(path, false);
-        await symlink(h.linkname ?? '', path);
+        this.clear(path, false);
+        symlinkSync(h.linkname ?? '', path);
         await this.meta(path, h, false, true);
         return;
       case 'link': {
         const target = confine(h.linkname ?? '');
         if (target.length === 0) throw new InvalidArgument(`${this.what}: hardlink "${h.name}" points at the layer root`);
-        const parent = await this.resolve(target.slice(0, -1), false).catch(() => undefined);
-        const targetPath = parent && join(parent, target[target.length - 1]!);
-        const st = targetPath ? await lstat(targetPath).catch(() => undefined) : undefined;
+        let targetPath: string | undefined;
+        try {
+          targetPath = join(this.resolve(target.slice(0, -1), false), target[target.length - 1]!);
+        } catch { /* reported below */ }
+        const st = targetPath ? lstatSync(targetPath, { throwIfNoEntry: false }) : undefined;
         if (!targetPath || !st || st.isDirectory()) {
           throw new InvalidArgument(`${this.what}: hardlink "${h.name}" -> "${h.linkname}" does not name a file earlier in the layer`);
         }
-        await this.clear(path, false);
-        await link(targetPath, path);
+        this.clear(path, false);
+        linkSync(targetPath, path);
         return;
       }
       case 'character-device':
       case 'block-device':
       case 'fifo': {
-        await this.clear(path, false);
+        this.clear(path, false);
         const m = mode.toString(8);
         if (h.type === 'fifo') await execa('mkfifo', ['-m', m, path]);
         else await execa('mknod', ['-m', m, path, h.type === 'block-device' ? 'b' : 'c', String(h.devmajor ?? 0), String(h.devminor ?? 0)]);
@@ -156,31 +178,37 @@ class Unpacker {
     }
   }
 
-  async finish(): Promise<void> {
-    for (const d of this.dirTimes.reverse()) await lutimes(d.path, d.mtime, d.mtime);
+  finish(): void {
+    for (const d of this.dirTimes.reverse()) lutimesSync(d.path, d.mtime, d.mtime);
   }
 
   /**
    * The real directory for `parts` under the root, following symlinks only inside the root (a symlink to
    * "/etc" means <root>/etc). Missing directories are created when `create`, else it is an error.
    */
-  private async resolve(parts: readonly string[], create: boolean): Promise<string> {
+  private resolve(parts: readonly string[], create: boolean): string {
     let done: string[] = [];
     let todo = [...parts];
     let hops = 0;
     while (todo.length > 0) {
       const next = [...done, todo.shift()!];
       const path = join(this.root, ...next);
-      const st = await lstat(path).catch(() => undefined);
+      if (this.dirs.has(path)) {
+        done = next;
+        continue;
+      }
+      const st = lstatSync(path, { throwIfNoEntry: false });
       if (!st) {
         if (!create) throw new InvalidArgument(`${this.what}: "${next.join('/')}" does not exist in the layer`);
-        await mkdir(path, { mode: 0o755 });
+        mkdirSync(path, { mode: 0o755 });
+        this.dirs.add(path);
         done = next;
       } else if (st.isSymbolicLink()) {
         if (++hops > MAX_SYMLINK_HOPS) throw new InvalidArgument(`${this.what}: too many symlinks resolving "${parts.join('/')}"`);
-        todo = [...symlinkTarget(done, await readlink(path)), ...todo];
+        todo = [...symlinkTarget(done, readlinkSync(path)), ...todo];
         done = [];
       } else if (st.isDirectory()) {
+        this.dirs.add(path);
         done = next;
       } else {
         throw new InvalidArgument(`${this.what}: "${next.join('/')}" is not a directory but has entries under it`);
@@ -190,18 +218,19 @@ class Unpacker {
   }
 
   /** Removes what is at `path` unless it is a directory and a directory is wanted; true when a directory stays. */
-  private async clear(path: string, wantDir: boolean): Promise<boolean> {
-    const st = await lstat(path).catch(() => undefined);
+  private clear(path: string, wantDir: boolean): boolean {
+    const st = lstatSync(path, { throwIfNoEntry: false });
     if (!st) return false;
     if (wantDir && st.isDirectory()) return true;
-    await rm(path, { recursive: true, force: true });
+    rmSync(path, { recursive: true, force: true });
+    if (st.isDirectory()) for (const d of this.dirs) if (d === path || d.startsWith(`${path}/`)) this.dirs.delete(d);
     return false;
   }
 
   private async meta(path: string, h: Header, isDir: boolean, isSymlink = false): Promise<void> {
-    await lchown(path, h.uid ?? 0, h.gid ?? 0);
+    lchownSync(path, h.uid ?? 0, h.gid ?? 0);
     // chown clears setuid/setgid, so the mode comes after it.
-    if (!isSymlink) await chmod(path, (h.mode ?? (isDir ? 0o755 : 0o644)) & 0o7777);
+    if (!isSymlink) chmodSync(path, (h.mode ?? (isDir ? 0o755 : 0o644)) & 0o7777);
     for (const [key, value] of Object.entries(h.pax ?? {})) {
       if (!key.startsWith('SCHILY.xattr.') || isSymlink) continue;
       const name = key.slice('SCHILY.xattr.'.length);
@@ -211,6 +240,6 @@ class Unpacker {
     }
     const mtime = h.mtime ?? new Date(0);
     if (isDir) this.dirTimes.push({ path, mtime });
-    else await lutimes(path, mtime, mtime);
+    else lutimesSync(path, mtime, mtime);
   }
 }

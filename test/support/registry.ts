@@ -24,7 +24,8 @@ export interface TestRegistry {
 }
 
 export interface RegistryOptions {
-  auth?: { kind: 'htpasswd' | 'token'; username: string; password: string };
+  /** identityToken: a refresh token the token server also accepts (OAuth2 POST), for kind 'token'. */
+  auth?: { kind: 'htpasswd' | 'token'; username: string; password: string; identityToken?: string };
 }
 
 export async function freePort(): Promise<number> {
@@ -71,7 +72,7 @@ export async function startRegistry(opts: RegistryOptions = {}): Promise<TestReg
       const key = await readFile(join(dir, 'key.pem'), 'utf8');
       const cert = new X509Certificate(await readFile(join(dir, 'cert.pem')));
       sign = (scope) => signToken(key, cert, scope);
-      const { server, url } = await startTokenServer(opts.auth.username, opts.auth.password, sign);
+      const { server, url } = await startTokenServer(opts.auth, sign);
       tokenServer = server;
       tokenUrl = url;
       authYaml = `auth:\n  token:\n    realm: ${url}\n    service: ${SERVICE}\n    issuer: ${ISSUER}\n    rootcertbundle: ${join(dir, 'cert.pem')}\n`;
@@ -153,15 +154,25 @@ function signToken(key: string, cert: X509Certificate, scope: string): string {
   return `${input}.${b64url(signature)}`;
 }
 
-async function startTokenServer(username: string, password: string, sign: (scope: string) => string): Promise<{ server: Server; url: string }> {
-  const expected = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+async function startTokenServer(auth: { username: string; password: string; identityToken?: string }, sign: (scope: string) => string): Promise<{ server: Server; url: string }> {
+  const expected = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
+  const deny = (res: import('node:http').ServerResponse) =>
+    res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ details: 'invalid username or password' }));
   const server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
     if (u.pathname !== '/token') { res.writeHead(404).end(); return; }
-    if (req.headers.authorization !== expected) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ details: 'invalid username or password' }));
+    if (req.method === 'POST') {
+      // OAuth2 refresh-token grant, as clients holding an identity token use it.
+      let body = '';
+      req.on('data', (c: Buffer) => { body += c.toString(); });
+      req.on('end', () => {
+        const form = new URLSearchParams(body);
+        if (form.get('grant_type') !== 'refresh_token' || !auth.identityToken || form.get('refresh_token') !== auth.identityToken) { deny(res); return; }
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: sign(form.get('scope') ?? ''), expires_in: 300 }));
+      });
       return;
     }
+    if (req.headers.authorization !== expected) { deny(res); return; }
     const scope = u.searchParams.get('scope') ?? '';
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ token: sign(scope), expires_in: 300 }));
   });

@@ -24,7 +24,8 @@ export interface TarEntry {
 
 export type Compression = 'gzip' | 'zstd' | 'none';
 
-export interface TestLayer { entries: TarEntry[]; compression?: Compression }
+/** `blob` replaces the built tarball with exact bytes (broken archives); `compression` then only picks the media type. */
+export interface TestLayer { entries: TarEntry[]; compression?: Compression; blob?: Buffer }
 
 export interface BuiltImage {
   manifest: Buffer;
@@ -79,9 +80,9 @@ export async function buildImage(layers: TestLayer[], config: Record<string, unk
   const descs = [];
   const diffIds: string[] = [];
   for (const l of layers) {
-    const raw = await tarball(l.entries);
     const c = l.compression ?? 'gzip';
-    const blob = await compress(raw, c);
+    const raw = l.blob ?? (await tarball(l.entries));
+    const blob = l.blob ?? (await compress(raw, c));
     diffIds.push(sha256(raw));
     blobs.set(sha256(blob), blob);
     descs.push({ mediaType: LAYER_TYPE[c], digest: sha256(blob), size: blob.length });

@@ -38,7 +38,7 @@ describe('registry behind htpasswd basic auth', () => {
 describe('registry behind a bearer token server', () => {
   let reg: TestRegistry;
   before(async () => {
-    reg = await startRegistry({ auth: { kind: 'token', username: 'bob', password: 'hunter2' } });
+    reg = await startRegistry({ auth: { kind: 'token', username: 'bob', password: 'hunter2', identityToken: 'refresh-me' } });
     await pushImage(reg, 'tok/hello', ['v1'], img);
   });
   after(async () => { await reg?.stop(); });
@@ -48,6 +48,17 @@ describe('registry behind a bearer token server', () => {
     const r = await images.pull(`${reg.host}/tok/hello:v1`, { username: 'bob', password: 'hunter2' });
     assert.equal(r.id, img.configDigest);
     assert.equal(requests.filter((u) => u.startsWith(reg.tokenUrl!)).length, 1, 'one token for the whole pull');
+    await images.pull(`${reg.host}/tok/hello:v1`, { username: 'bob', password: 'hunter2' });
+    assert.equal(requests.filter((u) => u.startsWith(reg.tokenUrl!)).length, 1, 'token reused by the next pull');
+    await assert.rejects(images.pull(`${reg.host}/tok/hello:v1`), PermissionDenied, 'a cached token never serves a pull without credentials');
+  });
+
+  test('an identity token is exchanged at the token server', async (t) => {
+    const { images } = await imageEnv(t);
+    const r = await images.pull(`${reg.host}/tok/hello:v1`, { identityToken: 'refresh-me' });
+    assert.equal(r.id, img.configDigest);
+    const env2 = await imageEnv(t);
+    await assert.rejects(env2.images.pull(`${reg.host}/tok/hello:v1`, { identityToken: 'stale' }), PermissionDenied);
   });
 
   test('a registry token is sent as is', async (t) => {
@@ -85,6 +96,21 @@ describe('mirrors', () => {
     assert.ok(requests.every((u) => u.startsWith('http://127.0.0.1:')), requests.join('\n'));
     assert.ok(requests.some((u) => u.startsWith(`http://127.0.0.1:${dead}/`)), 'first mirror tried');
     assert.equal(images.status('registry.k8s.io/pause:3.10')?.id, img.configDigest);
+  });
+
+  test('a blob the mirror lacks comes from the registry itself', async (t) => {
+    const upstream = await startRegistry();
+    t.after(() => upstream.stop());
+    const fb = await buildImage([{ entries: [{ name: 'fallback', data: 'yes' }] }], { Cmd: ['/fallback'] });
+    await pushImage(reg, 'test/fallback', ['v1'], fb);
+    await pushImage(upstream, 'test/fallback', ['v1'], fb);
+    const del = await fetch(`${reg.url}/v2/test/fallback/blobs/${fb.layerDigests[0]}`, { method: 'DELETE' });
+    assert.equal(del.status, 202);
+    const { images, requests } = await imageEnv(t, { mirrors: { [upstream.host]: { endpoints: [reg.url] } }, insecure: [] });
+    const r = await images.pull(`${upstream.host}/test/fallback:v1`);
+    assert.equal(r.id, fb.configDigest);
+    assert.deepEqual(r.repoTags, [`${upstream.host}/test/fallback:v1`]);
+    assert.deepEqual(requests.map((u) => u.slice(0, u.indexOf('/v2/'))), [reg.url, reg.url, reg.url, upstream.url], requests.join('\n'));
   });
 
   test('docker.io names map to library/ on the mirror', async (t) => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { NotFound } from '../../../server/errors.js';
@@ -50,6 +50,20 @@ describe('image pull from a local registry', () => {
     assert.equal(images.status(r.id.slice(7, 19))?.id, r.id, 'short id');
     assert.equal(images.status(`${name}@${base.manifestDigest}`)?.id, r.id);
     assert.equal(images.status(`${name}:nope`), undefined);
+  });
+
+  test('a digest pull whose manifest is stored but whose layer went missing fetches just the layer', async (t) => {
+    const { images, rootDir, blobRequests, requests } = await imageEnv(t);
+    const name = `${reg.host}/test/base`;
+    await images.pull(`${name}:1.0`);
+    await rm(join(rootDir, 'layers', base.diffIds[0]!.slice(7)), { recursive: true });
+    await rm(join(rootDir, 'blobs', 'sha256', base.layerDigests[0]!.slice(7)));
+    const before = requests.length;
+    await images.pull(`${name}@${base.manifestDigest}`);
+    assert.deepEqual(requests.slice(before).map((u) => u.slice(reg.url.length)), [
+      `/v2/test/base/manifests/${base.manifestDigest}`, `/v2/test/base/blobs/${base.layerDigests[0]}`,
+    ]);
+    assert.equal(blobRequests().length, 3);
   });
 
   test('concurrent pulls fetch each blob once; zstd and uncompressed layers unpack', async (t) => {

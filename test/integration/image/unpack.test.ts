@@ -3,10 +3,13 @@ import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat } from 'node:fs/p
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { getAttribute } from '@napi-rs/xattr';
+import { execa } from 'execa';
+import { InvalidArgument } from '../../../server/errors.js';
 import { imageEnv } from '../../support/image-env.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
-import { buildImage, pushImage, type TarEntry } from '../../support/test-images.js';
+import { buildImage, pushImage, tarball, type TarEntry } from '../../support/test-images.js';
 
 async function tree(root: string): Promise<string[]> {
   const out: string[] = [];
@@ -79,6 +82,25 @@ describe('layer unpacking and overlay root filesystems', () => {
     assert.deepEqual(await readdir(join(rootDir, 'blobs', 'sha256')), []);
   });
 
+  test('broken gzip, zstd and tar data fail the pull cleanly', async (t) => {
+    const { images, rootDir } = await imageEnv(t);
+    const tarData = await tarball([{ name: 'f', data: 'x'.repeat(5000) }]);
+    const gz = gzipSync(tarData);
+    const zst = (await execa('zstd', ['-c', '-q'], { input: tarData, encoding: 'buffer' })).stdout as Buffer;
+    const broken: Array<[string, Buffer, 'gzip' | 'zstd' | 'none']> = [
+      ['gzip', gz.subarray(0, gz.length - 20), 'gzip'],
+      ['zstd', Buffer.concat([zst.subarray(0, 12), Buffer.alloc(30, 7)]), 'zstd'],
+      ['tar', tarData.subarray(0, 700), 'none'],
+    ];
+    for (const [kind, blob, compression] of broken) {
+      const img = await buildImage([{ entries: [], blob, compression }], {});
+      await pushImage(reg, `test/broken-${kind}`, ['v1'], img);
+      await assert.rejects(images.pull(`${reg.host}/test/broken-${kind}:v1`), (e: Error) => e instanceof InvalidArgument && e.message.includes('cannot be unpacked'), kind);
+    }
+    assert.deepEqual(await readdir(join(rootDir, 'layers')), []);
+    assert.deepEqual(await readdir(join(rootDir, 'tmp')), []);
+  });
+
   test('whiteouts and opaque directories: the overlay shows exactly what the image means', async (t) => {
     const { images } = await imageEnv(t);
     const img = await buildImage([
@@ -136,6 +158,18 @@ describe('layer unpacking and overlay root filesystems', () => {
     assert.ok((await lstat(join(d, 'fifo'))).isFIFO());
     const l = await lstat(join(d, 'link'));
     assert.deepEqual([l.isSymbolicLink(), l.uid, l.gid], [true, 3, 4]);
+  });
+
+  test('an image repeating a layer mounts', async (t) => {
+    const { images } = await imageEnv(t);
+    const empty = { entries: [] };
+    const img = await buildImage([empty, { entries: [{ name: 'a', data: '1' }] }, empty, { entries: [{ name: 'b', data: '2' }] }, empty], {});
+    await pushImage(reg, 'test/repeat', ['v1'], img);
+    const r = await images.pull(`${reg.host}/test/repeat:v1`);
+    assert.equal(new Set(r.layers).size, 3);
+    const fs = await images.prepareRootfs('repeat-layers', r.id);
+    t.after(() => images.removeRootfs('repeat-layers'));
+    assert.deepEqual((await readdir(fs.path)).sort(), ['a', 'b']);
   });
 
   test('an image with many layers mounts', async (t) => {
