@@ -8,6 +8,7 @@ import { netnsExists } from '../netns/netns.js';
 import { capabilityArgs, cniArgs, cniArgsString, pluginStdin, type PortMapping } from './args.js';
 import { ResultCache, CACHE_KIND, type CachedAttachment } from './cache.js';
 import { loadNetworks, LOOPBACK_NETWORK, parseNetworkList, selectDefault, type NetworkList } from './config.js';
+import { checkpoint } from '../server/checkpoint.js';
 import { execPlugin, findPlugin, type CniCommand, type ExecOptions } from './exec.js';
 import { KeyedMutex } from './lock.js';
 import { convertResult, parseResult, podIps, type CniResult } from './result.js';
@@ -256,6 +257,7 @@ export class CniManager {
         const out = await execPlugin(this.call('ADD', list, plugin.type, inv, stdin), this.exec);
         if (out === undefined) throw new Internal(`CNI plugin "${plugin.type}" (network "${list.name}") ADD returned no result`);
         prev = parseResult(out, `plugin "${plugin.type}" of network "${list.name}"`);
+        checkpoint(`cni-add:${plugin.type}`);
       } catch (err) {
         await this.undo(list, inv, prev, i);
         throw err;
@@ -303,6 +305,7 @@ export class CniManager {
       const plugin = list.plugins[i]!;
       const stdin = pluginStdin(list, plugin, { prevResult, capabilityArgs: inv.caps });
       await execPlugin(this.call('DEL', list, plugin.type, inv, stdin), this.exec);
+      checkpoint(`cni-del:${plugin.type}`);
     }
   }
 

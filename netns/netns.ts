@@ -21,11 +21,20 @@ export interface PodNetns {
   symlink: string;
 }
 
-export async function createPodNetns(podName: string, opts: { dir?: string } = {}): Promise<PodNetns> {
+/**
+ * The paths a pod's namespace will have. Chosen before anything is made, so a caller can record
+ * them first and a crash between creation and that record leaves nothing unexplained.
+ */
+export function podNetnsPaths(podName: string, opts: { dir?: string; hex?: string } = {}): PodNetns {
   const dir = path.resolve(opts.dir ?? DEFAULT_NETNS_DIR);
-  const hex = randomBytes(8).toString('hex');
-  const pinned = path.join(dir, netnsPinName(hex));
-  const symlink = path.join(dir, netnsSymlinkName(podName, hex));
+  const hex = opts.hex ?? randomBytes(8).toString('hex');
+  return { path: path.join(dir, netnsPinName(hex)), symlink: path.join(dir, netnsSymlinkName(podName, hex)) };
+}
+
+/** Creates the pinned namespace and its link, at `paths` (from podNetnsPaths) or at fresh ones. */
+export async function createPodNetns(podName: string, opts: { dir?: string; paths?: PodNetns } = {}): Promise<PodNetns> {
+  const { path: pinned, symlink } = opts.paths ?? podNetnsPaths(podName, opts);
+  const dir = path.dirname(pinned);
   await pinNewNetns(dir, pinned);
   try {
     await fs.symlink(pinned, symlink);

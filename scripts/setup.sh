@@ -10,7 +10,7 @@ case "$mode" in start|test|install) ;; *) echo "usage: $0 start|test|install" >&
 
 # What the daemon runs: the OCI runtime, the container monitor, CNI plugins, namespace and firewall tools,
 # and a C toolchain for the built-in pause binary. The tests add a registry and busybox for test images.
-runtime_packages=(runc conmon containernetworking-plugins iproute2 iptables util-linux gcc libc6-dev musl-tools ca-certificates)
+runtime_packages=(runc conmon containernetworking-plugins iproute2 iptables util-linux zstd gcc libc6-dev musl-tools ca-certificates)
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
 test_packages=(docker-registry busybox openssl apache2-utils systemd)
 packages=("${runtime_packages[@]}")

@@ -18,6 +18,7 @@ import { KeyedLock } from './locks.js';
 import { pauseImageSource } from './pause-image.js';
 import { loadCri } from './proto.js';
 import { openTables } from './records.js';
+import { recover } from './recovery.js';
 import { runtimeService } from './runtime-service.js';
 import { bindService } from './service.js';
 import { Store } from './store.js';
@@ -62,9 +63,6 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
       log: log.child({ module: 'cni' }),
     });
-    // Attachments of sandboxes this store does not know (a crash between ADD and the record) go now.
-    await cni.gc(tables.sandboxes.list().filter((s) => s.networkAttached).map((s) => s.id))
-      .catch((err: unknown) => log.warn({ err }, 'CNI garbage collection failed; it is retried at the next start'));
     const podCidr = store.getMeta('pod_cidr');
     if (podCidr) cni.setPodCidr(podCidr);
     // conmon needs absolute paths; a missing binary is reported by Status rather than refused here.
@@ -81,6 +79,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       hostFacts: (rootfs) => node.forRootfs(rootfs),
     };
     const cri = loadCri();
+    await recover(deps, log.child({ module: 'recovery' }));
     const server = new grpc.Server({
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,

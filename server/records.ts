@@ -8,6 +8,8 @@ export type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
 export interface SandboxRecord {
   id: string;
   state: SandboxState;
+  /** Set until RunPodSandbox finished: a sandbox found so at start was cut off mid-way and is undone. */
+  creating?: boolean;
   /** Unix time in nanoseconds, as a decimal string (CRI int64). */
   createdAt: string;
   config: PodSandboxConfig__Output & { metadata: NonNullable<PodSandboxConfig__Output['metadata']> };
@@ -33,6 +35,8 @@ export interface ContainerRecord {
   id: string;
   sandboxId: string;
   state: ContainerState;
+  /** Set until CreateContainer finished: a container found so at start was cut off mid-way and is undone. */
+  creating?: boolean;
   createdAt: string;
   startedAt: string;
   finishedAt: string;

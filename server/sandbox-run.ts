@@ -4,9 +4,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { join } from 'node:path';
-import { createPodNetns, removePodNetns, setNetnsSysctls } from '../netns/netns.js';
+import { createPodNetns, podNetnsPaths, removePodNetns, setNetnsSysctls } from '../netns/netns.js';
 import { buildPauseSpec, splitSysctls } from '../oci/runtime/spec/index.js';
 import { hostsFile, mountPodShm, resolvConf, unmountPodShm, writePodFiles } from '../oci/runtime/pod/files.js';
+import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import { InvalidArgument } from './errors.js';
 import { nowNanos, sandboxReservation, type SandboxRecord } from './records.js';
@@ -30,7 +31,7 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
       const id = randomBytes(32).toString('hex');
       const log = ctx.log.child({ sandboxId: id });
       const record: SandboxRecord = {
-        id, state: 'SANDBOX_NOTREADY', createdAt: nowNanos(), config, runtimeHandler: handler,
+        id, state: 'SANDBOX_NOTREADY', creating: true, createdAt: nowNanos(), config, runtimeHandler: handler,
         dir: join(deps.config.root_dir, 'sandboxes', id), networkAttached: false, ips: [], cniResults: [],
         pauseImage: { id: pause.id, name: pause.name },
       };
@@ -58,9 +59,11 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
         }
 
         if (!hostNetwork) {
-          record.netns = await createPodNetns(config.metadata.name);
+          record.netns = podNetnsPaths(config.metadata.name);
           save();
           undo.push('network namespace', () => removePodNetns(record.netns!));
+          await createPodNetns(config.metadata.name, { paths: record.netns });
+          checkpoint('netns-created');
           await setNetnsSysctls(record.netns.path, sysctls.net);
           const network = podNetworkRequest(record);
           record.networkAttached = true;
@@ -74,6 +77,7 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
 
         const rootfs = await deps.images.prepareRootfs(id, pause.id);
         undo.push('pause rootfs', () => deps.images.removeRootfs(id));
+        checkpoint('pause-rootfs-mounted');
         const spec = buildPauseSpec({
           sandboxId: id, config, image: { name: pause.name, config: pause.config }, rootfs: rootfs.path,
           netnsPath: record.netns?.path, shmPath: record.shm, cgroupDriver: deps.config.cgroup_driver,
@@ -82,9 +86,12 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
         await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));
         undo.push('pause container', () => runtime.delete(id, { force: true }));
         const { pid } = await runtime.create({ id, bundle: record.dir, logPath: '/dev/null' });
+        checkpoint('pause-created');
         await runtime.start(id);
+        checkpoint('pause-started');
         record.pausePid = pid;
         record.state = 'SANDBOX_READY';
+        delete record.creating;
         save();
         log.info({ name: config.metadata.name, namespace: config.metadata.namespace, ips: record.ips }, 'sandbox ready');
         return { pod_sandbox_id: id };

@@ -3,6 +3,7 @@
 import { removePodNetns } from '../netns/netns.js';
 import { unmountPodShm } from '../oci/runtime/pod/files.js';
 import { stopContainer } from './container-stop.js';
+import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import type { SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
@@ -21,6 +22,7 @@ export async function stopSandbox(deps: Deps, id: string, log: Logger): Promise<
   if (record.networkAttached) {
     await deps.cni.tearDownPod(podNetworkRequest(record));
     record = deps.tables.sandboxes.update(record.id, (r) => { r.networkAttached = false; });
+    checkpoint('sandbox-network-detached');
   }
   const runtime = deps.runtimes.get(record.runtimeHandler);
   if (runtime && record.state === 'SANDBOX_READY') await runtime.stop(record.id, { timeoutSec: 0, signal: 'SIGKILL' });
