@@ -301,12 +301,20 @@ export class CniManager {
   private async delPlugins(list: NetworkList, inv: Invocation, prev: CniResult | undefined, lastIndex: number): Promise<void> {
     // prevResult on DEL exists since CNI 0.4.0.
     const prevResult = prev && versionAtLeast(list.cniVersion, '0.4.0') ? convertResult(prev, list.cniVersion) : undefined;
+    // Every plugin gets its DEL even when a later one failed: one broken plugin must not keep the
+    // IPAM plugin from releasing the address. DEL is idempotent, so a retry may repeat them all.
+    const errors: Error[] = [];
     for (let i = lastIndex; i >= 0; i--) {
       const plugin = list.plugins[i]!;
       const stdin = pluginStdin(list, plugin, { prevResult, capabilityArgs: inv.caps });
-      await execPlugin(this.call('DEL', list, plugin.type, inv, stdin), this.exec);
+      try {
+        await execPlugin(this.call('DEL', list, plugin.type, inv, stdin), this.exec);
+      } catch (err) {
+        errors.push(err as Error);
+      }
       checkpoint(`cni-del:${plugin.type}`);
     }
+    throwAll(errors, `deleting network "${list.name}" of ${inv.containerId}`);
   }
 
   private call(command: CniCommand, list: NetworkList, pluginType: string, inv: Invocation, stdin: Buffer) {

@@ -18,6 +18,7 @@ import { KeyedLock } from './locks.js';
 import { pauseImageSource } from './pause-image.js';
 import { loadCri } from './proto.js';
 import { openTables } from './records.js';
+import { TeardownRetrier } from './network-teardown.js';
 import { recover } from './recovery.js';
 import { runtimeService } from './runtime-service.js';
 import { bindService } from './service.js';
@@ -80,6 +81,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     };
     const cri = loadCri();
     await recover(deps, log.child({ module: 'recovery' }));
+    const retrier = new TeardownRetrier(deps, log.child({ module: 'teardown-retry' }));
+    retrier.start();
     const server = new grpc.Server({
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
@@ -96,6 +99,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
           const force = setTimeout(() => { server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
           server.tryShutdown(() => { clearTimeout(force); resolve(); });
         });
+        await retrier.stop();
         cni?.close();
         store.close();
         log.info('minicri stopped');

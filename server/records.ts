@@ -1,6 +1,7 @@
 // The typed records the daemon keeps for sandboxes and containers, and the tables holding them.
 import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
+import type { PendingTeardown } from './network-teardown.js';
 import type { RecordTable, Store } from './store.js';
 
 export type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
@@ -69,12 +70,15 @@ export function containerReservation(r: ContainerRecord): string {
 export interface Tables {
   sandboxes: RecordTable<SandboxRecord>;
   containers: RecordTable<ContainerRecord>;
+  /** Pod network teardowns that failed and are being retried. */
+  teardowns: RecordTable<PendingTeardown>;
 }
 
 export function openTables(store: Store): Tables {
   return {
     sandboxes: store.table<SandboxRecord>('sandbox', sandboxReservation),
     containers: store.table<ContainerRecord>('container', containerReservation),
+    teardowns: store.table<PendingTeardown>('teardown'),
   };
 }
 

@@ -7,7 +7,7 @@ import { refreshContainer } from './container-common.js';
 import { removeContainer } from './container-remove.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
-import { podNetworkRequest } from './sandbox-common.js';
+import { tearDownNetwork } from './network-teardown.js';
 import { removeSandbox } from './sandbox-remove.js';
 
 /** Runs one step for each item; a failure is logged and the rest go on (recovery must not stop a start). */
@@ -55,7 +55,7 @@ export async function recover(deps: Deps, log: Logger): Promise<void> {
   await each(sandboxes.list().filter((s) => s.networkAttached && s.netns), log, (s) => s.id, async (s) => {
     if (await netnsExists(s.netns!.path)) return;
     log.warn({ sandboxId: s.id }, 'network namespace is gone: releasing the pod network through the CNI cache');
-    await deps.cni.tearDownPod({ ...podNetworkRequest(s), netnsPath: '' });
+    await tearDownNetwork(deps, s);
     sandboxes.update(s.id, (r) => { r.networkAttached = false; });
   });
 

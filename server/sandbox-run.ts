@@ -9,6 +9,7 @@ import { buildPauseSpec, splitSysctls } from '../oci/runtime/spec/index.js';
 import { hostsFile, mountPodShm, resolvConf, unmountPodShm, writePodFiles } from '../oci/runtime/pod/files.js';
 import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
+import { tearDownNetwork } from './network-teardown.js';
 import { InvalidArgument } from './errors.js';
 import { nowNanos, sandboxReservation, type SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
@@ -68,7 +69,7 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
           const network = podNetworkRequest(record);
           record.networkAttached = true;
           save();
-          undo.push('CNI attachment', () => deps.cni.tearDownPod(network));
+          undo.push('CNI attachment', () => tearDownNetwork(deps, record));
           const status = await deps.cni.setUpPod(network);
           record.ips = status.ips;
           record.cniResults = status.results;

@@ -7,7 +7,7 @@ import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import type { SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { podNetworkRequest } from './sandbox-common.js';
+import { tearDownNetwork } from './network-teardown.js';
 import type { Logger } from './log.js';
 
 /** Default grace for the containers of a pod being stopped, as containerd uses. */
@@ -20,7 +20,7 @@ export async function stopSandbox(deps: Deps, id: string, log: Logger): Promise<
     await deps.locks.run(container.id, () => stopContainer(deps, container.id, POD_STOP_GRACE_SECONDS, log));
   }
   if (record.networkAttached) {
-    await deps.cni.tearDownPod(podNetworkRequest(record));
+    await tearDownNetwork(deps, record);
     record = deps.tables.sandboxes.update(record.id, (r) => { r.networkAttached = false; });
     checkpoint('sandbox-network-detached');
   }

@@ -23,6 +23,7 @@ export function statusHandlers(deps: Deps): RuntimeHandlers {
         info.config = JSON.stringify(deps.config);
         const podCidr = deps.store.getMeta('pod_cidr');
         if (podCidr) info.podCidr = podCidr;
+        info.pendingTeardowns = JSON.stringify(deps.tables.teardowns.list().map((t) => ({ sandboxId: t.id, attempts: t.attempts, lastError: t.lastError })));
       }
       return { status: { conditions }, info, runtime_handlers: [] };
     },
