@@ -31,6 +31,11 @@ export function podNetnsPaths(podName: string, opts: { dir?: string; hex?: strin
   return { path: path.join(dir, netnsPinName(hex)), symlink: path.join(dir, netnsSymlinkName(podName, hex)) };
 }
 
+/** The id prefix a pin's name carries (see podNetnsPaths), for pins no record explains. */
+export function netnsOwnerPrefix(pinned: string): string {
+  return path.basename(pinned).slice(NETNS_PREFIX.length);
+}
+
 /** Creates the pinned namespace and its link, at `paths` (from podNetnsPaths) or at fresh ones. */
 export async function createPodNetns(podName: string, opts: { dir?: string; paths?: PodNetns } = {}): Promise<PodNetns> {
   const { path: pinned, symlink } = opts.paths ?? podNetnsPaths(podName, opts);

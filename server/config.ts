@@ -24,6 +24,8 @@ const schema = z.strictObject({
   socket: absolutePath.default('/run/minicri/minicri.sock'),
   root_dir: absolutePath.default('/var/lib/minicri'),
   state_dir: absolutePath.default('/run/minicri'),
+  // Where pods' network namespaces are pinned; iproute2's directory, so `ip netns` sees them.
+  netns_dir: absolutePath.default('/var/run/netns'),
   log_level: logLevel.default('info'),
   cgroup_driver: z.enum(['cgroupfs', 'systemd']).default('cgroupfs'),
   conmon_path: z.string().min(1).default('conmon'),

@@ -6,7 +6,7 @@ import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 
 /** True when something accepts connections on the socket path. */
-function answers(path: string): Promise<boolean> {
+export function socketAnswers(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const probe = net.connect(path);
     probe.once('connect', () => { probe.destroy(); resolve(true); });
@@ -23,7 +23,7 @@ export async function claimSocketPath(path: string): Promise<void> {
   });
   if (!existing) return;
   if (!existing.isSocket()) throw new Error(`${path} exists and is not a socket: move it away or choose another socket path`);
-  if (await answers(path)) throw new Error(`another server is already listening on ${path}: stop it first or choose another socket path`);
+  if (await socketAnswers(path)) throw new Error(`another server is already listening on ${path}: stop it first or choose another socket path`);
   await unlink(path);
 }
 

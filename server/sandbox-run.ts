@@ -60,7 +60,8 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
         }
 
         if (!hostNetwork) {
-          record.netns = podNetnsPaths(config.metadata.name);
+          // Named after the sandbox id, so a pin no record explains still says whose it was.
+          record.netns = podNetnsPaths(config.metadata.name, { dir: deps.config.netns_dir, hex: id.slice(0, 16) });
           save();
           undo.push('network namespace', () => removePodNetns(record.netns!));
           await createPodNetns(config.metadata.name, { paths: record.netns });
