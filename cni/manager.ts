@@ -10,7 +10,7 @@ import { ResultCache, CACHE_KIND, type CachedAttachment } from './cache.js';
 import { loadNetworks, LOOPBACK_NETWORK, parseNetworkList, selectDefault, type NetworkList } from './config.js';
 import { checkpoint } from '../server/checkpoint.js';
 import { execPlugin, findPlugin, type CniCommand, type ExecOptions } from './exec.js';
-import { KeyedMutex } from './lock.js';
+import { KeyedLock } from '../server/locks.js';
 import { convertResult, parseResult, podIps, type CniResult } from './result.js';
 import { versionAtLeast } from './version.js';
 
@@ -69,7 +69,7 @@ export class CniManager {
   private retryTimer: NodeJS.Timeout | undefined;
   private syncChain: Promise<void> = Promise.resolve();
   private closed = false;
-  private readonly locks = new KeyedMutex();
+  private readonly locks = new KeyedLock();
   private readonly cache: ResultCache;
   private readonly exec: ExecOptions;
   private readonly log: Logger;

@@ -2,7 +2,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseCacheEntry } from '../../../cni/cache.js';
 import { parseCniError, pluginEnv } from '../../../cni/exec.js';
-import { KeyedMutex } from '../../../cni/lock.js';
 import { compareVersions, versionAtLeast } from '../../../cni/version.js';
 import { isMountPoint, netnsPinName, netnsSymlinkName, validateNetSysctls } from '../../../netns/names.js';
 import { InvalidArgument } from '../../../server/errors.js';
@@ -32,20 +31,6 @@ test('cache entries: only complete cniCacheV1 objects', () => {
   assert.equal(parseCacheEntry({ ...ok, ifName: '' }), undefined);
   assert.equal(parseCacheEntry({ ...ok, config: 1 }), undefined);
   assert.equal(parseCacheEntry(null), undefined);
-});
-
-test('KeyedMutex serialises per key and runs different keys concurrently', async () => {
-  const m = new KeyedMutex();
-  const order: string[] = [];
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  await Promise.all([
-    m.run('a', async () => { order.push('a1+'); await sleep(20); order.push('a1-'); }),
-    m.run('a', async () => { order.push('a2+'); order.push('a2-'); }),
-    m.run('b', async () => { order.push('b+'); }),
-  ]);
-  assert.deepEqual(order, ['a1+', 'b+', 'a1-', 'a2+', 'a2-']);
-  await assert.rejects(m.run('a', async () => { throw new Error('x'); }), /x/);
-  assert.equal(await m.run('a', async () => 5), 5);
 });
 
 test('version comparison', () => {
