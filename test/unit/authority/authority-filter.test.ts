@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Duplex } from 'node:stream';
 import { once } from 'node:events';
-import { ClientFrameFilter, filterAuthority, frameHeaderBlock, isAcceptedAuthority } from '../../../server/authority-filter.js';
+import { ClientFrameFilter, authorityProblem, filterAuthority, frameHeaderBlock, isAcceptedAuthority, withLocalAuthority } from '../../../server/authority-filter.js';
 import { InvalidArgument } from '../../../server/errors.js';
 import {
   CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS, PADDED, PING, PRIORITY, type Fields,
@@ -55,11 +55,37 @@ test('a valid authority is passed through byte-identical, whatever the chunking'
   }
 });
 
-test('no authority at all is passed through byte-identical', () => {
-  const input = Buffer.concat([connectionStart(), unaryCall(1, encodeFields(clientEncoder(), requestFields(null)))]);
+test('no :authority but an accepted host header is passed through byte-identical', () => {
+  const fields: Fields = [...requestFields(null), ['host', 'localhost']];
+  const input = Buffer.concat([connectionStart(), unaryCall(1, encodeFields(clientEncoder(), fields))]);
   const filter = new ClientFrameFilter();
   assert.ok(run(input, 5, filter).equals(input));
   assert.equal(filter.mode, 'pass');
+});
+
+test('a request with neither :authority nor host gets :authority localhost after its pseudo-headers', () => {
+  const enc = clientEncoder();
+  const input = Buffer.concat([connectionStart(), unaryCall(1, encodeFields(enc, requestFields(null))), unaryCall(3, encodeFields(enc, requestFields(null)))]);
+  const seen: string[] = [];
+  const { requests } = serverView(run(input, 64, new ClientFrameFilter((problem) => seen.push(problem))));
+  assert.deepEqual(seen, ['neither :authority nor host']);
+  for (const r of requests) assert.deepEqual(r.fields, requestFields('localhost'));
+});
+
+test('authorityProblem and withLocalAuthority', () => {
+  const f = (pairs: Fields) => pairs.map(([name, value]) => ({ name, value, neverIndex: name === 'authorization' }));
+  assert.equal(authorityProblem(f(requestFields('localhost'))), null);
+  assert.equal(authorityProblem(f([...requestFields(null), ['host', 'a:1']])), null);
+  assert.equal(authorityProblem(f(requestFields(SOCKET_AUTHORITY))), `:authority "${SOCKET_AUTHORITY}"`);
+  assert.equal(authorityProblem(f([...requestFields('localhost'), ['host', '/x']])), 'host "/x"');
+  assert.equal(authorityProblem(f(requestFields(null))), 'neither :authority nor host');
+  // A refused host is replaced, an accepted one kept, sensitive fields stay never-indexed.
+  assert.deepEqual(withLocalAuthority(f([[':method', 'GET'], [':path', '/'], ['host', '/x'], ['authorization', 's']])),
+    [...f([[':method', 'GET'], [':path', '/'], ['host', 'localhost']]), { name: 'authorization', value: 's', neverIndex: true }]);
+  assert.deepEqual(withLocalAuthority(f([[':method', 'GET'], ['host', 'ok:1']])), f([[':method', 'GET'], ['host', 'ok:1']]));
+  assert.deepEqual(withLocalAuthority(f([[':method', 'GET'], [':path', '/']])), f([[':method', 'GET'], [':path', '/'], [':authority', 'localhost']]));
+  // Trailers are not requests: nothing is added.
+  assert.deepEqual(withLocalAuthority(f([['grpc-status', '0']])), f([['grpc-status', '0']]));
 });
 
 test('a socket-path authority is rewritten to localhost on every request, other frames untouched', () => {
@@ -73,7 +99,7 @@ test('a socket-path authority is rewritten to localhost on every request, other 
   const filter = new ClientFrameFilter((authority) => seen.push(authority));
   const { requests, others } = serverView(run(input, 3, filter));
   assert.equal(filter.mode, 'rewrite');
-  assert.deepEqual(seen, [SOCKET_AUTHORITY]);
+  assert.deepEqual(seen, [`:authority "${SOCKET_AUTHORITY}"`]);
   assert.deepEqual(requests.map((r) => r.streamId), [1, 3, 5, 7]);
   for (const r of requests) {
     assert.deepEqual(r.fields, withAuthority(fields, 'localhost'));
