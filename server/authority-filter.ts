@@ -363,9 +363,9 @@ export function filterAuthority(client: Duplex, options: FilterAuthorityOptions 
       toServer.destroy();
       return;
     }
-    let more = true;
-    for (const b of out) more = toServer.push(b);
-    if (!more) client.pause();
+    if (out.length === 0) return;
+    // One push per chunk: the session then parses it in one go, as it would the socket's own read.
+    if (!toServer.push(out.length === 1 ? out[0] : Buffer.concat(out))) client.pause();
   });
   client.on('drain', () => {
     const resume = pendingWrite;
