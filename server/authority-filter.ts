@@ -41,8 +41,9 @@ const MAX_HEADER_BLOCK = 256 * 1024;
 const FIELD_OVERHEAD = 32;
 const REPLACEMENT_AUTHORITY = 'localhost';
 
-/** RFC 3986 authority characters, the set nghttp2 accepts in :authority. Anything else is rewritten. */
-const AUTHORITY_RE = /^[A-Za-z0-9\-._~!$&'()*+,;=:@[\]%]*$/;
+/** A non-empty run of RFC 3986 authority characters: what nghttp2 accepts in :authority and host
+ *  (checked against it for each excluded character class). Anything else is rewritten. */
+const AUTHORITY_RE = /^[A-Za-z0-9\-._~!$&'()*+,;=:@[\]%]+$/;
 
 export function isAcceptedAuthority(value: string): boolean {
   return AUTHORITY_RE.test(value);
@@ -61,7 +62,7 @@ export function authorityProblem(fields: readonly HpackDecodedField[]): string |
 }
 
 /** The header list with :authority set to localhost (added to requests that lack both it and host)
- *  and any refused host replaced by localhost. Blocks without :method (trailers) only keep their fields. */
+ *  and any refused host replaced by localhost. Blocks without :method (trailers) get nothing added. */
 export function withLocalAuthority(fields: readonly HpackDecodedField[]): HpackDecodedField[] {
   const out: HpackDecodedField[] = [];
   let hasAuthority = false;
@@ -127,6 +128,7 @@ export class ClientFrameFilter {
     return this.modeNow;
   }
 
+  /** Takes the next bytes from the client; returns the bytes to send the server, in order. */
   push(chunk: Buffer): Buffer[] {
     if (this.modeNow === 'pass') return [chunk];
     const out: Buffer[] = [];

@@ -30,7 +30,7 @@ test('without the filter nghttp2 resets a socket-path authority (the problem bei
   await assert.rejects(rawUnary(session(t, server.socketPath), SOCKET_AUTHORITY, Buffer.from('x')), /reset|PROTOCOL/i);
 });
 
-for (const [name, authority] of [['a socket path', SOCKET_AUTHORITY], ['localhost', 'localhost'], ['no (host only)', null]] as const) {
+for (const [name, authority] of [['a socket path', SOCKET_AUTHORITY], ['localhost', 'localhost'], ['no (host only)', null], ['an empty', '']] as const) {
   test(`${name} :authority gets a valid unary answer, several calls on one connection`, async (t) => {
     const server = await withServer(t);
     const s = session(t, server.socketPath);

@@ -36,8 +36,8 @@ function unaryCall(streamId: number, block: Buffer, body = Buffer.from('\x0a\x02
 }
 
 test('authority check accepts host forms nghttp2 accepts and rejects paths', () => {
-  for (const ok of ['localhost', 'localhost:1234', '127.0.0.1:80', '[::1]:9', 'unix', '', 'a%2Fb']) assert.ok(isAcceptedAuthority(ok), ok);
-  for (const bad of [SOCKET_AUTHORITY, 'unix:///run/x.sock', 'a b', 'x?y', 'x#y', 'é']) assert.ok(!isAcceptedAuthority(bad), bad);
+  for (const ok of ['localhost', 'localhost:1234', '127.0.0.1:80', '[::1]:9', 'unix', 'a%2Fb', 'u@h', "!$&'()*+,;="]) assert.ok(isAcceptedAuthority(ok), ok);
+  for (const bad of [SOCKET_AUTHORITY, 'unix:///run/x.sock', '', 'a b', 'x?y', 'x#y', 'a"b', 'a^b', 'a|b', 'a\\b', 'é', 'a\tb']) assert.ok(!isAcceptedAuthority(bad), bad);
 });
 
 test('a valid authority is passed through byte-identical, whatever the chunking', () => {
