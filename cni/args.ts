@@ -1,0 +1,144 @@
+// What a plugin is given besides its binary: CNI_ARGS, capability args (runtimeConfig), and the
+// stdin config built from the network list. All pure.
+import { InvalidArgument } from '../server/errors.js';
+import type { NetworkList, PluginConf } from './config.js';
+
+export interface PodIdentity {
+  sandboxId: string;
+  name: string;
+  namespace: string;
+  uid: string;
+}
+
+export interface PortMapping {
+  protocol: 'tcp' | 'udp' | 'sctp';
+  containerPort: number;
+  hostPort: number;
+  hostIp: string;
+}
+
+export interface CapabilityInput {
+  portMappings: PortMapping[];
+  annotations: Record<string, string>;
+  cgroupParent?: string;
+  /** Pod CIDR(s) from kubelet, comma separated for dual stack. */
+  podCidr?: string;
+}
+
+/** CNI_ARGS as ordered pairs (the form cached by libcni). */
+export function cniArgs(pod: PodIdentity): [string, string][] {
+  return [
+    ['IgnoreUnknown', '1'],
+    ['K8S_POD_NAMESPACE', pod.namespace],
+    ['K8S_POD_NAME', pod.name],
+    ['K8S_POD_INFRA_CONTAINER_ID', pod.sandboxId],
+    ['K8S_POD_UID', pod.uid],
+  ];
+}
+
+export function cniArgsString(pairs: [string, string][]): string {
+  return pairs.map(([k, v]) => `${k}=${v}`).join(';');
+}
+
+export const INGRESS_BANDWIDTH_ANNOTATION = 'kubernetes.io/ingress-bandwidth';
+export const EGRESS_BANDWIDTH_ANNOTATION = 'kubernetes.io/egress-bandwidth';
+/** Bursts are not expressible in pod annotations; like other runtimes we leave them effectively unlimited. */
+const UNLIMITED_BURST = 4294967295;
+
+/** Every capability value the runtime can offer for this pod; each plugin later picks what it declares. */
+export function capabilityArgs(input: CapabilityInput): Record<string, unknown> {
+  const caps: Record<string, unknown> = {};
+  // Only ports published on the host need a mapping.
+  const ports = input.portMappings
+    .filter((p) => p.hostPort > 0)
+    .map((p) => ({ hostPort: p.hostPort, containerPort: p.containerPort, protocol: p.protocol, ...(p.hostIp ? { hostIP: p.hostIp } : {}) }));
+  if (ports.length > 0) caps.portMappings = ports;
+  const bandwidth = bandwidthFromAnnotations(input.annotations);
+  if (bandwidth) caps.bandwidth = bandwidth;
+  if (input.podCidr) {
+    caps.ipRanges = input.podCidr
+      .split(',')
+      .map((c) => c.trim())
+      .filter((c) => c !== '')
+      .map((subnet) => [{ subnet }]);
+  }
+  if (input.cgroupParent) caps.cgroupPath = input.cgroupParent;
+  caps['io.kubernetes.cri.pod-annotations'] = input.annotations;
+  return caps;
+}
+
+/** runtimeConfig for one plugin: the capability args it declares, nothing else. */
+export function runtimeConfigFor(plugin: PluginConf, caps: Record<string, unknown>): Record<string, unknown> | undefined {
+  const rc: Record<string, unknown> = {};
+  for (const cap of plugin.capabilities) if (cap in caps) rc[cap] = caps[cap];
+  return Object.keys(rc).length > 0 ? rc : undefined;
+}
+
+/** The stdin of one plugin call: its config with the list's name and version, prevResult, runtimeConfig and extras. */
+export function pluginStdin(
+  list: NetworkList,
+  plugin: PluginConf,
+  opts: { prevResult?: Record<string, unknown>; capabilityArgs?: Record<string, unknown>; extra?: Record<string, unknown> } = {},
+): Buffer {
+  const conf: Record<string, unknown> = { ...plugin.raw, name: list.name, cniVersion: list.cniVersion };
+  if (opts.prevResult) conf.prevResult = opts.prevResult;
+  const rc = opts.capabilityArgs && runtimeConfigFor(plugin, opts.capabilityArgs);
+  if (rc) conf.runtimeConfig = rc;
+  Object.assign(conf, opts.extra);
+  return Buffer.from(JSON.stringify(conf));
+}
+
+/** The bandwidth capability from the pod annotations, in bits per second, as kubelet validates them. */
+export function bandwidthFromAnnotations(annotations: Record<string, string>):
+  | { ingressRate?: number; ingressBurst?: number; egressRate?: number; egressBurst?: number }
+  | undefined {
+  const out: { ingressRate?: number; ingressBurst?: number; egressRate?: number; egressBurst?: number } = {};
+  const ingress = annotations[INGRESS_BANDWIDTH_ANNOTATION];
+  const egress = annotations[EGRESS_BANDWIDTH_ANNOTATION];
+  if (ingress !== undefined) {
+    out.ingressRate = bandwidthBits(ingress, INGRESS_BANDWIDTH_ANNOTATION);
+    out.ingressBurst = UNLIMITED_BURST;
+  }
+  if (egress !== undefined) {
+    out.egressRate = bandwidthBits(egress, EGRESS_BANDWIDTH_ANNOTATION);
+    out.egressBurst = UNLIMITED_BURST;
+  }
+  return ingress === undefined && egress === undefined ? undefined : out;
+}
+
+const MIN_BANDWIDTH = 1000n; // 1k
+const MAX_BANDWIDTH = 10n ** 15n; // 1P
+
+function bandwidthBits(value: string, annotation: string): number {
+  const bits = parseQuantity(value, annotation);
+  if (bits < MIN_BANDWIDTH) throw new InvalidArgument(`annotation ${annotation}=${value} is unreasonably small (< 1kbit)`);
+  if (bits > MAX_BANDWIDTH) throw new InvalidArgument(`annotation ${annotation}=${value} is unreasonably large (> 1Pbit)`);
+  return Number(bits);
+}
+
+const BINARY_SUFFIX: Record<string, bigint> = { Ki: 1n << 10n, Mi: 1n << 20n, Gi: 1n << 30n, Ti: 1n << 40n, Pi: 1n << 50n, Ei: 1n << 60n };
+const DECIMAL_EXP: Record<string, number> = { n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+
+/**
+ * A Kubernetes resource quantity ("10M", "1.5Gi", "100m", "2e3") as an integer, rounded up away from zero
+ * the way Quantity.Value() does. Exact: decimal arithmetic on BigInt.
+ */
+export function parseQuantity(value: string, what = 'quantity'): bigint {
+  const m = /^([+-]?)(\d+\.?\d*|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei)|([numkMGTPE]?)|[eE]([+-]?\d+))$/.exec(value.trim());
+  if (!m) throw new InvalidArgument(`${what} ${JSON.stringify(value)} is not a valid quantity (e.g. 10M, 1Gi, 500k)`);
+  const [, sign, number, binary, decimal, exponent] = m;
+  const [whole, frac = ''] = number!.split('.');
+  let numerator = BigInt(`${whole || '0'}${frac}`);
+  let exp10 = -frac.length;
+  if (binary) numerator *= BINARY_SUFFIX[binary]!;
+  else if (exponent !== undefined) exp10 += Number(exponent);
+  else exp10 += DECIMAL_EXP[decimal ?? '']!;
+  if (Math.abs(exp10) > 100) throw new InvalidArgument(`${what} ${JSON.stringify(value)} is out of range`);
+  let magnitude: bigint;
+  if (exp10 >= 0) magnitude = numerator * 10n ** BigInt(exp10);
+  else {
+    const d = 10n ** BigInt(-exp10);
+    magnitude = (numerator + d - 1n) / d;
+  }
+  return sign === '-' ? -magnitude : magnitude;
+}

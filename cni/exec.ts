@@ -1,0 +1,149 @@
+// Running one CNI plugin binary: environment per the CNI spec, config on stdin, a bounded run time,
+// and errors that name the plugin and carry its stderr and CNI error object.
+import { constants, promises as fs } from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import type { Logger } from '../server/log.js';
+import { DeadlineExceeded, FailedPrecondition, Internal } from '../server/errors.js';
+import { isObject } from './config.js';
+
+export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC' | 'VERSION';
+
+export interface PluginCall {
+  command: CniCommand;
+  pluginType: string;
+  network: string;
+  containerId?: string;
+  netns?: string;
+  ifName?: string;
+  args?: string;
+  stdin: Buffer;
+}
+
+export interface ExecOptions {
+  binDirs: string[];
+  timeoutMs: number;
+  log: Logger;
+}
+
+/** A plugin exited non-zero; `cniCode`/`cniMsg`/`cniDetails` come from the error JSON it printed, if any. */
+export class CniPluginError extends Internal {
+  constructor(
+    message: string,
+    readonly plugin: string,
+    readonly command: CniCommand,
+    readonly stderr: string,
+    readonly cniCode?: number,
+    readonly cniMsg?: string,
+    readonly cniDetails?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Absolute path of the plugin binary: the first executable `<dir>/<type>` in bin dir order. */
+export async function findPlugin(type: string, binDirs: string[]): Promise<string | undefined> {
+  for (const dir of binDirs) {
+    const file = path.join(dir, type);
+    try {
+      await fs.access(file, constants.X_OK);
+      if ((await fs.stat(file)).isFile()) return file;
+    } catch {
+      // not in this dir
+    }
+  }
+  return undefined;
+}
+
+/** The environment of a plugin call; inherited CNI_* variables are dropped so none leaks into a call. */
+export function pluginEnv(call: PluginCall, binDirs: string[], base: NodeJS.ProcessEnv): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(base)) if (v !== undefined && !k.startsWith('CNI_')) env[k] = v;
+  env.CNI_COMMAND = call.command;
+  env.CNI_PATH = binDirs.join(':');
+  if (call.containerId !== undefined) env.CNI_CONTAINERID = call.containerId;
+  if (call.netns !== undefined) env.CNI_NETNS = call.netns;
+  if (call.ifName !== undefined) env.CNI_IFNAME = call.ifName;
+  if (call.args !== undefined) env.CNI_ARGS = call.args;
+  return env;
+}
+
+/** Runs the plugin; returns its parsed stdout JSON (undefined when it printed nothing). */
+export async function execPlugin(call: PluginCall, opts: ExecOptions): Promise<unknown> {
+  const what = `CNI plugin "${call.pluginType}" (network "${call.network}"${call.containerId ? `, sandbox ${call.containerId.slice(0, 12)}` : ''}) ${call.command}`;
+  const binary = await findPlugin(call.pluginType, opts.binDirs);
+  if (!binary) {
+    throw new FailedPrecondition(`${what}: plugin binary "${call.pluginType}" not found in ${opts.binDirs.join(':')}: install it or fix the CNI config`);
+  }
+  const started = performance.now();
+  // Own process group, so a timeout kills the plugin together with whatever it spawned
+  // (iptables, a hung helper) and nothing keeps its output pipes open.
+  const child = execa(binary, [], {
+    input: call.stdin,
+    env: pluginEnv(call, opts.binDirs, process.env),
+    extendEnv: false,
+    detached: true,
+    reject: false,
+    stripFinalNewline: false,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }, opts.timeoutMs);
+  const result = await child.finally(() => clearTimeout(timer));
+  const ms = Math.round(performance.now() - started);
+  opts.log.debug({ plugin: call.pluginType, command: call.command, network: call.network, ms, exitCode: result.exitCode }, 'CNI plugin call');
+  const stdout = String(result.stdout);
+  const stderr = String(result.stderr).trim();
+  if (timedOut) {
+    throw new DeadlineExceeded(`${what} did not finish within ${opts.timeoutMs}ms and was killed${stderr ? `; stderr: ${stderr}` : ''}`);
+  }
+  if (result.exitCode !== 0) {
+    const cniErr = parseCniError(stdout);
+    const detail = cniErr
+      ? `code ${cniErr.code}: ${cniErr.msg}${cniErr.details ? ` (${cniErr.details})` : ''}`
+      : result.exitCode === undefined
+        ? result.signal
+          ? `killed by ${result.signal}`
+          : `could not run: ${result.originalMessage || result.shortMessage}`
+        : `exit status ${result.exitCode}${stdout.trim() ? `, output: ${stdout.trim().slice(0, 2000)}` : ''}`;
+    throw new CniPluginError(
+      `${what} failed: ${detail}${stderr ? `; stderr: ${stderr.slice(0, 4000)}` : ''}`,
+      call.pluginType,
+      call.command,
+      stderr,
+      cniErr?.code,
+      cniErr?.msg,
+      cniErr?.details,
+    );
+  }
+  if (stdout.trim() === '') return undefined;
+  try {
+    return JSON.parse(stdout);
+  } catch {
+    throw new CniPluginError(`${what} printed invalid JSON: ${stdout.slice(0, 2000)}`, call.pluginType, call.command, stderr);
+  }
+}
+
+/** The CNI error object (`{"code":N,"msg":...}`) a failing plugin prints on stdout, if it did. */
+export function parseCniError(stdout: string): { code: number; msg: string; details?: string } | undefined {
+  try {
+    const obj: unknown = JSON.parse(stdout);
+    if (isObject(obj) && typeof obj.code === 'number') {
+      return {
+        code: obj.code,
+        msg: typeof obj.msg === 'string' ? obj.msg : '',
+        ...(typeof obj.details === 'string' && obj.details !== '' ? { details: obj.details } : {}),
+      };
+    }
+  } catch {
+    // not JSON: the caller reports raw output
+  }
+  return undefined;
+}

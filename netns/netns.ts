@@ -1,0 +1,158 @@
+// Pod network namespaces, pinned as nsfs bind mounts so they outlive any process in them.
+// Creation goes through iproute2 (`ip netns add`) which also turns the directory into a shared
+// mount point, so the pin propagates to mount namespaces created later (runc, conmon).
+// For a directory other than iproute2's compiled-in one, util-linux does the same two steps.
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { AlreadyExists, Internal, InvalidArgument, NotFound } from '../server/errors.js';
+import { isMountPoint, netnsPinName, netnsSymlinkName, validateNetSysctls, NETNS_PREFIX } from './names.js';
+
+/** iproute2's fixed directory for named network namespaces. */
+export const DEFAULT_NETNS_DIR = '/var/run/netns';
+/** statfs(2) magic of the nsfs filesystem: a path with it is a live namespace pin. */
+const NSFS_MAGIC = 0x6e736673;
+
+export interface PodNetns {
+  /** The pinned nsfs file, `<dir>/minicri-<hex>`: what CNI_NETNS and the OCI spec get. */
+  path: string;
+  /** `<dir>/<pod name>-<hex>`: a readable name for operators, pointing at `path`. */
+  symlink: string;
+}
+
+/**
+ * The paths a pod's namespace will have. Chosen before anything is made, so a caller can record
+ * them first and a crash between creation and that record leaves nothing unexplained.
+ */
+export function podNetnsPaths(podName: string, opts: { dir?: string; hex?: string } = {}): PodNetns {
+  const dir = path.resolve(opts.dir ?? DEFAULT_NETNS_DIR);
+  const hex = opts.hex ?? randomBytes(8).toString('hex');
+  return { path: path.join(dir, netnsPinName(hex)), symlink: path.join(dir, netnsSymlinkName(podName, hex)) };
+}
+
+/** Creates the pinned namespace and its link, at `paths` (from podNetnsPaths) or at fresh ones. */
+export async function createPodNetns(podName: string, opts: { dir?: string; paths?: PodNetns } = {}): Promise<PodNetns> {
+  const { path: pinned, symlink } = opts.paths ?? podNetnsPaths(podName, opts);
+  const dir = path.dirname(pinned);
+  await pinNewNetns(dir, pinned);
+  try {
+    await fs.symlink(pinned, symlink);
+  } catch (err) {
+    await removePodNetns({ path: pinned });
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new AlreadyExists(`netns symlink ${symlink} already exists: remove it or retry`, { cause: err });
+    }
+    throw new Internal(`cannot create netns symlink ${symlink}: ${(err as Error).message}`, { cause: err });
+  }
+  return { path: pinned, symlink };
+}
+
+async function pinNewNetns(dir: string, pinned: string): Promise<void> {
+  try {
+    if (dir === DEFAULT_NETNS_DIR) {
+      await execa('ip', ['netns', 'add', path.basename(pinned)]);
+      return;
+    }
+    await fs.mkdir(dir, { recursive: true, mode: 0o755 });
+    await makeSharedMountPoint(dir);
+    // O_EXCL: a name clash must fail, never reuse someone else's pin.
+    await (await fs.open(pinned, 'wx', 0o444)).close();
+    try {
+      await execa('unshare', [`--net=${pinned}`, 'true']);
+    } catch (err) {
+      await fs.rm(pinned, { force: true });
+      throw err;
+    }
+  } catch (err) {
+    throw new Internal(`cannot create network namespace ${pinned}: ${errText(err)}`, { cause: err });
+  }
+}
+
+/** Same as iproute2: make `dir` a shared mount point, bind-mounting it onto itself first if it is none. */
+async function makeSharedMountPoint(dir: string): Promise<void> {
+  if (!isMountPoint(await fs.readFile('/proc/self/mountinfo', 'utf8'), await fs.realpath(dir))) {
+    await execa('mount', ['--bind', dir, dir]);
+  }
+  await execa('mount', ['--make-shared', dir]);
+}
+
+/** Unpins the namespace and deletes the symlink; either being gone already is fine. */
+export async function removePodNetns(ns: { path: string; symlink?: string }): Promise<void> {
+  if (ns.symlink) {
+    // Only ever delete a symlink here, never whatever a recycled name now holds.
+    const st = await fs.lstat(ns.symlink).catch(() => undefined);
+    if (st?.isSymbolicLink()) await fs.rm(ns.symlink, { force: true });
+  }
+  // mountinfo lists resolved paths (/var/run is usually a symlink to /run).
+  const target = await resolvedPath(ns.path);
+  // A pin can be stacked (mounted twice); unmount until none is left.
+  for (let i = 0; i < 8; i++) {
+    const mountinfo = await fs.readFile('/proc/self/mountinfo', 'utf8');
+    if (!isMountPoint(mountinfo, target)) break;
+    try {
+      // Lazy, as iproute2 does: processes still inside keep the namespace until they exit.
+      await execa('umount', ['--lazy', ns.path]);
+    } catch (err) {
+      throw new Internal(`cannot unmount network namespace ${ns.path}: ${errText(err)}`, { cause: err });
+    }
+  }
+  try {
+    await fs.rm(ns.path, { force: true });
+  } catch (err) {
+    throw new Internal(`cannot delete network namespace file ${ns.path}: ${errText(err)}`, { cause: err });
+  }
+}
+
+/** `p` with its directory's symlinks resolved (the file itself may be gone already). */
+async function resolvedPath(p: string): Promise<string> {
+  const abs = path.resolve(p);
+  const dir = await fs.realpath(path.dirname(abs)).catch(() => path.dirname(abs));
+  return path.join(dir, path.basename(abs));
+}
+
+/** True when `nsPath` is a live namespace pin (an nsfs mount), not just a leftover file. */
+export async function netnsExists(nsPath: string): Promise<boolean> {
+  try {
+    return (await fs.statfs(nsPath)).type === NSFS_MAGIC;
+  } catch {
+    return false;
+  }
+}
+
+/** Pinned namespaces created by minicri in `dir` (full paths), for recovery after a restart. */
+export async function listPodNetns(dir: string = DEFAULT_NETNS_DIR): Promise<string[]> {
+  let entries;
+  try {
+    entries = await fs.readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw new Internal(`cannot list network namespaces in ${dir}: ${errText(err)}`, { cause: err });
+  }
+  return entries
+    .filter((e) => e.name.startsWith(NETNS_PREFIX) && !e.isSymbolicLink())
+    .map((e) => path.join(dir, e.name))
+    .sort();
+}
+
+/** Sets `net.*` sysctls inside the namespace pinned at `nsPath` (one sysctl run for all of them). */
+export async function setNetnsSysctls(nsPath: string, sysctls: Record<string, string>): Promise<void> {
+  const entries = validateNetSysctls(sysctls);
+  if (entries.length === 0) return;
+  if (!(await netnsExists(nsPath))) throw new NotFound(`network namespace ${nsPath} does not exist: recreate the sandbox`);
+  const result = await execa('nsenter', [`--net=${nsPath}`, '--', 'sysctl', '-q', '-w', ...entries.map(([k, v]) => `${k}=${v}`)], {
+    reject: false,
+  });
+  if (result.exitCode === 0) return;
+  const stderr = String(result.stderr).trim();
+  if (/cannot stat|No such file/i.test(stderr)) {
+    throw new InvalidArgument(`unknown sysctl for pod network namespace ${nsPath}: ${stderr}: remove it from the pod's sysctls`);
+  }
+  throw new Internal(`cannot set sysctls in network namespace ${nsPath}: ${stderr || result.message}`);
+}
+
+function errText(err: unknown): string {
+  const e = err as { stderr?: unknown; message?: string };
+  const stderr = typeof e.stderr === 'string' ? e.stderr.trim() : '';
+  return stderr || e.message || String(err);
+}

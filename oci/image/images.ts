@@ -1,0 +1,443 @@
+// The image service: pulls images into the content store and layer store, keeps their records, imports local
+// images (the pause image), prepares container root filesystems, and collects what no image or container uses.
+import { createHash } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import tar from 'tar-stream';
+import { FailedPrecondition, InvalidArgument, NotFound, Unavailable } from '../../server/errors.js';
+import type { Logger } from '../../server/log.js';
+import { ContentStore } from './content.js';
+import { Mutex, Semaphore } from './flight.js';
+import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
+import { formatPlatform, HOST_PLATFORM, selectPlatform } from './platform.js';
+import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
+import { RegistryClient, type Endpoint } from './registry.js';
+import { diskUsage, LayerStore, type Rootfs } from './snapshot.js';
+import type { AuthConfig, ImageConfig, ImageRecord, ImageRepository, RegistryHostsConfig } from './types.js';
+
+export interface ImagesOptions {
+  /** Everything lives under here: blobs/, layers/, l/, rootfs/, tmp/. */
+  rootDir: string;
+  repo: ImageRepository;
+  registries: RegistryHostsConfig;
+  log: Logger;
+  /** True when a container uses the image: such an image cannot be removed. */
+  inUse?: (imageId: string) => boolean;
+  /** Layers downloaded (and unpacked) at once, across all pulls. */
+  maxConcurrentDownloads?: number;
+  /** For tests that watch requests; defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+/** A file of a locally built image: content from a host file or given bytes. */
+export interface LocalFile {
+  /** Absolute path inside the image. */
+  path: string;
+  source?: string;
+  data?: Buffer | string;
+  mode?: number;
+}
+
+export interface FsInfo { mountpoint: string; usedBytes: number; inodesUsed: number; timestamp: number }
+
+const ID_RE = /^(?:sha256:)?([a-f0-9]{64})$/;
+const ID_PREFIX_RE = /^(?:sha256:)?([a-f0-9]{12,63})$/;
+
+/** uid or username from an image config's User ("1000", "1000:1000", "nobody", "nobody:nogroup"). */
+export function imageUser(user: string): { uid?: number; username?: string } {
+  const name = user.split(':')[0] ?? '';
+  if (name === '') return {};
+  if (/^\d+$/.test(name)) return { uid: Number(name) };
+  return { username: name };
+}
+
+export class Images {
+  private readonly content: ContentStore;
+  private readonly layers: LayerStore;
+  private readonly client: RegistryClient;
+  private readonly downloads: Semaphore;
+  /** Metadata changes and garbage collection happen one at a time. */
+  private readonly mutex = new Mutex();
+  /** Blobs and layers in-flight pulls rely on, with counts: garbage collection keeps them. */
+  private readonly active = new Map<string, number>();
+
+  private constructor(private readonly opts: ImagesOptions) {
+    const tmp = join(opts.rootDir, 'tmp');
+    this.content = new ContentStore(opts.rootDir, tmp, opts.log);
+    this.layers = new LayerStore(opts.rootDir, tmp, opts.log);
+    this.client = new RegistryClient({ hosts: opts.registries, log: opts.log, fetch: opts.fetch });
+    this.downloads = new Semaphore(opts.maxConcurrentDownloads ?? 3);
+  }
+
+  /** Opens the store, dropping what an earlier crash left half done. */
+  static async open(opts: ImagesOptions): Promise<Images> {
+    await rm(join(opts.rootDir, 'tmp'), { recursive: true, force: true });
+    const images = new Images(opts);
+    await images.content.init();
+    await images.layers.init();
+    await images.layers.cleanIncompleteRootfs();
+    await images.gc();
+    return images;
+  }
+
+  // ---- queries ----
+
+  list(filter?: { image?: string }): ImageRecord[] {
+    if (filter?.image) {
+      const r = this.status(filter.image);
+      return r ? [r] : [];
+    }
+    return this.opts.repo.list();
+  }
+
+  /** The image a reference or id names, or undefined. Malformed references are InvalidArgument. */
+  status(refOrId: string): ImageRecord | undefined {
+    return this.lookup(refOrId)?.record;
+  }
+
+  /** Finds the image and says how it was named: by id, by a repo tag or by a repo digest. */
+  private lookup(refOrId: string): { record: ImageRecord; by: 'id' } | { record: ImageRecord; by: 'tag' | 'digest'; name: string } | undefined {
+    const id = ID_RE.exec(refOrId);
+    const byId = id && this.opts.repo.get(`sha256:${id[1]}`);
+    if (byId) return { record: byId, by: 'id' };
+    let ref: ImageRef | undefined;
+    try {
+      ref = parseReference(refOrId);
+    } catch (err) {
+      if (!ID_PREFIX_RE.test(refOrId)) throw err;
+    }
+    const all = this.opts.repo.list();
+    if (ref?.digest) {
+      const name = `${refName(ref)}@${ref.digest}`;
+      const found = all.find((r) => r.repoDigests.includes(name));
+      if (found) return { record: found, by: 'digest', name };
+      const config = this.opts.repo.get(ref.digest);
+      if (config) return { record: config, by: 'id' };
+    } else if (ref) {
+      const name = `${refName(ref)}:${ref.tag}`;
+      const found = all.find((r) => r.repoTags.includes(name));
+      if (found) return { record: found, by: 'tag', name };
+    }
+    const prefix = ID_PREFIX_RE.exec(refOrId);
+    const matches = prefix ? all.filter((r) => r.id.startsWith(`sha256:${prefix[1]}`)) : [];
+    return matches.length === 1 ? { record: matches[0]!, by: 'id' } : undefined;
+  }
+
+  /** Like status, but a missing image is NotFound. */
+  resolve(refOrId: string): ImageRecord {
+    const r = this.status(refOrId);
+    if (!r) throw new NotFound(`image "${refOrId}" not found: pull it first`);
+    return r;
+  }
+
+  // ---- pull ----
+
+  async pull(reference: string, auth?: AuthConfig): Promise<ImageRecord> {
+    const ref = parseReference(reference);
+    const name = formatReference(ref);
+    const started = Date.now();
+    const log = this.opts.log.child({ image: name });
+    const lease = this.lease();
+    let downloaded = 0;
+    try {
+      const top = await this.topManifest(ref, auth);
+      lease.hold(top.digest);
+      await this.content.put(top.bytes);
+      let manifestDigest = top.digest;
+      let parsed = parseManifestOrIndex(top.bytes, top.contentType, `manifest of "${name}"`);
+      let endpoint = top.endpoint;
+      if (parsed.kind === 'index') {
+        const entries = parsed.index.manifests;
+        const i = selectPlatform(entries);
+        if (i < 0) {
+          const have = entries.map((e) => (e.platform ? formatPlatform(e.platform) : 'unknown')).join(', ');
+          throw new NotFound(`image "${name}" has no ${formatPlatform(HOST_PLATFORM)} variant (it has ${have})`);
+        }
+        manifestDigest = entries[i]!.digest;
+        lease.hold(manifestDigest);
+        const child = await this.manifestBlob(ref, manifestDigest, auth, endpoint);
+        endpoint = child.endpoint;
+        parsed = parseManifestOrIndex(child.bytes, child.contentType, `manifest ${manifestDigest} of "${name}"`);
+        if (parsed.kind !== 'manifest') throw new InvalidArgument(`manifest ${manifestDigest} of "${name}" is an index inside an index`);
+      }
+      const manifest: Manifest = parsed.manifest;
+      // Manifests read from our store came from no endpoint: blobs then come from the first one that has the image.
+      let located: Promise<Endpoint> | undefined;
+      const source = () => (endpoint ? Promise.resolve(endpoint) : (located ??= this.client.getManifest(ref, ref.digest ?? ref.tag!, auth).then((m) => m.endpoint)));
+      lease.hold(manifest.config.digest);
+      downloaded += await this.fetchBlob(ref, manifest.config, source, auth, `config of "${name}"`);
+      const { config, diffIds, platform } = parseImageConfig(await this.content.read(manifest.config.digest), `config ${manifest.config.digest} of "${name}"`);
+      if (platform.os && platform.os !== 'linux') throw new InvalidArgument(`image "${name}" is for ${platform.os}, not linux`);
+      if (diffIds.length !== manifest.layers.length) {
+        throw new InvalidArgument(`image "${name}" lists ${manifest.layers.length} layers but its config has ${diffIds.length} diff ids`);
+      }
+      manifest.layers.forEach((l, i) => { lease.hold(l.digest); lease.hold(diffIds[i]!); });
+      // allSettled: on a failure the other layers still finish before cleanup, so nothing is written after it.
+      const results = await Promise.allSettled(manifest.layers.map((layer, i) => this.downloads.run(async () => {
+        const diffId = diffIds[i]!;
+        if (await this.layers.has(diffId)) return 0;
+        const what = `layer ${layer.digest} of "${name}"`;
+        const n = await this.fetchBlob(ref, layer, source, auth, what);
+        await this.layers.ensure(diffId, this.content.path(layer.digest), what);
+        return n;
+      })));
+      for (const r of results) {
+        if (r.status === 'rejected') throw r.reason;
+        downloaded += r.value;
+      }
+      const blobs = [...new Set([top.digest, manifestDigest, manifest.config.digest, ...manifest.layers.map((l) => l.digest)])];
+      const record = await this.mutex.lock(() => this.commit({
+        id: manifest.config.digest,
+        tag: ref.tag && !ref.digest ? `${refName(ref)}:${ref.tag}` : undefined,
+        digest: `${refName(ref)}@${top.digest}`,
+        size: manifest.config.size + manifest.layers.reduce((a, l) => a + l.size, 0),
+        config, layers: diffIds, blobs, pinned: false,
+      }));
+      const seconds = (Date.now() - started) / 1000;
+      log.info({ id: record.id, bytes: downloaded, seconds, mbPerSecond: Number((downloaded / 1e6 / Math.max(seconds, 0.001)).toFixed(2)), from: endpoint?.url ?? 'content store' }, 'image pulled');
+      return record;
+    } catch (err) {
+      log.warn({ err: (err as Error).message, bytes: downloaded }, 'image pull failed');
+      throw err;
+    } finally {
+      lease.release();
+      // A failed pull leaves nothing behind; this also sweeps what a successful one made stale.
+      await this.gc().catch((err: Error) => log.warn({ err: err.message }, 'garbage collection after pull failed'));
+    }
+  }
+
+  /**
+   * Protects blobs and layers from garbage collection while a pull or import works with them: hold each key
+   * before it is written, release when the image record is committed (or the work failed).
+   */
+  private lease(): { hold(key: string): void; release(): void } {
+    const held: string[] = [];
+    return {
+      hold: (key) => { held.push(key); this.active.set(key, (this.active.get(key) ?? 0) + 1); },
+      release: () => {
+        for (const key of held.splice(0)) {
+          const n = (this.active.get(key) ?? 1) - 1;
+          if (n > 0) this.active.set(key, n);
+          else this.active.delete(key);
+        }
+      },
+    };
+  }
+
+  /** The manifest the reference names (not stored yet); by digest it is read from the store when we have it. */
+  private async topManifest(ref: ImageRef, auth?: AuthConfig): Promise<{ digest: string; bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
+    if (ref.digest && (await this.content.has(ref.digest))) {
+      return { digest: ref.digest, bytes: await this.content.read(ref.digest) };
+    }
+    return this.client.getManifest(ref, ref.digest ?? ref.tag!, auth);
+  }
+
+  private async manifestBlob(ref: ImageRef, digest: string, auth: AuthConfig | undefined, endpoint?: Endpoint): Promise<{ bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
+    if (await this.content.has(digest)) return { bytes: await this.content.read(digest), endpoint };
+    const m = await this.client.getManifest(ref, digest, auth, endpoint);
+    await this.content.put(m.bytes);
+    return m;
+  }
+
+  /**
+   * Downloads a blob into the store unless present; returns the bytes fetched. The endpoint that served the
+   * manifest is asked first; if it lacks the blob or fails, the registry's other endpoints are tried in order.
+   */
+  private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string): Promise<number> {
+    if (await this.content.has(d.digest)) return 0;
+    const first = await source();
+    const endpoints = [first, ...this.client.endpoints(ref.registry).filter((e) => e.url !== first.url)];
+    return this.content.ensure(d.digest, d.size, `${what} from ${first.url}`, async () => {
+      const failures: Error[] = [];
+      for (const e of endpoints) {
+        try {
+          return await this.client.openBlob(e, ref, d.digest, auth);
+        } catch (err) {
+          if (!(err instanceof NotFound || err instanceof Unavailable)) throw err;
+          failures.push(err);
+        }
+      }
+      const Kind = failures.every((f) => f instanceof NotFound) ? NotFound : Unavailable;
+      throw new Kind(failures.map((f) => f.message).join('; '));
+    });
+  }
+
+  /** Stores the record, moving the tag off any image that had it. Runs under the mutex. */
+  private commit(n: { id: string; tag?: string; digest?: string; size: number; config: ImageConfig; layers: string[]; blobs: string[]; pinned: boolean }): ImageRecord {
+    const repo = this.opts.repo;
+    if (n.tag) {
+      for (const other of repo.list()) {
+        if (other.id === n.id || !other.repoTags.includes(n.tag)) continue;
+        const repoTags = other.repoTags.filter((t) => t !== n.tag);
+        if (repoTags.length === 0 && other.repoDigests.length === 0) repo.delete(other.id);
+        else repo.put({ ...other, repoTags });
+      }
+    }
+    const old = repo.get(n.id);
+    const record: ImageRecord = {
+      id: n.id,
+      repoTags: union(old?.repoTags, n.tag),
+      repoDigests: union(old?.repoDigests, n.digest),
+      size: n.size,
+      config: n.config,
+      layers: n.layers,
+      blobs: [...new Set([...(old?.blobs ?? []), ...n.blobs])],
+      pinned: (old?.pinned ?? false) || n.pinned,
+      createdAt: old?.createdAt ?? Date.now(),
+    };
+    repo.put(record);
+    return record;
+  }
+
+  // ---- local import ----
+
+  /**
+   * Imports an image built from local files as a single uncompressed layer (the pause image). Deterministic:
+   * the same files and config give the same id, so importing again at every start changes nothing.
+   */
+  async importLocal(name: string, files: LocalFile[], config: ImageConfig, opts: { pinned?: boolean } = {}): Promise<ImageRecord> {
+    const ref = parseReference(name);
+    if (ref.digest) throw new InvalidArgument(`local image name "${name}" cannot carry a digest`);
+    const layer = await buildLayer(files);
+    const layerDigest = sha256(layer);
+    const configBytes = Buffer.from(JSON.stringify(buildImageConfig(config, [layerDigest], HOST_PLATFORM)));
+    const manifest = Buffer.from(JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MediaType.ociManifest,
+      config: { mediaType: MediaType.ociConfig, digest: sha256(configBytes), size: configBytes.length },
+      layers: [{ mediaType: MediaType.ociLayer, digest: layerDigest, size: layer.length }],
+    }));
+    const blobs = [sha256(manifest), sha256(configBytes), layerDigest];
+    const lease = this.lease();
+    try {
+      for (const b of blobs) lease.hold(b);
+      for (const b of [layer, configBytes, manifest]) await this.content.put(b);
+      await this.layers.ensure(layerDigest, this.content.path(layerDigest), `layer of local image "${name}"`);
+      const record = await this.mutex.lock(() => this.commit({
+        id: sha256(configBytes),
+        tag: `${refName(ref)}:${ref.tag}`,
+        size: configBytes.length + layer.length,
+        config, layers: [layerDigest], blobs, pinned: opts.pinned ?? false,
+      }));
+      this.opts.log.info({ image: formatReference(ref), id: record.id, pinned: record.pinned }, 'local image imported');
+      return record;
+    } finally {
+      lease.release();
+      await this.gc();
+    }
+  }
+
+  // ---- remove ----
+
+  /**
+   * Removes by id (the whole image), by tag (that tag; the image goes with its last tag) or by digest reference
+   * (that repo digest). Idempotent: an unknown image is not an error.
+   */
+  async remove(refOrId: string): Promise<void> {
+    await this.mutex.lock(() => {
+      const found = this.lookup(refOrId);
+      if (!found) return;
+      const r = found.record;
+      if (found.by !== 'id') {
+        const rest = found.by === 'tag'
+          ? { ...r, repoTags: r.repoTags.filter((t) => t !== found.name) }
+          : { ...r, repoDigests: r.repoDigests.filter((d) => d !== found.name) };
+        const keep = found.by === 'tag' ? rest.repoTags.length > 0 : rest.repoTags.length + rest.repoDigests.length > 0;
+        if (keep) {
+          this.opts.repo.put(rest);
+          return;
+        }
+      }
+      if (this.opts.inUse?.(r.id)) {
+        throw new FailedPrecondition(`image ${r.id} (${r.repoTags.join(', ') || 'untagged'}) is used by a container: remove the container first`);
+      }
+      this.opts.repo.delete(r.id);
+    });
+    await this.gc();
+  }
+
+  // ---- root filesystems ----
+
+  async prepareRootfs(key: string, imageRefOrId: string): Promise<Rootfs> {
+    return this.mutex.lock(() => {
+      const r = this.resolve(imageRefOrId);
+      return this.layers.prepareRootfs(key, r.id, r.layers);
+    });
+  }
+
+  async removeRootfs(key: string): Promise<void> {
+    await this.layers.removeRootfs(key);
+  }
+
+  listRootfs(): Promise<Rootfs[]> {
+    return this.layers.listRootfs();
+  }
+
+  // ---- space ----
+
+  /** Bytes and inodes of image content: blobs and unpacked layers (container upper dirs are not image data). */
+  async fsInfo(): Promise<FsInfo> {
+    const blobs = await diskUsage(join(this.opts.rootDir, 'blobs'));
+    let usedBytes = blobs.bytes;
+    let inodesUsed = blobs.inodes;
+    for (const l of await this.layers.list()) {
+      const u = await this.layers.usage(l);
+      usedBytes += u.bytes;
+      inodesUsed += u.inodes;
+    }
+    return { mountpoint: this.opts.rootDir, usedBytes, inodesUsed, timestamp: Date.now() };
+  }
+
+  /** Deletes blobs and layers no image, rootfs or in-flight pull refers to. */
+  gc(): Promise<void> {
+    return this.mutex.lock(async () => {
+      const keep = new Set(this.active.keys());
+      for (const r of this.opts.repo.list()) for (const k of [...r.blobs, ...r.layers]) keep.add(k);
+      for (const fs of await this.layers.listRootfs()) for (const l of fs.layers) keep.add(l);
+      let blobs = 0;
+      let layers = 0;
+      for (const d of await this.content.list()) if (!keep.has(d)) { await this.content.delete(d); blobs++; }
+      for (const l of await this.layers.list()) if (!keep.has(l)) { await this.layers.delete(l); layers++; }
+      if (blobs || layers) this.opts.log.debug({ blobs, layers }, 'garbage collected');
+    });
+  }
+}
+
+function sha256(b: Buffer): string {
+  return `sha256:${createHash('sha256').update(b).digest('hex')}`;
+}
+
+function union(list: string[] | undefined, item: string | undefined): string[] {
+  const out = [...(list ?? [])];
+  if (item && !out.includes(item)) out.push(item);
+  return out;
+}
+
+/** An uncompressed tar of the files, with parent directories, fixed mtimes and root ownership. */
+async function buildLayer(files: LocalFile[]): Promise<Buffer> {
+  const pack = tar.pack();
+  const chunks: Buffer[] = [];
+  const collected = new Promise<Buffer>((resolve, reject) => {
+    pack.on('data', (c: unknown) => chunks.push(c as Buffer));
+    pack.on('end', () => resolve(Buffer.concat(chunks)));
+    pack.on('error', reject);
+  });
+  const dirs = new Set<string>();
+  const mtime = new Date(0);
+  for (const f of [...files].sort((a, b) => a.path.localeCompare(b.path))) {
+    if (!f.path.startsWith('/') || f.path.split('/').includes('..')) throw new InvalidArgument(`local image file "${f.path}" must be an absolute path without ".."`);
+    const parts = f.path.split('/').filter(Boolean);
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      if (!dirs.has(dir)) {
+        dirs.add(dir);
+        pack.entry({ name: `${dir}/`, type: 'directory', mode: 0o755, mtime, uid: 0, gid: 0 });
+      }
+    }
+    const data = f.data !== undefined ? Buffer.from(f.data) : f.source ? await readFile(f.source) : undefined;
+    if (data === undefined) throw new InvalidArgument(`local image file "${f.path}" needs a source or data`);
+    pack.entry({ name: parts.join('/'), type: 'file', mode: f.mode ?? 0o644, mtime, uid: 0, gid: 0 }, data);
+  }
+  pack.finalize();
+  return collected;
+}

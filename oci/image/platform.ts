@@ -1,0 +1,49 @@
+// Choosing the one manifest of an image index that this host runs, with containerd-like variant rules:
+// an amd64 host at level vN runs v1..vN images, arm64 treats "" and "v8" alike, arm vN runs v5..vN.
+import type { Platform } from './types.js';
+
+export const HOST_PLATFORM: Platform = { os: 'linux', architecture: 'amd64' };
+
+const ARCH_ALIASES: Record<string, string> = { x86_64: 'amd64', 'x86-64': 'amd64', aarch64: 'arm64', armhf: 'arm', armel: 'arm' };
+const DEFAULT_VARIANT: Record<string, string> = { amd64: 'v1', arm64: 'v8', arm: 'v7' };
+
+export function normalizePlatform(p: Platform): Required<Platform> {
+  const architecture = ARCH_ALIASES[p.architecture] ?? p.architecture;
+  const variant = p.variant || DEFAULT_VARIANT[architecture] || '';
+  return { os: p.os.toLowerCase(), architecture, variant };
+}
+
+/** Variants a host of this architecture+variant runs, best first. */
+function compatibleVariants(architecture: string, variant: string): string[] {
+  const level = /^v(\d+)$/.exec(variant);
+  if (level && (architecture === 'amd64' || architecture === 'arm')) {
+    const lowest = architecture === 'arm' ? 5 : 1;
+    const out: string[] = [];
+    for (let n = Number(level[1]); n >= lowest; n--) out.push(`v${n}`);
+    return out;
+  }
+  return [variant];
+}
+
+/**
+ * Index of the best entry for `host`, or -1. Entries without a platform are skipped (attestations and the like
+ * carry "unknown/unknown"); among compatible entries the highest variant the host supports wins, then list order.
+ */
+export function selectPlatform(entries: ReadonlyArray<{ platform?: Platform }>, host: Platform = HOST_PLATFORM): number {
+  const want = normalizePlatform(host);
+  const ranks = compatibleVariants(want.architecture, want.variant);
+  let best = -1;
+  let bestRank = Infinity;
+  entries.forEach((e, i) => {
+    if (!e.platform) return;
+    const p = normalizePlatform(e.platform);
+    if (p.os !== want.os || p.architecture !== want.architecture) return;
+    const rank = ranks.indexOf(p.variant);
+    if (rank >= 0 && rank < bestRank) { best = i; bestRank = rank; }
+  });
+  return best;
+}
+
+export function formatPlatform(p: Platform): string {
+  return `${p.os}/${p.architecture}${p.variant ? `/${p.variant}` : ''}`;
+}

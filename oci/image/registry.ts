@@ -1,0 +1,319 @@
+// A client for the OCI distribution v2 API: manifests and blobs from a registry or its mirrors, with
+// bearer-token and basic authentication, redirects, retries of transient failures and actionable errors.
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { Internal, InvalidArgument, NotFound, PermissionDenied, Unavailable } from '../../server/errors.js';
+import type { Logger } from '../../server/log.js';
+import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from './auth.js';
+import { MANIFEST_ACCEPT } from './manifest.js';
+import { DEFAULT_REGISTRY, formatReference, type ImageRef } from './reference.js';
+import type { AuthConfig, RegistryHostsConfig } from './types.js';
+
+export interface Endpoint {
+  /** "https://registry-1.docker.io", "http://127.0.0.1:5000". */
+  url: string;
+  mirror: boolean;
+}
+
+const MAX_MANIFEST_BYTES = 4 << 20;
+const MAX_REDIRECTS = 5;
+/** Default for manifestTimeoutMs: a manifest is small, an endpoint that cannot serve one in this time is unreachable. */
+const MANIFEST_TIMEOUT_MS = 30_000;
+
+function isLoopbackHost(hostPort: string): boolean {
+  const host = hostPort.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+function isInsecure(hostPort: string, insecure: string[]): boolean {
+  const host = hostPort.replace(/:\d+$/, '');
+  return isLoopbackHost(hostPort) || insecure.includes(hostPort) || insecure.includes(host);
+}
+
+function endpointUrl(spec: string, insecure: string[]): string {
+  const s = spec.replace(/\/+$/, '');
+  if (/^https?:\/\//.test(s)) return s;
+  return `${isInsecure(s, insecure) ? 'http' : 'https'}://${s}`;
+}
+
+/** Where to look for a registry's content, in order: its mirrors, then itself unless mirrors-only. */
+export function endpointsFor(registry: string, hosts: RegistryHostsConfig): Endpoint[] {
+  const m = hosts.mirrors[registry];
+  const out: Endpoint[] = (m?.endpoints ?? []).map((e) => ({ url: endpointUrl(e, hosts.insecure), mirror: true }));
+  if (!m?.mirrorsOnly) {
+    out.push({ url: endpointUrl(registry === DEFAULT_REGISTRY ? 'registry-1.docker.io' : registry, hosts.insecure), mirror: false });
+  }
+  return out;
+}
+
+export interface RegistryClientOptions {
+  hosts: RegistryHostsConfig;
+  log: Logger;
+  /** Attempts for transient failures (network resets, 5xx, 429). */
+  attempts?: number;
+  /** Time for one manifest request before the endpoint counts as unreachable. */
+  manifestTimeoutMs?: number;
+  /** Injected for tests that record what is sent where; defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+/** Failure of one endpoint, kept to explain the whole attempt. */
+class EndpointError extends Error {
+  constructor(readonly kind: 'notfound' | 'denied' | 'unreachable' | 'bad', message: string) {
+    super(message);
+  }
+}
+
+export interface ManifestFetch {
+  endpoint: Endpoint;
+  digest: string;
+  contentType: string | undefined;
+  bytes: Buffer;
+}
+
+interface CachedAuth { header: string; expires: number }
+
+export class RegistryClient {
+  private readonly attempts: number;
+  private readonly fetchFn: typeof fetch;
+  /** Authorization headers by endpoint+scope, so a pull's requests after the first skip the 401 round trip. */
+  private readonly authCache = new Map<string, CachedAuth>();
+
+  constructor(private readonly opts: RegistryClientOptions) {
+    this.attempts = opts.attempts ?? 3;
+    this.fetchFn = opts.fetch ?? fetch;
+  }
+
+  endpoints(registry: string): Endpoint[] {
+    return endpointsFor(registry, this.opts.hosts);
+  }
+
+  /**
+   * Fetches the manifest (or index) `reference` (tag or digest) of ref's repository from the first endpoint that
+   * has it. The digest is computed from the bytes and, when asked by digest, must match.
+   */
+  async getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint): Promise<ManifestFetch> {
+    const endpoints = only ? [only] : this.endpoints(ref.registry);
+    const failures: Array<{ endpoint: Endpoint; err: EndpointError }> = [];
+    for (const endpoint of endpoints) {
+      try {
+        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, auth, this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
+        const bytes = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference} from ${endpoint.url}`);
+        const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+        if (reference.startsWith('sha256:') && digest !== reference) {
+          throw new EndpointError('bad', `served a manifest whose digest is ${digest}, not the requested ${reference}`);
+        }
+        return { endpoint, digest, contentType: res.headers.get('content-type') ?? undefined, bytes };
+      } catch (err) {
+        if (!(err instanceof EndpointError)) throw err;
+        this.opts.log.debug({ endpoint: endpoint.url, ref: formatReference(ref), err: err.message }, 'manifest fetch failed');
+        failures.push({ endpoint, err });
+      }
+    }
+    throw explain(ref, reference, failures, !only && this.opts.hosts.mirrors[ref.registry]?.mirrorsOnly === true);
+  }
+
+  /** Opens a blob for reading. Errors are typed; the caller verifies the digest while streaming. */
+  async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig): Promise<Readable> {
+    try {
+      const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', auth);
+      return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
+    } catch (err) {
+      if (!(err instanceof EndpointError)) throw err;
+      const what = `blob ${digest} of ${ref.registry}/${ref.repository} from ${endpoint.url}`;
+      if (err.kind === 'notfound') throw new NotFound(`${what}: not found (${err.message})`);
+      if (err.kind === 'denied') throw new PermissionDenied(`${what}: ${err.message}`);
+      if (err.kind === 'unreachable') throw new Unavailable(`${what}: ${err.message}`);
+      throw new Internal(`${what}: ${err.message}`);
+    }
+  }
+
+  /** GET /v2/<repository>/<path> with auth challenges answered, redirects followed and transient failures retried. */
+  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, timeoutMs?: number): Promise<Response> {
+    const scope = pullScope(repository);
+    // Tokens are cached per credential too: one pod's pull secret must not serve another pod's pull.
+    const cacheKey = `${endpoint.url} ${scope} ${createHash('sha256').update(JSON.stringify(auth ?? {})).digest('hex')}`;
+    const url = `${endpoint.url}/v2/${repository}/${path}`;
+    let authorization = auth?.registryToken ? `Bearer ${auth.registryToken}` : this.cachedAuth(cacheKey);
+    for (let challenged = false; ;) {
+      const res = await this.withRetries(url, () => this.get(url, accept, authorization, timeoutMs));
+      if (res.ok) return res;
+      const body = await res.text().catch(() => '');
+      const message = registryMessage(res.status, body);
+      if (res.status === 401 && !challenged && !auth?.registryToken) {
+        const header = res.headers.get('www-authenticate');
+        const next = header ? await this.answerChallenge(header, scope, endpoint, auth) : undefined;
+        if (next) {
+          challenged = true;
+          authorization = next.header;
+          this.authCache.set(cacheKey, { header: next.header, expires: Date.now() + next.ttlSeconds * 1000 });
+          continue;
+        }
+      }
+      if (res.status === 404) throw new EndpointError('notfound', message);
+      if (res.status === 401 || res.status === 403) {
+        this.authCache.delete(cacheKey);
+        throw new EndpointError('denied', `${res.status} ${message}`);
+      }
+      if (res.status >= 500 || res.status === 429) throw new EndpointError('unreachable', `${res.status} ${message}`);
+      throw new EndpointError('bad', `${res.status} ${message}`);
+    }
+  }
+
+  private cachedAuth(key: string): string | undefined {
+    const c = this.authCache.get(key);
+    if (c && c.expires > Date.now()) return c.header;
+    this.authCache.delete(key);
+    return undefined;
+  }
+
+  /** Follows redirects by hand so credentials never travel to another origin (blob storage redirects). */
+  private async get(url: string, accept: string, authorization: string | undefined, timeoutMs?: number): Promise<Response> {
+    const signal = timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined;
+    const origin = new URL(url).origin;
+    let current = url;
+    for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+      const headers: Record<string, string> = { accept, 'user-agent': 'minicri' };
+      if (authorization && new URL(current).origin === origin) headers.authorization = authorization;
+      const res = await this.fetchFn(current, { headers, redirect: 'manual', signal });
+      const location = res.headers.get('location');
+      if (res.status >= 300 && res.status < 400 && location) {
+        await res.body?.cancel();
+        current = new URL(location, current).toString();
+        continue;
+      }
+      return res;
+    }
+    throw new EndpointError('bad', `more than ${MAX_REDIRECTS} redirects`);
+  }
+
+  private async withRetries(url: string, fn: () => Promise<Response>): Promise<Response> {
+    for (let attempt = 1; ; attempt++) {
+      let transient: string;
+      try {
+        const res = await fn();
+        if (!(res.status >= 500 || res.status === 429) || attempt >= this.attempts) return res;
+        transient = `HTTP ${res.status}`;
+        await res.body?.cancel();
+      } catch (err) {
+        if (err instanceof EndpointError) throw err;
+        const reason = networkReason(err);
+        // A refused connection or unknown host will not heal in a second; move on to the next endpoint.
+        if (attempt >= this.attempts || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(reason)) {
+          throw new EndpointError('unreachable', reason);
+        }
+        transient = reason;
+      }
+      this.opts.log.debug({ url, attempt, reason: transient }, 'registry request failed, retrying');
+      await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
+    }
+  }
+
+  /** Turns a 401 challenge into an Authorization header, or undefined when we have nothing to answer with. */
+  private async answerChallenge(header: string, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<{ header: string; ttlSeconds: number } | undefined> {
+    const challenges = parseWwwAuthenticate(header);
+    const creds = basicCredentials(auth);
+    const bearer = challenges.find((c) => c.scheme === 'bearer');
+    if (bearer) {
+      const realm = bearer.params.realm;
+      if (!realm) throw new EndpointError('bad', `bearer challenge without realm: ${header}`);
+      const { token, expiresIn } = await this.fetchToken(realm, bearer.params.service, bearer.params.scope || scope, endpoint, auth);
+      // Renew a little before the registry would refuse it.
+      return { header: `Bearer ${token}`, ttlSeconds: Math.max(expiresIn - 10, 5) };
+    }
+    if (challenges.some((c) => c.scheme === 'basic') && creds) return { header: basicHeader(creds), ttlSeconds: 300 };
+    return undefined;
+  }
+
+  /** The distribution token flow: GET with basic credentials (or anonymous), or OAuth2 POST with an identity token. */
+  private async fetchToken(realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<{ token: string; expiresIn: number }> {
+    const url = new URL(realm);
+    let res: Response;
+    try {
+      if (auth?.identityToken) {
+        const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: auth.identityToken, client_id: 'minicri', scope });
+        if (service) form.set('service', service);
+        res = await this.withRetries(url.toString(), () => this.fetchFn(url, { method: 'POST', body: form, headers: { 'user-agent': 'minicri' } }));
+      } else {
+        if (service) url.searchParams.set('service', service);
+        url.searchParams.set('scope', scope);
+        const creds = basicCredentials(auth);
+        const headers: Record<string, string> = { 'user-agent': 'minicri' };
+        if (creds) headers.authorization = basicHeader(creds);
+        res = await this.withRetries(url.toString(), () => this.fetchFn(url, { headers }));
+      }
+    } catch (err) {
+      if (err instanceof EndpointError) throw new EndpointError(err.kind, `token server ${url.origin} for ${endpoint.url}: ${err.message}`);
+      throw err;
+    }
+    const body = await res.text().catch(() => '');
+    if (!res.ok) {
+      const kind = res.status === 401 || res.status === 403 ? 'denied' : 'bad';
+      throw new EndpointError(kind, `token server ${url.origin} answered ${res.status} ${registryMessage(res.status, body)}`);
+    }
+    let token: unknown;
+    let expiresIn: unknown;
+    try {
+      const doc = JSON.parse(body) as { token?: unknown; access_token?: unknown; expires_in?: unknown };
+      token = doc.token ?? doc.access_token;
+      expiresIn = doc.expires_in;
+    } catch { /* reported below */ }
+    if (typeof token !== 'string' || !token) throw new EndpointError('bad', `token server ${url.origin} returned no token`);
+    // The distribution token spec's default lifetime is 60 seconds.
+    return { token, expiresIn: typeof expiresIn === 'number' && expiresIn > 0 ? expiresIn : 60 };
+  }
+}
+
+async function readLimited(res: Response, limit: number, what: string): Promise<Buffer> {
+  const declared = Number(res.headers.get('content-length') ?? 0);
+  if (declared > limit) throw new EndpointError('bad', `${what} is ${declared} bytes, over the ${limit} byte limit`);
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+      total += chunk.length;
+      if (total > limit) throw new EndpointError('bad', `${what} exceeds the ${limit} byte limit`);
+      chunks.push(Buffer.from(chunk));
+    }
+  } catch (err) {
+    if (err instanceof EndpointError) throw err;
+    throw new EndpointError('unreachable', `reading ${what}: ${networkReason(err)}`);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The registry's own explanation from its JSON error body, else the HTTP status text. */
+export function registryMessage(status: number, body: string): string {
+  try {
+    const doc = JSON.parse(body) as { errors?: Array<{ code?: string; message?: string; detail?: unknown }>; details?: string };
+    const e = doc.errors?.[0];
+    if (e) return [e.code, e.message].filter(Boolean).join(': ');
+    if (doc.details) return doc.details;
+  } catch { /* not JSON */ }
+  const text = body.trim().slice(0, 200);
+  return text || `HTTP ${status}`;
+}
+
+function networkReason(err: unknown): string {
+  const e = err as { message?: string; cause?: { code?: string; message?: string } };
+  if (e?.cause?.message) return e.cause.message;
+  return e?.message ?? String(err);
+}
+
+function explain(ref: ImageRef, reference: string, failures: Array<{ endpoint: Endpoint; err: EndpointError }>, mirrorsOnly: boolean): Error {
+  const name = `${ref.registry}/${ref.repository}${reference.startsWith('sha256:') ? '@' : ':'}${reference}`;
+  const tried = failures.map(({ endpoint, err }) => `${endpoint.mirror ? 'mirror ' : ''}${endpoint.url}: ${err.message}`).join('; ');
+  const suffix = mirrorsOnly ? ` (registry ${ref.registry} is served by its mirrors only)` : '';
+  if (failures.length === 0) return new InvalidArgument(`no endpoint configured for registry ${ref.registry}: add a mirror or allow the registry itself`);
+  if (failures.every((f) => f.err.kind === 'notfound')) {
+    return new NotFound(`image "${name}" not found in registry ${ref.registry} (tried ${tried})${suffix}: check the name and tag`);
+  }
+  const denied = failures.find((f) => f.err.kind === 'denied');
+  if (denied) {
+    return new PermissionDenied(`pulling "${name}" from registry ${ref.registry} was refused (tried ${tried})${suffix}: check the pull credentials`);
+  }
+  if (failures.every((f) => f.err.kind === 'unreachable' || f.err.kind === 'notfound')) {
+    return new Unavailable(`cannot reach registry ${ref.registry} for "${name}" (tried ${tried})${suffix}`);
+  }
+  return new Internal(`pulling "${name}" from registry ${ref.registry} failed (tried ${tried})${suffix}`);
+}

@@ -1,0 +1,245 @@
+// Unpacked layers (one directory per diff id, shared by every image that has it) and the overlayfs root
+// filesystems stacked from them, one per container with its own upper and work directories.
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, readlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../server/errors.js';
+import type { Logger } from '../../server/log.js';
+import { hexOf } from './content.js';
+import { SingleFlight } from './flight.js';
+import { unpackLayer } from './unpack.js';
+
+/** Mount data must fit in one page; lowerdirs are given as short names relative to the link dir to stay under it. */
+const MAX_MOUNT_DATA = 4000;
+const LINK_LEN = 16;
+const KEY_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+export interface RootfsMount { type: 'overlay'; source: 'overlay'; options: string[] }
+
+export interface Rootfs {
+  key: string;
+  imageId: string;
+  /** The merged directory: the container's root filesystem. */
+  path: string;
+  mount: RootfsMount;
+  layers: string[];
+  mounted: boolean;
+}
+
+/**
+ * Lowerdirs top first, each layer once. overlayfs refuses a directory listed twice, and an image may repeat a
+ * layer (empty layers often are); only the topmost copy matters, since it re-applies everything the lower one had.
+ */
+export function lowerOrder(layers: readonly string[]): string[] {
+  return [...new Set([...layers].reverse())];
+}
+
+export interface Usage { bytes: number; inodes: number }
+
+interface RootfsMeta { imageId: string; layers: string[]; createdAt: number }
+
+export class LayerStore {
+  private readonly layersDir: string;
+  private readonly linkDir: string;
+  private readonly rootfsDir: string;
+  private readonly unpacks = new SingleFlight<boolean>();
+  /** Layers never change once in place, so their disk usage is measured once. */
+  private readonly usages = new Map<string, Usage>();
+
+  constructor(root: string, private readonly tmpDir: string, private readonly log: Logger) {
+    this.layersDir = join(root, 'layers');
+    this.linkDir = join(root, 'l');
+    this.rootfsDir = join(root, 'rootfs');
+  }
+
+  async init(): Promise<void> {
+    for (const d of [this.layersDir, this.linkDir, this.rootfsDir, this.tmpDir]) await mkdir(d, { recursive: true });
+  }
+
+  dir(diffId: string): string {
+    return join(this.layersDir, hexOf(diffId));
+  }
+
+  async has(diffId: string): Promise<boolean> {
+    return stat(this.dir(diffId)).then(() => true, () => false);
+  }
+
+  /**
+   * Unpacks the blob as layer `diffId` unless present. The layer is built in a temp dir and renamed into place,
+   * so a crash leaves no half layer; a blob whose content does not hash to diffId is refused. True if unpacked.
+   */
+  ensure(diffId: string, blobFile: string, what: string): Promise<boolean> {
+    return this.unpacks.do(diffId, async () => {
+      if (await this.has(diffId)) return false;
+      const tmp = join(this.tmpDir, `layer-${randomBytes(8).toString('hex')}`);
+      try {
+        const { diffId: got } = await unpackLayer(blobFile, tmp, what, this.log);
+        if (got !== diffId) throw new InvalidArgument(`${what} unpacks to ${got}, but the image config says ${diffId}: the image is corrupt`);
+        await rename(tmp, this.dir(diffId));
+        return true;
+      } finally {
+        await rm(tmp, { recursive: true, force: true });
+      }
+    });
+  }
+
+  async list(): Promise<string[]> {
+    return (await readdir(this.layersDir)).filter((n) => /^[a-f0-9]{64}$/.test(n)).map((n) => `sha256:${n}`);
+  }
+
+  /** Blocks and inodes a layer takes (hardlinks counted once). */
+  async usage(diffId: string): Promise<Usage> {
+    const cached = this.usages.get(diffId);
+    if (cached) return cached;
+    const u = await diskUsage(this.dir(diffId));
+    this.usages.set(diffId, u);
+    return u;
+  }
+
+  async delete(diffId: string): Promise<void> {
+    this.usages.delete(diffId);
+    const hex = hexOf(diffId);
+    await rm(join(this.linkDir, hex.slice(0, LINK_LEN)), { force: true });
+    await rm(join(this.layersDir, hex), { recursive: true, force: true });
+  }
+
+  /** A short name in the link dir for the layer, so many lowerdirs fit in the mount data. */
+  private async link(diffId: string): Promise<string> {
+    const hex = hexOf(diffId);
+    const name = hex.slice(0, LINK_LEN);
+    const target = `../layers/${hex}`;
+    const path = join(this.linkDir, name);
+    const existing = await readlink(path).catch(() => undefined);
+    if (existing === undefined) await symlink(target, path);
+    else if (existing !== target) throw new Internal(`layer link ${path} points at ${existing}, not ${target}: two layers share a prefix`);
+    return name;
+  }
+
+  // ---- root filesystems ----
+
+  private rootfsPath(key: string): string {
+    if (!KEY_RE.test(key)) throw new InvalidArgument(`rootfs key "${key}" must be 1-128 characters of [A-Za-z0-9_.-]`);
+    return join(this.rootfsDir, key);
+  }
+
+  /**
+   * Mounts the overlay for `key` over `layers` (bottom first). Idempotent for the same image: an existing rootfs
+   * is mounted again if needed (after a reboot) and returned; one for another image is AlreadyExists.
+   */
+  async prepareRootfs(key: string, imageId: string, layers: string[]): Promise<Rootfs> {
+    const dir = this.rootfsPath(key);
+    const existing = await this.readMeta(key);
+    if (existing && existing.imageId !== imageId) {
+      throw new AlreadyExists(`rootfs "${key}" already exists for image ${existing.imageId}: remove it first`);
+    }
+    for (const l of layers) {
+      if (!(await this.has(l))) throw new FailedPrecondition(`layer ${l} of image ${imageId} is missing: pull the image again`);
+    }
+    const started = Date.now();
+    let created = false;
+    try {
+      if (!existing) {
+        await mkdir(dir);
+        created = true;
+        const meta: RootfsMeta = { imageId, layers, createdAt: Date.now() };
+        await writeFile(join(dir, 'meta.json'), JSON.stringify(meta));
+        for (const d of ['upper', 'work', 'merged', 'empty']) await mkdir(join(dir, d), { mode: 0o755 });
+      }
+      const rootfs = await this.describe(key, existing ?? { imageId, layers, createdAt: 0 });
+      if (!rootfs.mounted) {
+        const lower: string[] = [];
+        for (const l of lowerOrder(layers)) lower.push(await this.link(l));
+        if (lower.length === 0) lower.push(join(dir, 'empty'));
+        const data = `lowerdir=${lower.join(':')},upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`;
+        if (data.length > MAX_MOUNT_DATA) {
+          throw new ResourceExhausted(`image ${imageId} has too many layers (${layers.length}) for one overlay mount`);
+        }
+        // Relative lowerdirs resolve against mount(8)'s cwd, the link dir.
+        await execa('mount', ['-t', 'overlay', 'overlay', '-o', data, rootfs.path], { cwd: this.linkDir });
+        rootfs.mounted = true;
+      }
+      this.log.debug({ key, imageId, layers: layers.length, ms: Date.now() - started }, 'rootfs prepared');
+      return rootfs;
+    } catch (err) {
+      if (created) await rm(dir, { recursive: true, force: true });
+      if (err instanceof Error && 'stderr' in err) throw new Internal(`mounting rootfs "${key}" failed: ${String(err.stderr).trim()}`, { cause: err });
+      throw err;
+    }
+  }
+
+  /** Unmounts and deletes the rootfs; nothing to do when it does not exist. */
+  async removeRootfs(key: string): Promise<void> {
+    const dir = this.rootfsPath(key);
+    const merged = join(dir, 'merged');
+    if (await isMountpoint(merged)) {
+      try {
+        await execa('umount', [merged]);
+      } catch {
+        // Busy (a process still holds it): detach now, the kernel frees it when the last user goes.
+        await execa('umount', ['-l', merged]);
+      }
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  async listRootfs(): Promise<Rootfs[]> {
+    const out: Rootfs[] = [];
+    for (const key of await readdir(this.rootfsDir)) {
+      const meta = await this.readMeta(key);
+      if (meta) out.push(await this.describe(key, meta));
+    }
+    return out;
+  }
+
+  /** Removes rootfs dirs a crash left before their metadata was written. */
+  async cleanIncompleteRootfs(): Promise<void> {
+    for (const key of await readdir(this.rootfsDir)) {
+      if (KEY_RE.test(key) && !(await this.readMeta(key))) await this.removeRootfs(key);
+    }
+  }
+
+  private async readMeta(key: string): Promise<RootfsMeta | undefined> {
+    try {
+      return JSON.parse(await readFile(join(this.rootfsPath(key), 'meta.json'), 'utf8')) as RootfsMeta;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async describe(key: string, meta: RootfsMeta): Promise<Rootfs> {
+    const dir = this.rootfsPath(key);
+    const lower = meta.layers.length ? lowerOrder(meta.layers).map((l) => this.dir(l)) : [join(dir, 'empty')];
+    const path = join(dir, 'merged');
+    return {
+      key,
+      imageId: meta.imageId,
+      path,
+      layers: meta.layers,
+      mount: { type: 'overlay', source: 'overlay', options: [`lowerdir=${lower.join(':')}`, `upperdir=${join(dir, 'upper')}`, `workdir=${join(dir, 'work')}`] },
+      mounted: await isMountpoint(path),
+    };
+  }
+}
+
+/** du-like: allocated bytes and distinct inodes under `path`, not crossing into anything but plain dirs. */
+export async function diskUsage(path: string): Promise<Usage> {
+  const seen = new Set<number>();
+  let bytes = 0;
+  const walk = async (p: string): Promise<void> => {
+    const st = await lstat(p).catch(() => undefined);
+    if (!st || seen.has(st.ino)) return;
+    seen.add(st.ino);
+    bytes += st.blocks * 512;
+    if (st.isDirectory()) for (const e of await readdir(p).catch(() => [])) await walk(join(p, e));
+  };
+  await walk(path);
+  return { bytes, inodes: seen.size };
+}
+
+async function isMountpoint(path: string): Promise<boolean> {
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  // Field 5 is the mount point, with spaces and the like octal-escaped.
+  const escaped = path.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
+  return info.split('\n').some((line) => line.split(' ')[4] === escaped);
+}

@@ -1,0 +1,82 @@
+// Gathers the node facts spec building needs (the spec functions themselves stay pure): the
+// capability bounding set, host devices, AppArmor, the oom_score_adj floor, mountinfo, and the
+// passwd/group files of a container's rootfs, read without following links out of it.
+import { access, readdir, readFile, stat } from 'node:fs/promises';
+import { readlinkSync } from 'node:fs';
+import { release } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from '../../server/log.js';
+import { KNOWN_CAPABILITIES } from './spec/capabilities.js';
+import { secureJoin, type HostDevice, type HostFacts } from './spec/index.js';
+import { readOomScoreLimits } from './oom.js';
+
+/** Capability names by kernel bit number (KNOWN_CAPABILITIES lists them in that order). */
+const CAPABILITY_BY_BIT = [...KNOWN_CAPABILITIES];
+
+export function capabilitiesFromMask(hexMask: string): string[] {
+  const mask = BigInt(`0x${hexMask}`);
+  return CAPABILITY_BY_BIT.filter((_, bit) => (mask >> BigInt(bit)) & 1n);
+}
+
+/** Every character and block device under /dev, for privileged containers. */
+async function hostDevices(dir = '/dev'): Promise<HostDevice[]> {
+  const devices: HostDevice[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    // /dev/pts and /dev/shm are mounted per container; /dev/mqueue likewise.
+    if (entry.isDirectory() && !['pts', 'shm', 'mqueue', 'fd'].includes(entry.name)) devices.push(...await hostDevices(path));
+    else if (entry.isCharacterDevice() || entry.isBlockDevice()) {
+      const st = await stat(path).catch(() => undefined);
+      if (!st) continue;
+      devices.push({
+        path, type: entry.isCharacterDevice() ? 'c' : 'b',
+        major: Number((BigInt(st.rdev) >> 8n) & 0xfffn), minor: Number((BigInt(st.rdev) & 0xffn) | ((BigInt(st.rdev) >> 12n) & 0xfff00n)),
+        fileMode: st.mode & 0o7777, uid: st.uid, gid: st.gid,
+      });
+    }
+  }
+  return devices;
+}
+
+/** Reads a file of the rootfs as the container would see it, or undefined when absent. */
+async function readInRootfs(rootfs: string, path: string): Promise<string | undefined> {
+  const hostPath = secureJoin(rootfs, path, (p) => { try { return readlinkSync(p); } catch { return undefined; } });
+  return readFile(hostPath, 'utf8').catch(() => undefined);
+}
+
+export interface NodeFacts {
+  /** Facts for a spec whose rootfs is `rootfs`. */
+  forRootfs(rootfs: string): Promise<HostFacts>;
+}
+
+/** Reads what does not change while the daemon runs once; mountinfo and rootfs files per call. */
+export async function gatherNodeFacts(log: Logger): Promise<NodeFacts> {
+  const [status, oom, apparmor, devices, swapAccounting] = await Promise.all([
+    readFile('/proc/self/status', 'utf8'),
+    readOomScoreLimits(),
+    readFile('/sys/module/apparmor/parameters/enabled', 'utf8').then((s) => s.trim() === 'Y', () => false),
+    hostDevices(),
+    // cgroup v1 limits swap only with swap accounting on (memory.memsw.*); v2 always can.
+    access('/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes').then(() => true, () => access('/sys/fs/cgroup/cgroup.controllers').then(() => true, () => false)),
+  ]);
+  const boundingCaps = capabilitiesFromMask(/^CapBnd:\s*([0-9a-f]+)/m.exec(status)?.[1] ?? '0');
+  if (oom.minAllowed > -1000) {
+    log.info({ ownOomScoreAdj: oom.own, minAllowed: oom.minAllowed },
+      'CAP_SYS_RESOURCE is not in the bounding set: container oom_score_adj values below the daemon\'s own are raised to it');
+  }
+  const kernelRelease = release();
+  return {
+    forRootfs: async (rootfs) => {
+      const [mountinfo, passwd, group] = await Promise.all([
+        readFile('/proc/self/mountinfo', 'utf8'),
+        readInRootfs(rootfs, '/etc/passwd'),
+        readInRootfs(rootfs, '/etc/group'),
+      ]);
+      return {
+        passwd, group, mountinfo, oomScoreAdjMin: oom.minAllowed, boundingCaps, devices,
+        apparmor, kernelRelease, swapAccounting, recursiveReadOnly: false,
+      };
+    },
+  };
+}
+

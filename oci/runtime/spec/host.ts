@@ -1,0 +1,32 @@
+// Facts about the node that spec building needs but must not read itself: the edge gathers
+// them (from /proc, /dev, uname, the rootfs...) and passes them in.
+import type { HostDevice } from './security.js';
+
+export interface HostFacts {
+  /** The container's own /etc/passwd and /etc/group text (from its rootfs), if present. */
+  passwd?: string;
+  group?: string;
+  /** /proc/self/mountinfo of the daemon: decides whether shared/slave propagation is possible. */
+  mountinfo: string;
+  /** The daemon's own oom_score_adj: no container may go below it. */
+  oomScoreAdjMin: number;
+  /** The daemon's capability bounding set: what "ALL" and privileged mean on this node. */
+  boundingCaps: string[];
+  /** Device nodes under the host's /dev. */
+  devices: HostDevice[];
+  /** AppArmor is enabled on this node, and the profile RuntimeDefault maps to. */
+  apparmor: boolean;
+  apparmorDefaultProfile?: string;
+  /** Localhost seccomp profiles the edge read, keyed by the requested localhost_ref. */
+  seccompProfiles?: Record<string, string>;
+  /** For PID namespace mode TARGET: the target container's init pid. */
+  targetPid?: number;
+  /** Node's process.arch; defaults to the running one. */
+  arch?: string;
+  /** uname -r; unknown is treated as an old kernel by the default seccomp profile. */
+  kernelRelease?: string;
+  /** The memory cgroup accounts swap (memory.memsw.* / memory.swap.max exist); default true. */
+  swapAccounting?: boolean;
+  /** runc and the kernel support recursive read-only ("rro") bind mounts. */
+  recursiveReadOnly?: boolean;
+}

@@ -1,0 +1,16 @@
+// Public surface of the spec builder: the two builders, their inputs, and the helpers the edge
+// needs (log path, secure join, volumes to create, oom clamp, net sysctls).
+export { buildContainerSpec, containerSpecOpts, type ContainerSpecInput, type SandboxInfo } from './container.js';
+export type { ImageInfo } from './common.js';
+export { buildPauseSpec, pauseSpecOpts, type PauseSpecInput, type PauseHostFacts, PAUSE_OOM_SCORE_ADJ } from './pause.js';
+export type { HostFacts } from './host.js';
+export type { HostDevice } from './security.js';
+export type { ImageConfig } from './process.js';
+export type { CgroupDriver } from './cgroups.js';
+export { cgroupsPath, SYSTEMD_SCOPE_PREFIX } from './cgroups.js';
+export { containerLogPath } from './logpath.js';
+export { secureJoin, imageVolumesToCreate } from './mounts.js';
+export { clampOomScoreAdj } from './resources.js';
+export { splitSysctls, type PodSysctls } from './pod.js';
+export { ANNOTATION } from './annotations.js';
+export * from './types.js';

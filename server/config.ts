@@ -1,0 +1,135 @@
+// The daemon's configuration: built-in defaults, overlaid by a TOML file, overlaid by flags.
+// Everything is validated up front so a typo stops the daemon at start, naming the key.
+import { readFileSync } from 'node:fs';
+import { parse as parseToml, TomlError } from 'smol-toml';
+import { z } from 'zod';
+
+export const DEFAULT_CONFIG_PATH = '/etc/minicri/minicri.toml';
+
+const absolutePath = z.string().regex(/^\//, 'must be an absolute path');
+const logLevel = z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
+const cidr = z.string().regex(/^[0-9a-fA-F:.]+\/\d{1,3}$/, 'must be a CIDR such as 10.88.0.0/16');
+
+const runtimeHandler = z.strictObject({
+  path: z.string().min(1).default('runc'),
+  root: absolutePath.optional(),
+});
+
+const mirror = z.strictObject({
+  endpoints: z.array(z.string().url()).default([]),
+  mirrors_only: z.boolean().default(false),
+});
+
+const schema = z.strictObject({
+  socket: absolutePath.default('/run/minicri/minicri.sock'),
+  root_dir: absolutePath.default('/var/lib/minicri'),
+  state_dir: absolutePath.default('/run/minicri'),
+  log_level: logLevel.default('info'),
+  cgroup_driver: z.enum(['cgroupfs', 'systemd']).default('cgroupfs'),
+  conmon_path: z.string().min(1).default('conmon'),
+  pause_image: z.string().default(''),
+  default_runtime: z.string().min(1).default('runc'),
+  runtimes: z.record(z.string(), runtimeHandler).default({ runc: { path: 'runc' } }),
+  pod_subnet: cidr.default('10.88.0.0/16'),
+  cni: z.strictObject({
+    conf_dir: absolutePath.default('/etc/cni/net.d'),
+    bin_dirs: z.array(absolutePath).min(1).default(['/opt/cni/bin', '/usr/lib/cni']),
+    cache_dir: absolutePath.default('/var/lib/cni'),
+    default_network: z.string().default(''),
+    plugin_timeout_seconds: z.number().int().positive().max(600).default(60),
+    // On the very first start with an empty conf dir, write a bridge network for pod_subnet.
+    // Off for nodes whose CNI installs its own config later (a CNI daemonset).
+    write_default_network: z.boolean().default(true),
+  }).prefault({}),
+  registries: z.strictObject({
+    insecure: z.array(z.string().min(1)).default([]),
+    mirrors: z.record(z.string(), mirror).default({}),
+  }).prefault({}),
+  streaming: z.strictObject({
+    address: z.string().min(1).default('127.0.0.1'),
+    port: z.number().int().min(0).max(65535).default(0),
+    idle_timeout_seconds: z.number().int().positive().default(4 * 3600),
+  }).prefault({}),
+}).superRefine((c, ctx) => {
+  if (!(c.default_runtime in c.runtimes)) {
+    ctx.addIssue({ code: 'custom', path: ['default_runtime'], message: `names no entry of [runtimes] (have: ${Object.keys(c.runtimes).join(', ')})` });
+  }
+});
+
+export type Config = z.infer<typeof schema>;
+
+export class ConfigError extends Error {}
+
+/** Flags that override a config key, as `--flag value`. */
+export const CONFIG_FLAGS: Record<string, string> = {
+  socket: 'socket',
+  'root-dir': 'root_dir',
+  'state-dir': 'state_dir',
+  'log-level': 'log_level',
+  'cgroup-driver': 'cgroup_driver',
+  'conmon-path': 'conmon_path',
+  'pause-image': 'pause_image',
+  'pod-subnet': 'pod_subnet',
+  'cni-conf-dir': 'cni.conf_dir',
+  'cni-bin-dir': 'cni.bin_dirs',
+  'cni-cache-dir': 'cni.cache_dir',
+  'streaming-address': 'streaming.address',
+};
+
+/** Validates a raw config object; the error names every offending key. */
+export function parseConfig(raw: unknown): Config {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const at = issue.path.join('.');
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((k) => `unknown config key "${at ? `${at}.` : ''}${k}"`).join('; ');
+    }
+    return `config key "${at}": ${issue.message}`;
+  });
+  throw new ConfigError(problems.join('; '));
+}
+
+/** Sets `dotted.key` in a nested object; list-valued keys take a comma-separated value. */
+function setDotted(target: Record<string, unknown>, dotted: string, value: string): void {
+  const parts = dotted.split('.');
+  let node = target;
+  for (const part of parts.slice(0, -1)) {
+    if (typeof node[part] !== 'object' || node[part] === null) node[part] = {};
+    node = node[part] as Record<string, unknown>;
+  }
+  node[parts[parts.length - 1]] = dotted === 'cni.bin_dirs' ? value.split(',') : value;
+}
+
+/** Reads the TOML file (absent = defaults unless it was asked for by name) and applies flag overrides. */
+export function loadConfig(path: string | undefined, overrides: Record<string, string>): Config {
+  let raw: Record<string, unknown> = {};
+  const file = path ?? DEFAULT_CONFIG_PATH;
+  let text: string | undefined;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || path !== undefined) {
+      throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+    }
+  }
+  if (text !== undefined) {
+    try {
+      raw = parseToml(text) as Record<string, unknown>;
+    } catch (err) {
+      const where = err instanceof TomlError ? ` (line ${err.line}, column ${err.column})` : '';
+      throw new ConfigError(`config file ${file} is not valid TOML${where}: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  for (const [key, value] of Object.entries(overrides)) setDotted(raw, key, value);
+  try {
+    return parseConfig(raw);
+  } catch (err) {
+    throw new ConfigError(`${file}: ${(err as Error).message}`);
+  }
+}
+
+/** The runc root a handler uses: its own setting or a directory under the state dir. */
+export function runtimeRoot(config: Config, handler: string): string {
+  return config.runtimes[handler]?.root ?? `${config.state_dir}/runtime/${handler}`;
+}

@@ -1,0 +1,68 @@
+// What several container RPCs share: refreshing a record from conmon's exit file, and the CRI shapes.
+import type { Container } from '../gen/runtime/v1/Container.js';
+import type { ContainerStatus } from '../gen/runtime/v1/ContainerStatus.js';
+import type { ImageRecord } from '../oci/image/types.js';
+import type { ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
+import type { Deps } from './deps.js';
+import type { ContainerRecord } from './records.js';
+
+/** The image config in the shape the spec builders read (OCI field names). */
+export function specImageConfig(image: ImageRecord): SpecImageConfig {
+  const c = image.config;
+  return {
+    Entrypoint: c.entrypoint, Cmd: c.cmd, Env: c.env, WorkingDir: c.workingDir, User: c.user,
+    Volumes: Object.fromEntries(c.volumes.map((v) => [v, {}])), StopSignal: c.stopSignal,
+  };
+}
+
+/** Kubernetes' reasons for an exit: OOMKilled, Completed (0), or Error. */
+function exitReason(exitCode: number, oomKilled: boolean): string {
+  if (oomKilled) return 'OOMKilled';
+  return exitCode === 0 ? 'Completed' : 'Error';
+}
+
+/**
+ * A running container whose process has exited becomes EXITED with the code conmon wrote.
+ * Exit files outlive the daemon, so an exit that happened while it was down is seen here too.
+ */
+export async function refreshContainer(deps: Deps, record: ContainerRecord): Promise<ContainerRecord> {
+  if (record.state !== 'CONTAINER_RUNNING') return record;
+  const runtime = deps.runtimes.get(deps.tables.sandboxes.get(record.sandboxId)?.runtimeHandler ?? deps.config.default_runtime);
+  const exit = await runtime?.exitStatus(record.id);
+  if (!exit) return record;
+  return deps.tables.containers.update(record.id, (r) => {
+    r.state = 'CONTAINER_EXITED';
+    r.exitCode = exit.exitCode;
+    r.finishedAt = (BigInt(exit.finishedAt.getTime()) * 1_000_000n).toString();
+    r.reason = exitReason(exit.exitCode, exit.oomKilled);
+  });
+}
+
+/** The runtime a container's sandbox runs under. */
+export function runtimeOf(deps: Deps, record: ContainerRecord) {
+  const handler = deps.tables.sandboxes.get(record.sandboxId)?.runtimeHandler ?? deps.config.default_runtime;
+  const runtime = deps.runtimes.get(handler);
+  if (!runtime) throw new Error(`runtime handler "${handler}" of container ${record.id} is no longer configured`);
+  return runtime;
+}
+
+export function containerSummary(r: ContainerRecord): Container {
+  return {
+    id: r.id, pod_sandbox_id: r.sandboxId, metadata: r.config.metadata,
+    image: { image: r.image.name, user_specified_image: r.image.name },
+    image_ref: r.image.ref, image_id: r.image.id, state: r.state, created_at: r.createdAt,
+    labels: r.config.labels, annotations: r.config.annotations,
+  };
+}
+
+export function containerStatus(r: ContainerRecord): ContainerStatus {
+  return {
+    id: r.id, metadata: r.config.metadata, state: r.state,
+    created_at: r.createdAt, started_at: r.startedAt, finished_at: r.finishedAt, exit_code: r.exitCode,
+    image: { image: r.image.name, user_specified_image: r.image.name },
+    image_ref: r.image.ref, image_id: r.image.id, reason: r.reason, message: r.message,
+    labels: r.config.labels, annotations: r.config.annotations,
+    mounts: r.config.mounts, log_path: r.logPath,
+    resources: r.config.linux?.resources ? { linux: r.config.linux.resources } : null,
+  };
+}

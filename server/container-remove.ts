@@ -1,0 +1,30 @@
+// RemoveContainer: force-stop, runc delete, unmount and remove its rootfs, its directory and record.
+// Idempotent: an unknown id is not an error.
+import { rm } from 'node:fs/promises';
+import type { Deps } from './deps.js';
+import type { Logger } from './log.js';
+import type { RuntimeHandlers } from './runtime-service.js';
+import { runtimeOf } from './container-common.js';
+import { stopContainer } from './container-stop.js';
+
+/** Removes one container (the caller holds its lock). */
+export async function removeContainer(deps: Deps, id: string, log: Logger): Promise<void> {
+  const record = deps.tables.containers.get(id);
+  if (!record) return;
+  await stopContainer(deps, id, 0, log);
+  await runtimeOf(deps, record).delete(id, { force: true });
+  await deps.images.removeRootfs(id);
+  await rm(record.dir, { recursive: true, force: true });
+  deps.tables.containers.delete(id);
+  log.info({ containerId: id }, 'container removed');
+}
+
+export function containerRemoveHandlers(deps: Deps): RuntimeHandlers {
+  return {
+    RemoveContainer: async (request, ctx) => {
+      const found = deps.tables.containers.lookup(request.container_id);
+      if (found) await deps.locks.run(found.id, () => removeContainer(deps, found.id, ctx.log));
+      return {};
+    },
+  };
+}

@@ -1,0 +1,27 @@
+// ContainerStatus and ListContainers, from the records (refreshed from exit files for running ones).
+import type { Deps } from './deps.js';
+import { matchesLabels } from './filters.js';
+import type { RuntimeHandlers } from './runtime-service.js';
+import { containerStatus, containerSummary, refreshContainer } from './container-common.js';
+
+export function containerStatusHandlers(deps: Deps): RuntimeHandlers {
+  return {
+    ContainerStatus: async (request) => {
+      const record = await refreshContainer(deps, deps.tables.containers.find(request.container_id));
+      const info: Record<string, string> = {};
+      if (request.verbose) {
+        info.info = JSON.stringify({ pid: record.pid ?? 0, sandboxId: record.sandboxId, bundle: record.dir, config: record.config });
+      }
+      return { status: containerStatus(record), info };
+    },
+    ListContainers: async (request) => {
+      const filter = request.filter;
+      const candidates = deps.tables.containers.list().filter((r) =>
+        (!filter?.id || r.id.startsWith(filter.id))
+        && (!filter?.pod_sandbox_id || r.sandboxId.startsWith(filter.pod_sandbox_id))
+        && matchesLabels(r.config.labels, filter?.label_selector));
+      const fresh = await Promise.all(candidates.map((r) => refreshContainer(deps, r)));
+      return { containers: fresh.filter((r) => !filter?.state || r.state === filter.state.state).map(containerSummary) };
+    },
+  };
+}

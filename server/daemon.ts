@@ -1,0 +1,113 @@
+// Assembles the daemon: state, domain modules, the two CRI services on one unix socket; and takes it down.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { CniManager } from '../cni/manager.js';
+import { ensureDefaultNetwork } from '../cni/default-network.js';
+import { Images } from '../oci/image/images.js';
+import type { ImageRecord } from '../oci/image/types.js';
+import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
+import { OciRuntime } from '../oci/runtime/runc.js';
+import { runtimeRoot, type Config } from './config.js';
+import type { Deps } from './deps.js';
+import { imageService } from './image-service.js';
+import { resolveExecutable } from './executables.js';
+import { claimSocketPath, listenUnix } from './listen.js';
+import type { Logger } from './log.js';
+import { KeyedLock } from './locks.js';
+import { pauseImageSource } from './pause-image.js';
+import { loadCri } from './proto.js';
+import { openTables } from './records.js';
+import { TeardownRetrier } from './network-teardown.js';
+import { recover } from './recovery.js';
+import { runtimeService } from './runtime-service.js';
+import { bindService } from './service.js';
+import { Store } from './store.js';
+
+/** kubelet sends and accepts messages up to 16 MiB (ExecSync output, large lists). */
+const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** How long in-flight calls get to finish on shutdown before their connections are cut. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+export const VERSION: string = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
+
+export interface RunningDaemon {
+  stop(): Promise<void>;
+}
+
+export async function startDaemon(config: Config, log: Logger): Promise<RunningDaemon> {
+  await claimSocketPath(config.socket);
+  mkdirSync(config.root_dir, { recursive: true, mode: 0o711 });
+  mkdirSync(config.state_dir, { recursive: true, mode: 0o711 });
+  const store = Store.open(join(config.root_dir, 'minicri.db'));
+  let cni: CniManager | undefined;
+  try {
+    const tables = openTables(store);
+    const imageRecords = store.table<ImageRecord>('image');
+    const images = await Images.open({
+      rootDir: join(config.root_dir, 'images'),
+      repo: imageRecords,
+      registries: {
+        insecure: config.registries.insecure,
+        mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
+      },
+      log: log.child({ module: 'images' }),
+      inUse: (imageId) => tables.containers.list().some((c) => c.image.id === imageId) || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
+    });
+    if (store.getMeta('first_started_at') === undefined) {
+      const written = config.cni.write_default_network ? await ensureDefaultNetwork(config.cni.conf_dir, config.pod_subnet) : null;
+      if (written) log.info({ file: written, subnet: config.pod_subnet }, 'no CNI network configured: wrote the default bridge network');
+      store.setMeta('first_started_at', new Date().toISOString());
+    }
+    cni = await CniManager.create({
+      confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir,
+      defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
+      log: log.child({ module: 'cni' }),
+    });
+    const podCidr = store.getMeta('pod_cidr');
+    if (podCidr) cni.setPodCidr(podCidr);
+    // conmon needs absolute paths; a missing binary is reported by Status rather than refused here.
+    const conmonPath = await resolveExecutable(config.conmon_path) ?? config.conmon_path;
+    const runtimePaths = await Promise.all(Object.values(config.runtimes).map(async (r) => await resolveExecutable(r.path) ?? r.path));
+    const runtimes = new Map(Object.entries(config.runtimes).map(([handler], i) => [handler, new OciRuntime({
+      runtimePath: runtimePaths[i]!, conmonPath, root: runtimeRoot(config, handler),
+      stateDir: join(config.state_dir, 'runtime', handler), log: log.child({ module: 'runtime', handler }), cgroupManager: config.cgroup_driver,
+    })]));
+    const node = await gatherNodeFacts(log);
+    const deps: Deps = {
+      config, store, log, version: VERSION, tables, locks: new KeyedLock(), cni, runtimes, images,
+      pauseImage: await pauseImageSource(config, images, VERSION),
+      hostFacts: (rootfs) => node.forRootfs(rootfs),
+    };
+    const cri = loadCri();
+    await recover(deps, log.child({ module: 'recovery' }));
+    const retrier = new TeardownRetrier(deps, log.child({ module: 'teardown-retry' }));
+    retrier.start();
+    const server = new grpc.Server({
+      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+    });
+    server.addService(cri.RuntimeService.service, bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(deps), log));
+    server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(deps), log));
+    const listener = await listenUnix(server, config.socket);
+    log.info({ socket: config.socket, version: VERSION }, 'minicri serving');
+
+    return {
+      stop: async () => {
+        await listener.close();
+        await new Promise<void>((resolve) => {
+          const force = setTimeout(() => { server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
+          server.tryShutdown(() => { clearTimeout(force); resolve(); });
+        });
+        await retrier.stop();
+        cni?.close();
+        store.close();
+        log.info('minicri stopped');
+      },
+    };
+  } catch (err) {
+    cni?.close();
+    store.close();
+    throw err;
+  }
+}

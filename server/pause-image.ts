@@ -1,0 +1,39 @@
+// The pause image: the configured `pause_image` (pulled on first use), or minicri's own pause binary
+// imported as a one-file image so it is listed, pinned, like any other.
+import { fileURLToPath } from 'node:url';
+import type { Images } from '../oci/image/images.js';
+import type { Config } from './config.js';
+import { specImageConfig } from './container-common.js';
+import type { PauseImage } from './deps.js';
+import type { Logger } from './log.js';
+
+export const PAUSE_BINARY = fileURLToPath(new URL('../pause/pause', import.meta.url));
+
+export function builtinPauseName(version: string): string {
+  return `localhost/minicri/pause:${version}`;
+}
+
+/** Returns the function sandboxes ask for their pause image; imports the built-in one now. */
+export async function pauseImageSource(config: Config, images: Images, version: string): Promise<(log: Logger) => Promise<PauseImage>> {
+  if (!config.pause_image) {
+    const name = builtinPauseName(version);
+    const record = images.status(name) ?? await images.importLocal(
+      name,
+      [{ path: '/pause', source: PAUSE_BINARY, mode: 0o755 }],
+      { entrypoint: ['/pause'], cmd: [], env: [], workingDir: '/', user: '65535:65535', exposedPorts: [], volumes: [], stopSignal: 'SIGINT', labels: {} },
+      { pinned: true },
+    );
+    const pause = { id: record.id, name, config: specImageConfig(record) };
+    return async () => pause;
+  }
+  let pulling: Promise<PauseImage> | undefined;
+  return async (log) => {
+    const present = images.status(config.pause_image);
+    if (present) return { id: present.id, name: config.pause_image, config: specImageConfig(present) };
+    pulling ??= images.pull(config.pause_image).then(
+      (record) => { log.info({ image: config.pause_image }, 'pause image pulled'); return { id: record.id, name: config.pause_image, config: specImageConfig(record) }; },
+      (err: unknown) => { pulling = undefined; throw err; },
+    );
+    return pulling;
+  };
+}

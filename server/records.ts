@@ -1,0 +1,88 @@
+// The typed records the daemon keeps for sandboxes and containers, and the tables holding them.
+import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
+import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
+import type { PendingTeardown } from './network-teardown.js';
+import type { RecordTable, Store } from './store.js';
+
+export type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
+
+export interface SandboxRecord {
+  id: string;
+  state: SandboxState;
+  /** Set until RunPodSandbox finished: a sandbox found so at start was cut off mid-way and is undone. */
+  creating?: boolean;
+  /** Unix time in nanoseconds, as a decimal string (CRI int64). */
+  createdAt: string;
+  config: PodSandboxConfig__Output & { metadata: NonNullable<PodSandboxConfig__Output['metadata']> };
+  runtimeHandler: string;
+  /** Persistent pod directory: the pause bundle, hostname, hosts, resolv.conf. */
+  dir: string;
+  /** The pod's /dev/shm tmpfs, when the pod has its own IPC namespace. */
+  shm?: string;
+  /** The pinned network namespace and its named link, unless the pod uses the host network. */
+  netns?: { path: string; symlink: string };
+  /** Whether a CNI attachment may exist (set before ADD, cleared after a successful DEL). */
+  networkAttached: boolean;
+  ips: string[];
+  cniResults: unknown[];
+  pausePid?: number;
+  /** The pause image the sandbox runs. */
+  pauseImage: { id: string; name: string };
+}
+
+export type ContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
+
+export interface ContainerRecord {
+  id: string;
+  sandboxId: string;
+  state: ContainerState;
+  /** Set until CreateContainer finished: a container found so at start was cut off mid-way and is undone. */
+  creating?: boolean;
+  createdAt: string;
+  startedAt: string;
+  finishedAt: string;
+  exitCode: number;
+  reason: string;
+  message: string;
+  config: ContainerConfig__Output & { metadata: NonNullable<ContainerConfig__Output['metadata']> };
+  image: { id: string; name: string; ref: string };
+  /** Container directory: bundle (config.json), volumes. */
+  dir: string;
+  logPath: string;
+  /** The overlay upper directory: the container's writable layer. */
+  rootfsUpper?: string;
+  pid?: number;
+  stopSignal: string;
+}
+
+/** kubelet's own naming of a sandbox: one per name, namespace, uid and attempt. */
+export function sandboxReservation(r: SandboxRecord): string {
+  const m = r.config.metadata;
+  return `${m.name}_${m.namespace}_${m.uid}_${m.attempt}`;
+}
+
+/** One container per sandbox, name and attempt. */
+export function containerReservation(r: ContainerRecord): string {
+  const m = r.config.metadata;
+  return `${r.sandboxId}_${m.name}_${m.attempt}`;
+}
+
+export interface Tables {
+  sandboxes: RecordTable<SandboxRecord>;
+  containers: RecordTable<ContainerRecord>;
+  /** Pod network teardowns that failed and are being retried. */
+  teardowns: RecordTable<PendingTeardown>;
+}
+
+export function openTables(store: Store): Tables {
+  return {
+    sandboxes: store.table<SandboxRecord>('sandbox', sandboxReservation),
+    containers: store.table<ContainerRecord>('container', containerReservation),
+    teardowns: store.table<PendingTeardown>('teardown'),
+  };
+}
+
+/** Now as CRI timestamps are: nanoseconds since the epoch, as a decimal string. */
+export function nowNanos(): string {
+  return (BigInt(Date.now()) * 1_000_000n + process.hrtime.bigint() % 1_000_000n).toString();
+}

@@ -1,0 +1,78 @@
+// Recovery at start, before the socket accepts calls: make the store and the host agree again after a
+// crash, a kill -9 or a reboot. Operations cut off mid-way are undone; sandboxes whose pause died turn
+// NOTREADY; network attachments whose namespace vanished (a reboot) are released through the CNI
+// cache; runc containers and root filesystems no record explains are removed.
+import { netnsExists } from '../netns/netns.js';
+import { refreshContainer } from './container-common.js';
+import { removeContainer } from './container-remove.js';
+import type { Deps } from './deps.js';
+import type { Logger } from './log.js';
+import { tearDownNetwork } from './network-teardown.js';
+import { removeSandbox } from './sandbox-remove.js';
+
+/** Runs one step for each item; a failure is logged and the rest go on (recovery must not stop a start). */
+async function each<T>(items: T[], log: Logger, what: (t: T) => string, step: (t: T) => Promise<unknown>): Promise<void> {
+  for (const item of items) {
+    try {
+      await step(item);
+    } catch (err) {
+      log.error({ err, item: what(item) }, 'recovery step failed; it is retried at the next start');
+    }
+  }
+}
+
+export async function recover(deps: Deps, log: Logger): Promise<void> {
+  const { sandboxes, containers } = deps.tables;
+
+  await each(containers.list().filter((c) => c.creating), log, (c) => c.id, async (c) => {
+    log.warn({ containerId: c.id }, 'container creation was cut off: undoing it');
+    await removeContainer(deps, c.id, log);
+  });
+  await each(sandboxes.list().filter((s) => s.creating), log, (s) => s.id, async (s) => {
+    log.warn({ sandboxId: s.id }, 'sandbox creation was cut off: undoing it');
+    await removeSandbox(deps, s.id, log);
+  });
+
+  // Exit files outlive the daemon: containers that exited meanwhile get their codes.
+  await each(containers.list().filter((c) => c.state === 'CONTAINER_RUNNING'), log, (c) => c.id, async (c) => {
+    const fresh = await refreshContainer(deps, c);
+    const runtime = deps.runtimes.get(sandboxes.get(c.sandboxId)?.runtimeHandler ?? deps.config.default_runtime);
+    if (fresh.state === 'CONTAINER_RUNNING' && runtime && !(await runtime.state(c.id))) {
+      // No exit file and no runc state: the host lost it (a reboot emptied /run).
+      containers.update(c.id, (r) => { r.state = 'CONTAINER_EXITED'; r.exitCode = 255; r.reason = 'Unknown'; r.message = 'the container was lost while minicri was down (host reboot?)'; });
+    }
+  });
+
+  await each(sandboxes.list().filter((s) => s.state === 'SANDBOX_READY'), log, (s) => s.id, async (s) => {
+    const state = await deps.runtimes.get(s.runtimeHandler)?.state(s.id);
+    if (!state || state.status !== 'running') {
+      log.warn({ sandboxId: s.id }, 'the pause container is gone: sandbox is NOTREADY');
+      sandboxes.update(s.id, (r) => { r.state = 'SANDBOX_NOTREADY'; });
+    }
+  });
+
+  // An attachment whose namespace is gone (a reboot) still holds its IP: release it from the cache.
+  await each(sandboxes.list().filter((s) => s.networkAttached && s.netns), log, (s) => s.id, async (s) => {
+    if (await netnsExists(s.netns!.path)) return;
+    log.warn({ sandboxId: s.id }, 'network namespace is gone: releasing the pod network through the CNI cache');
+    await tearDownNetwork(deps, s);
+    sandboxes.update(s.id, (r) => { r.networkAttached = false; });
+  });
+
+  const known = new Set([...sandboxes.list().map((s) => s.id), ...containers.list().map((c) => c.id)]);
+  for (const [handler, runtime] of deps.runtimes) {
+    const orphans = (await runtime.list().catch(() => [] as string[])).filter((id) => !known.has(id));
+    await each(orphans, log, (id) => id, async (id) => {
+      log.warn({ id, handler }, 'runc container without a record: removing it');
+      await runtime.delete(id, { force: true });
+    });
+  }
+  const rootfsOrphans = (await deps.images.listRootfs()).filter((r) => !known.has(r.key));
+  await each(rootfsOrphans, log, (r) => r.key, async (r) => {
+    log.warn({ key: r.key }, 'root filesystem without a record: removing it');
+    await deps.images.removeRootfs(r.key);
+  });
+
+  // CNI attachments in the cache that no sandbox explains go too (CNI GC, and DEL for older plugins).
+  await each([sandboxes.list().filter((s) => s.networkAttached).map((s) => s.id)], log, () => 'cni gc', (valid) => deps.cni.gc(valid));
+}

@@ -1,0 +1,80 @@
+// The server edge: turns plain async handlers into grpc-js handlers that log each call and map
+// thrown errors to gRPC statuses. Nothing a handler throws can take the daemon down.
+import { randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { toGrpcError, Unimplemented } from './errors.js';
+import type { Logger } from './log.js';
+
+/** What a handler gets beside its request: a logger carrying the rpc name and request id. */
+export interface CallContext {
+  log: Logger;
+  /** Aborted when the caller cancels or its deadline passes. */
+  signal: AbortSignal;
+}
+
+export type Unary<Req, Res> = (request: Req, ctx: CallContext) => Promise<Res> | Res;
+export type ServerStream<Req, Res> = (request: Req, emit: (response: Res) => boolean, ctx: CallContext) => Promise<void>;
+
+type GrpcUnary = grpc.handleUnaryCall<unknown, unknown>;
+type GrpcServerStream = grpc.handleServerStreamingCall<unknown, unknown>;
+
+/** The ids worth carrying on every log line of a call, taken from its request. */
+function idsOf(request: unknown): Record<string, string> {
+  const ids: Record<string, string> = {};
+  if (request && typeof request === 'object') {
+    const r = request as Record<string, unknown>;
+    if (typeof r.pod_sandbox_id === 'string' && r.pod_sandbox_id) ids.sandboxId = r.pod_sandbox_id;
+    if (typeof r.container_id === 'string' && r.container_id) ids.containerId = r.container_id;
+  }
+  return ids;
+}
+
+function callContext(name: string, request: unknown, log: Logger, call: { once(event: 'cancelled', listener: () => void): unknown }): CallContext {
+  const controller = new AbortController();
+  call.once('cancelled', () => controller.abort(new Error(`${name} cancelled by the caller`)));
+  return { log: log.child({ rpc: name, req: randomBytes(4).toString('hex'), ...idsOf(request) }), signal: controller.signal };
+}
+
+function logOutcome(ctx: CallContext, started: bigint, err?: unknown): grpc.ServiceError | null {
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (err === undefined) {
+    ctx.log.debug({ ms }, 'ok');
+    return null;
+  }
+  const { code, details } = toGrpcError(err);
+  const level = code === grpc.status.INTERNAL || code === grpc.status.UNKNOWN ? 'error' : 'warn';
+  ctx.log[level]({ ms, code: grpc.status[code], err: err instanceof Error ? err : String(err) }, details);
+  return Object.assign(new Error(details), { code, details, metadata: new grpc.Metadata() });
+}
+
+export function unary<Req, Res>(name: string, handler: Unary<Req, Res>, log: Logger): GrpcUnary {
+  return (call, callback) => {
+    const started = process.hrtime.bigint();
+    const ctx = callContext(name, call.request, log, call);
+    Promise.resolve()
+      .then(() => handler(call.request as Req, ctx))
+      .then(
+        (response) => callback(logOutcome(ctx, started), response),
+        (err: unknown) => callback(logOutcome(ctx, started, err)),
+      );
+  };
+}
+
+export function serverStream<Req, Res>(name: string, handler: ServerStream<Req, Res>, log: Logger): GrpcServerStream {
+  return (call) => {
+    const started = process.hrtime.bigint();
+    const ctx = callContext(name, call.request, log, call);
+    Promise.resolve()
+      .then(() => handler(call.request as Req, (response) => call.write(response), ctx))
+      .then(
+        () => { logOutcome(ctx, started); call.end(); },
+        (err: unknown) => call.destroy(logOutcome(ctx, started, err) ?? undefined),
+      );
+  };
+}
+
+/** A grpc-js handler for a method no issue has implemented yet: UNIMPLEMENTED, naming the method. */
+export function unimplemented(service: string, name: string, log: Logger, streaming: boolean): GrpcUnary | GrpcServerStream {
+  const fail = () => { throw new Unimplemented(`${service}/${name} is not implemented by minicri yet`); };
+  return streaming ? serverStream(name, async () => fail(), log) : unary(name, fail, log);
+}

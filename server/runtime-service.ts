@@ -1,0 +1,41 @@
+// RuntimeService: RPC name → handler. Each group of RPCs lives in its own module.
+import type { RuntimeServiceHandlers } from '../gen/runtime/v1/RuntimeService.js';
+import { containerCreateHandlers } from './container-create.js';
+import { containerExecHandlers } from './container-exec.js';
+import { containerRemoveHandlers } from './container-remove.js';
+import { containerStartHandlers } from './container-start.js';
+import { containerStatsHandlers } from './container-stats.js';
+import { containerStatusHandlers } from './container-status.js';
+import { containerStopHandlers } from './container-stop.js';
+import { containerUpdateHandlers } from './container-update.js';
+import type { Deps } from './deps.js';
+import { runtimeConfigHandlers } from './runtime-config.js';
+import { sandboxRemoveHandlers } from './sandbox-remove.js';
+import { sandboxRunHandlers } from './sandbox-run.js';
+import { sandboxStatusHandlers } from './sandbox-status.js';
+import { sandboxStopHandlers } from './sandbox-stop.js';
+import type { HandlerMap } from './service.js';
+import { statusHandlers } from './status.js';
+import { versionHandlers } from './version.js';
+
+export type RuntimeHandlers = HandlerMap<RuntimeServiceHandlers>;
+
+export function runtimeService(deps: Deps): RuntimeHandlers {
+  return {
+    ...versionHandlers(deps),
+    ...statusHandlers(deps),
+    ...runtimeConfigHandlers(deps),
+    ...sandboxRunHandlers(deps),
+    ...sandboxStopHandlers(deps),
+    ...sandboxRemoveHandlers(deps),
+    ...sandboxStatusHandlers(deps),
+    ...containerCreateHandlers(deps),
+    ...containerStartHandlers(deps),
+    ...containerStopHandlers(deps),
+    ...containerRemoveHandlers(deps),
+    ...containerStatusHandlers(deps),
+    ...containerExecHandlers(deps),
+    ...containerUpdateHandlers(deps),
+    ...containerStatsHandlers(deps),
+  };
+}

@@ -1,0 +1,32 @@
+// RemovePodSandbox: stop it if needed, remove its containers, the pause, its rootfs, dirs and record.
+// Idempotent: an unknown id is not an error.
+import { rm } from 'node:fs/promises';
+import { removeContainer } from './container-remove.js';
+import type { Deps } from './deps.js';
+import type { Logger } from './log.js';
+import type { RuntimeHandlers } from './runtime-service.js';
+import { stopSandbox } from './sandbox-stop.js';
+
+/** Removes one sandbox and everything it holds (the caller holds its lock). Also used by recovery. */
+export async function removeSandbox(deps: Deps, id: string, log: Logger): Promise<void> {
+  const record = await stopSandbox(deps, id, log);
+  for (const container of deps.tables.containers.list().filter((c) => c.sandboxId === record.id)) {
+    await deps.locks.run(container.id, () => removeContainer(deps, container.id, log));
+  }
+  await deps.runtimes.get(record.runtimeHandler)?.delete(record.id, { force: true });
+  await deps.images.removeRootfs(record.id);
+  await rm(record.dir, { recursive: true, force: true });
+  if (record.shm) await rm(record.shm, { recursive: true, force: true });
+  deps.tables.sandboxes.delete(record.id);
+  log.info({ sandboxId: record.id }, 'sandbox removed');
+}
+
+export function sandboxRemoveHandlers(deps: Deps): RuntimeHandlers {
+  return {
+    RemovePodSandbox: async (request, ctx) => {
+      const found = deps.tables.sandboxes.lookup(request.pod_sandbox_id);
+      if (found) await deps.locks.run(found.id, () => removeSandbox(deps, found.id, ctx.log));
+      return {};
+    },
+  };
+}

@@ -1,0 +1,102 @@
+// RunPodSandbox: pod directory and files, /dev/shm, network namespace, CNI, then the pause container.
+// Every step that changes the host pushes its inverse, so a failure leaves nothing behind.
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { hostname as osHostname } from 'node:os';
+import { join } from 'node:path';
+import { createPodNetns, podNetnsPaths, removePodNetns, setNetnsSysctls } from '../netns/netns.js';
+import { buildPauseSpec, splitSysctls } from '../oci/runtime/spec/index.js';
+import { hostsFile, mountPodShm, resolvConf, unmountPodShm, writePodFiles } from '../oci/runtime/pod/files.js';
+import { checkpoint } from './checkpoint.js';
+import type { Deps } from './deps.js';
+import { tearDownNetwork } from './network-teardown.js';
+import { InvalidArgument } from './errors.js';
+import { nowNanos, sandboxReservation, type SandboxRecord } from './records.js';
+import type { RuntimeHandlers } from './runtime-service.js';
+import { podNetworkRequest, podNamespaceModes } from './sandbox-common.js';
+import { withUndo } from './undo.js';
+import { checkPodSandboxConfig, checkSysctls } from './validation.js';
+
+export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
+  return {
+    RunPodSandbox: async (request, ctx) => {
+      const config = request.config;
+      checkPodSandboxConfig(config);
+      const handler = request.runtime_handler || deps.config.default_runtime;
+      const runtime = deps.runtimes.get(handler);
+      if (!runtime) throw new InvalidArgument(`runtime handler "${handler}" is not configured (have: ${[...deps.runtimes.keys()].join(', ')})`);
+      const modes = podNamespaceModes(config);
+      const sysctls = splitSysctls(checkSysctls(config.linux?.sysctls ?? {}), modes.ipc === 'NODE', modes.network === 'NODE');
+      const pause = await deps.pauseImage(ctx.log);
+
+      const id = randomBytes(32).toString('hex');
+      const log = ctx.log.child({ sandboxId: id });
+      const record: SandboxRecord = {
+        id, state: 'SANDBOX_NOTREADY', creating: true, createdAt: nowNanos(), config, runtimeHandler: handler,
+        dir: join(deps.config.root_dir, 'sandboxes', id), networkAttached: false, ips: [], cniResults: [],
+        pauseImage: { id: pause.id, name: pause.name },
+      };
+      return deps.locks.run(sandboxReservation(record), () => withUndo(log, async (undo) => {
+        // The record goes first: it reserves the pod's name and tells recovery what may exist.
+        deps.tables.sandboxes.put(record);
+        undo.push('sandbox record', () => deps.tables.sandboxes.delete(id));
+        const save = () => deps.tables.sandboxes.put(record);
+
+        await mkdir(record.dir, { recursive: true, mode: 0o711 });
+        undo.push('pod directory', () => rm(record.dir, { recursive: true, force: true }));
+        const hostNetwork = modes.network === 'NODE';
+        const [hostResolv, hostHosts] = await Promise.all([readFile('/etc/resolv.conf', 'utf8').catch(() => ''), readFile('/etc/hosts', 'utf8').catch(() => '')]);
+        await writePodFiles(record.dir, {
+          hostname: hostNetwork ? osHostname() : config.hostname || config.metadata.name,
+          resolvConf: resolvConf(config.dns_config, hostResolv),
+          hosts: hostsFile(hostNetwork, hostHosts),
+        });
+
+        if (modes.ipc !== 'NODE') {
+          record.shm = join(deps.config.state_dir, 'sandboxes', id, 'shm');
+          save();
+          await mountPodShm(record.shm);
+          undo.push('pod shm', () => unmountPodShm(record.shm!));
+        }
+
+        if (!hostNetwork) {
+          record.netns = podNetnsPaths(config.metadata.name);
+          save();
+          undo.push('network namespace', () => removePodNetns(record.netns!));
+          await createPodNetns(config.metadata.name, { paths: record.netns });
+          checkpoint('netns-created');
+          await setNetnsSysctls(record.netns.path, sysctls.net);
+          const network = podNetworkRequest(record);
+          record.networkAttached = true;
+          save();
+          undo.push('CNI attachment', () => tearDownNetwork(deps, record));
+          const status = await deps.cni.setUpPod(network);
+          record.ips = status.ips;
+          record.cniResults = status.results;
+          save();
+        }
+
+        const rootfs = await deps.images.prepareRootfs(id, pause.id);
+        undo.push('pause rootfs', () => deps.images.removeRootfs(id));
+        checkpoint('pause-rootfs-mounted');
+        const spec = buildPauseSpec({
+          sandboxId: id, config, image: { name: pause.name, config: pause.config }, rootfs: rootfs.path,
+          netnsPath: record.netns?.path, shmPath: record.shm, cgroupDriver: deps.config.cgroup_driver,
+          host: await deps.hostFacts(rootfs.path),
+        });
+        await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));
+        undo.push('pause container', () => runtime.delete(id, { force: true }));
+        const { pid } = await runtime.create({ id, bundle: record.dir, logPath: '/dev/null' });
+        checkpoint('pause-created');
+        await runtime.start(id);
+        checkpoint('pause-started');
+        record.pausePid = pid;
+        record.state = 'SANDBOX_READY';
+        delete record.creating;
+        save();
+        log.info({ name: config.metadata.name, namespace: config.metadata.namespace, ips: record.ips }, 'sandbox ready');
+        return { pod_sandbox_id: id };
+      }));
+    },
+  };
+}

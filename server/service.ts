@@ -1,0 +1,33 @@
+// Binds a CRI service definition to our handlers; every method without a handler answers UNIMPLEMENTED.
+import type * as grpc from '@grpc/grpc-js';
+import type { Logger } from './log.js';
+import { serverStream, unary, unimplemented, type ServerStream, type Unary } from './rpc.js';
+
+/** Drops the index signature grpc-js types carry, leaving the generated method names. */
+type KnownKeys<T> = keyof { [K in keyof T as string extends K ? never : K]: T[K] };
+
+/** Our handler shapes for each method of a generated `XxxServiceHandlers` interface. */
+export type HandlerMap<H> = {
+  [K in KnownKeys<H> & keyof H]?: H[K] extends grpc.handleUnaryCall<infer Req, infer Res>
+    ? Unary<Req, Res>
+    : H[K] extends grpc.handleServerStreamingCall<infer Req, infer Res>
+      ? ServerStream<Req, Res>
+      : never;
+};
+
+export function bindService<H>(
+  serviceName: string,
+  definition: grpc.ServiceDefinition,
+  handlers: HandlerMap<H>,
+  log: Logger,
+): grpc.UntypedServiceImplementation {
+  const implementation: grpc.UntypedServiceImplementation = {};
+  const byName = handlers as Record<string, Unary<unknown, unknown> | ServerStream<unknown, unknown> | undefined>;
+  for (const [name, method] of Object.entries(definition)) {
+    const handler = byName[name];
+    if (!handler) implementation[name] = unimplemented(serviceName, name, log, method.responseStream);
+    else if (method.responseStream) implementation[name] = serverStream(name, handler as ServerStream<unknown, unknown>, log);
+    else implementation[name] = unary(name, handler as Unary<unknown, unknown>, log);
+  }
+  return implementation;
+}

@@ -1,0 +1,52 @@
+// Undo for multi-step operations: every step that changes the host pushes its inverse; on failure
+// the inverses run newest first, each logged, none skipped because an earlier one failed.
+import type { Logger } from './log.js';
+
+interface Step {
+  what: string;
+  undo: () => Promise<unknown> | unknown;
+}
+
+export class UndoStack {
+  private readonly steps: Step[] = [];
+
+  push(what: string, undo: () => Promise<unknown> | unknown): void {
+    this.steps.push({ what, undo });
+  }
+
+  /** Runs every inverse in reverse order; returns the undo errors (each also logged). */
+  async unwind(log: Logger): Promise<Error[]> {
+    const failures: Error[] = [];
+    for (const step of this.steps.splice(0).reverse()) {
+      try {
+        await step.undo();
+        log.debug({ step: step.what }, 'undone');
+      } catch (err) {
+        log.error({ step: step.what, err }, 'undo failed');
+        failures.push(new Error(`undo of ${step.what} failed: ${(err as Error).message}`, { cause: err }));
+      }
+    }
+    return failures;
+  }
+
+  /** Forgets the steps: the operation succeeded and what it made stays. */
+  commit(): void {
+    this.steps.length = 0;
+  }
+}
+
+/**
+ * Runs `body` with an undo stack; if it throws, unwinds the stack and rethrows the body's error
+ * (the first error), with any undo failures logged.
+ */
+export async function withUndo<T>(log: Logger, body: (undo: UndoStack) => Promise<T>): Promise<T> {
+  const undo = new UndoStack();
+  try {
+    const result = await body(undo);
+    undo.commit();
+    return result;
+  } catch (err) {
+    await undo.unwind(log);
+    throw err;
+  }
+}

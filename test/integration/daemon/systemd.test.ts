@@ -1,0 +1,26 @@
+// The unit file a packager would ship: systemd itself finds nothing wrong with it, and it keeps
+// containers alive across daemon restarts.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+
+const UNIT = fileURLToPath(new URL('../../../../systemd/minicri.service', import.meta.url));
+
+describe('systemd unit', () => {
+  it('passes systemd-analyze verify without a warning', async () => {
+    const result = await execa('systemd-analyze', ['verify', UNIT], { reject: false });
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.equal(result.stderr.trim(), '');
+  });
+
+  it('leaves containers running when the daemon stops, delegates cgroups and raises the fd limit', () => {
+    const unit = readFileSync(UNIT, 'utf8');
+    assert.match(unit, /^KillMode=process$/m);
+    assert.match(unit, /^Delegate=yes$/m);
+    assert.match(unit, /^LimitNOFILE=1048576$/m);
+    assert.match(unit, /^Restart=on-failure$/m);
+    assert.match(unit, /^ExecStart=\/usr\/local\/bin\/minicri serve$/m);
+  });
+});

@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { test } from 'node:test';
+import { parseReference } from '../../../oci/image/reference.js';
+import { RegistryClient } from '../../../oci/image/registry.js';
+import { Unavailable } from '../../../server/errors.js';
+import { silentLogger } from '../../../server/log.js';
+import { startRegistry } from '../../support/registry.js';
+import { buildImage, pushImage } from '../../support/test-images.js';
+
+test('a mirror that accepts connections but never answers times out and the next endpoint serves', async (t) => {
+  const sockets: Socket[] = [];
+  const blackhole = createServer((s) => { sockets.push(s); });
+  blackhole.listen(0, '127.0.0.1');
+  await once(blackhole, 'listening');
+  t.after(() => { for (const s of sockets) s.destroy(); blackhole.close(); });
+  const hole = `127.0.0.1:${(blackhole.address() as AddressInfo).port}`;
+  const reg = await startRegistry();
+  t.after(() => reg.stop());
+  const img = await buildImage([{ entries: [{ name: 'x', data: 'x' }] }], {});
+  await pushImage(reg, 'slow/x', ['v1'], img);
+
+  const client = new RegistryClient({ hosts: { mirrors: { [reg.host]: { endpoints: [hole] } }, insecure: [] }, log: silentLogger, attempts: 1, manifestTimeoutMs: 300 });
+  const started = Date.now();
+  const m = await client.getManifest(parseReference(`${reg.host}/slow/x:v1`), 'v1');
+  assert.equal(m.digest, img.manifestDigest);
+  assert.equal(m.endpoint.url, reg.url);
+  assert.ok(Date.now() - started < 5000);
+
+  const only = new RegistryClient({ hosts: { mirrors: { [reg.host]: { endpoints: [hole], mirrorsOnly: true } }, insecure: [] }, log: silentLogger, attempts: 1, manifestTimeoutMs: 300 });
+  await assert.rejects(only.getManifest(parseReference(`${reg.host}/slow/x:v1`), 'v1'), (e: Error) => e instanceof Unavailable && e.message.includes(hole) && /timeout|aborted/i.test(e.message));
+});

@@ -1,0 +1,110 @@
+// kill -9 at every step of a pod's start and stop, and a simulated host reboot: after a restart and
+// kubelet-style convergence (stop and remove whatever is listed), nothing may be left on the host.
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { after, before, describe, it } from 'node:test';
+import { execa } from 'execa';
+import { makeTestNet, type TestNet } from '../../support/cni-env.js';
+import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
+import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { podConfig } from '../../support/pods.js';
+
+const PORTMAP = { type: 'portmap', capabilities: { portMappings: true } };
+
+/** What kubelet does after a runtime restart: stop and remove every sandbox it does not want. */
+async function converge(daemon: TestDaemon): Promise<void> {
+  for (const item of (await daemon.client.runtime.call('ListPodSandbox', {})).items) {
+    await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: item.id });
+    await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: item.id });
+  }
+}
+
+async function assertDaemonClean(net: TestNet, dirs: DaemonDirs, daemon: TestDaemon): Promise<void> {
+  assert.deepEqual(await net.allocatedIps(), [], 'host-local holds no IP');
+  assert.deepEqual((await daemon.client.runtime.call('ListPodSandbox', {})).items, [], 'no sandbox record');
+  const runc = await execa('runc', ['--root', `${dirs.stateDir}/runtime/runc`, 'list', '-q'], { reject: false });
+  assert.equal(runc.stdout.trim(), '', 'no runc container');
+  assert.deepEqual(await readdir(`${dirs.rootDir}/images/rootfs`).catch(() => []), [], 'no root filesystem');
+  assert.deepEqual(await readdir(net.cacheDir + '/results').catch(() => []), [], 'no CNI cache entry');
+}
+
+describe('crash recovery', () => {
+  let snapshot: HostSnapshot;
+  let net: TestNet;
+  before(async () => {
+    snapshot = await hostSnapshot();
+    net = await makeTestNet(65);
+    await net.writeBridgeConf({ extra: [PORTMAP] });
+  });
+  after(async () => {
+    await net.cleanup();
+    await assertNothingLeft(snapshot, 'the crash recovery tests');
+  });
+
+  const startPoints = ['netns-created', 'cni-add:loopback', 'cni-add:bridge', 'cni-add:portmap', 'pause-rootfs-mounted', 'pause-created', 'pause-started'];
+  for (const point of startPoints) {
+    it(`leaves nothing when the daemon dies at ${point} during RunPodSandbox`, async () => {
+      const dirs = makeDaemonDirs('', net);
+      let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
+      try {
+        await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config: podConfig(`crash-${point.replace(':', '-')}`) }));
+        assert.equal(await daemon.exited, -1, 'the daemon was killed');
+        daemon = await TestDaemon.start(dirs);
+        await converge(daemon);
+        await assertDaemonClean(net, dirs, daemon);
+      } finally {
+        await daemon.stop();
+        removeDirs(dirs);
+      }
+    });
+  }
+
+  for (const point of ['cni-del:portmap', 'cni-del:bridge', 'sandbox-network-detached']) {
+    it(`leaves nothing when the daemon dies at ${point} during StopPodSandbox`, async () => {
+      const dirs = makeDaemonDirs('', net);
+      let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
+      try {
+        const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config: podConfig(`stopcrash-${point.replace(':', '-')}`) });
+        await assert.rejects(daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id }));
+        assert.equal(await daemon.exited, -1);
+        daemon = await TestDaemon.start(dirs);
+        await converge(daemon);
+        await assertDaemonClean(net, dirs, daemon);
+      } finally {
+        await daemon.stop();
+        removeDirs(dirs);
+      }
+    });
+  }
+
+  it('after a simulated reboot, releases every IP and leaves removable NOTREADY pods', async () => {
+    const dirs = makeDaemonDirs('', net);
+    let daemon = await TestDaemon.start(dirs);
+    try {
+      const ids = await Promise.all([1, 2, 3].map((i) => daemon.client.runtime.call('RunPodSandbox', { config: podConfig(`reboot${i}`) }).then((r) => r.pod_sandbox_id)));
+      assert.equal((await net.allocatedIps()).length, 3);
+      const netns = await Promise.all(ids.map(async (id) => JSON.parse((await daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: id, verbose: true })).info.info)));
+      assert.equal(await daemon.stop(), 0);
+      // The reboot: every pod process dies, /run is emptied (netns pins, shm mounts, runc and conmon state).
+      for (const info of netns) await execa('kill', ['-9', String(info.pid)], { reject: false });
+      await execa('sh', ['-c', `for p in $(pgrep -x conmon); do grep -qs '${dirs.base}' /proc/$p/cmdline && kill -9 $p; done; true`]);
+      for (const info of netns) {
+        await execa('umount', [info.netnsPath], { reject: false });
+        await execa('rm', ['-f', info.netnsPath, info.netnsLink]);
+      }
+      const mounts = (await readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(dirs.stateDir) || m.startsWith(`${dirs.rootDir}/images/rootfs`));
+      for (const m of mounts.reverse()) await execa('umount', ['-l', m], { reject: false });
+      await execa('sh', ['-c', `rm -rf ${dirs.stateDir}/*`]);
+
+      daemon = await TestDaemon.start(dirs);
+      assert.deepEqual(await net.allocatedIps(), [], 'every IP is released at start');
+      const states = (await daemon.client.runtime.call('ListPodSandbox', {})).items.map((i) => i.state);
+      assert.deepEqual(states, ['SANDBOX_NOTREADY', 'SANDBOX_NOTREADY', 'SANDBOX_NOTREADY']);
+      await converge(daemon);
+      await assertDaemonClean(net, dirs, daemon);
+    } finally {
+      await daemon.stop();
+      removeDirs(dirs);
+    }
+  });
+});

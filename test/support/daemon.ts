@@ -1,0 +1,116 @@
+// Runs the real daemon as a child process on a temporary socket and temporary directories.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CriClient } from './cri-client.js';
+
+export const MAIN = fileURLToPath(new URL('../../server/main.js', import.meta.url));
+
+export interface DaemonDirs {
+  base: string;
+  socket: string;
+  rootDir: string;
+  stateDir: string;
+  configPath: string;
+}
+
+/** Where the test daemon's CNI configuration lives (see cni-env.ts for a ready network). */
+export interface DaemonNetwork {
+  confDir: string;
+  cacheDir: string;
+  binDirs: string[];
+}
+
+/**
+ * Fresh directories and a config file for a test daemon; `extraToml` is appended to the config.
+ * Without `net` the daemon gets an empty conf dir of its own; it never writes a default network.
+ */
+export function makeDaemonDirs(extraToml = '', net?: DaemonNetwork): DaemonDirs {
+  const base = mkdtempSync(join(tmpdir(), 'minicri-test-'));
+  const dirs = {
+    base,
+    socket: join(base, 'run', 'minicri.sock'),
+    rootDir: join(base, 'root'),
+    stateDir: join(base, 'run'),
+    configPath: join(base, 'minicri.toml'),
+  };
+  writeFileSync(dirs.configPath, [
+    `socket = "${dirs.socket}"`,
+    `root_dir = "${dirs.rootDir}"`,
+    `state_dir = "${dirs.stateDir}"`,
+    `log_level = "debug"`,
+    extraToml,
+    '[cni]',
+    `conf_dir = "${net?.confDir ?? join(base, 'net.d')}"`,
+    `cache_dir = "${net?.cacheDir ?? join(base, 'cni-cache')}"`,
+    `bin_dirs = ${JSON.stringify(net?.binDirs ?? ['/usr/lib/cni'])}`,
+    'write_default_network = false',
+  ].join('\n'));
+  return dirs;
+}
+
+export class TestDaemon {
+  readonly client: CriClient;
+  private output = '';
+  readonly exited: Promise<number | null>;
+
+  private constructor(readonly dirs: DaemonDirs, readonly process: ChildProcess) {
+    this.client = new CriClient(dirs.socket);
+    process.stderr?.on('data', (chunk: Buffer) => { this.output += chunk.toString(); });
+    process.stdout?.on('data', (chunk: Buffer) => { this.output += chunk.toString(); });
+    this.exited = new Promise((resolve) => process.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
+  }
+
+  /** Starts the daemon and waits until it answers Version. */
+  static async start(dirs: DaemonDirs = makeDaemonDirs(), env: Record<string, string> = {}): Promise<TestDaemon> {
+    const child = spawn(process.execPath, [MAIN, 'serve', '--config', dirs.configPath], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const daemon = new TestDaemon(dirs, child);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const exited = await Promise.race([daemon.exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]);
+      if (exited) throw new Error(`daemon exited during start:\n${daemon.log()}`);
+      try {
+        await daemon.client.runtime.call('Version', {}, { timeoutMs: 1000 });
+        return daemon;
+      } catch {
+        if (Date.now() > deadline) {
+          child.kill('SIGKILL');
+          throw new Error(`daemon did not answer within 20 s:\n${daemon.log()}`);
+        }
+      }
+    }
+  }
+
+  /** Everything the daemon printed so far. */
+  log(): string {
+    return this.output;
+  }
+
+  /** Sends a signal and waits for the exit code. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    this.client.close();
+    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill(signal);
+    return this.exited;
+  }
+}
+
+/** Runs the minicri command to completion: exit code and output. */
+export function runMinicri(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export function removeDirs(dirs: DaemonDirs): void {
+  rmSync(dirs.base, { recursive: true, force: true });
+}

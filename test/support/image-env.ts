@@ -1,0 +1,35 @@
+// A temp-dir image service wired to test registries, with every request recorded, removed after the test.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { Images } from '../../oci/image/images.js';
+import type { RegistryHostsConfig } from '../../oci/image/types.js';
+import { silentLogger } from '../../server/log.js';
+import { MemoryImageRepository } from './image-repo.js';
+
+export interface ImageEnv {
+  images: Images;
+  repo: MemoryImageRepository;
+  rootDir: string;
+  /** Every URL the service fetched, in order. */
+  requests: string[];
+  blobRequests(): string[];
+}
+
+export async function imageEnv(t: TestContext, registries: RegistryHostsConfig = { mirrors: {}, insecure: [] },
+  extra: { inUse?: (id: string) => boolean } = {}): Promise<ImageEnv> {
+  const rootDir = await mkdtemp(join(tmpdir(), 'minicri-image-'));
+  const repo = new MemoryImageRepository();
+  const requests: string[] = [];
+  const recording: typeof fetch = (input, init) => {
+    requests.push(input instanceof Request ? input.url : String(input));
+    return fetch(input, init);
+  };
+  const images = await Images.open({ rootDir, repo, registries, log: silentLogger, fetch: recording, inUse: extra.inUse });
+  t.after(async () => {
+    for (const fs of await images.listRootfs().catch(() => [])) await images.removeRootfs(fs.key).catch(() => undefined);
+    await rm(rootDir, { recursive: true, force: true });
+  });
+  return { images, repo, rootDir, requests, blobRequests: () => requests.filter((u) => u.includes('/blobs/')) };
+}

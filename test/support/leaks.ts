@@ -1,0 +1,40 @@
+// What a test run may leave on the host: network namespaces, mounts, conmon processes, runc state.
+// Tests take a snapshot before and assert the same after, so a leak fails the test that made it.
+import { readdir, readFile } from 'node:fs/promises';
+import { execa } from 'execa';
+
+export interface HostSnapshot {
+  netns: string[];
+  conmon: string[];
+  mounts: string[];
+}
+
+/**
+ * conmon processes still running. An exited conmon is reparented to PID 1 and stays a zombie until
+ * PID 1 reaps it, which some VMs' init does late: a zombie holds nothing and is not a leak.
+ */
+async function liveConmons(): Promise<string[]> {
+  const pids = (await execa('pgrep', ['-x', 'conmon'], { reject: false })).stdout.split('\n').filter(Boolean);
+  const states = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/stat`, 'utf8').then((s) => s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3), () => 'gone')));
+  return pids.filter((_, i) => states[i] !== 'Z' && states[i] !== 'gone');
+}
+
+export async function hostSnapshot(): Promise<HostSnapshot> {
+  const [netns, conmon, mounts] = await Promise.all([
+    readdir('/var/run/netns').catch(() => [] as string[]),
+    liveConmons(),
+    readFile('/proc/self/mounts', 'utf8').then((t) => t.split('\n').map((l) => l.split(' ')[1] ?? '')
+      .filter((m) => m.includes('minicri') || /^\/(var\/)?run\/netns\/./.test(m))),
+  ]);
+  return { netns: netns.sort(), conmon: conmon.sort(), mounts: mounts.sort() };
+}
+
+/** Fails when the host holds anything the snapshot did not. */
+export async function assertNothingLeft(before: HostSnapshot, what = 'the test'): Promise<void> {
+  const after = await hostSnapshot();
+  const extra = (k: keyof HostSnapshot) => after[k].filter((x) => !before[k].includes(x));
+  const leaks = { netns: extra('netns'), conmon: extra('conmon'), mounts: extra('mounts') };
+  if (leaks.netns.length || leaks.conmon.length || leaks.mounts.length) {
+    throw new Error(`${what} left behind: ${JSON.stringify(leaks)}`);
+  }
+}

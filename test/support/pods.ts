@@ -1,0 +1,30 @@
+// CRI request builders for tests: a plausible pod and container as kubelet would send them.
+import type { ContainerConfig } from '../../gen/runtime/v1/ContainerConfig.js';
+import type { PodSandboxConfig } from '../../gen/runtime/v1/PodSandboxConfig.js';
+
+let counter = 0;
+
+export function podConfig(name = `pod${++counter}`, change: (c: PodSandboxConfig) => void = () => {}): PodSandboxConfig {
+  const config: PodSandboxConfig = {
+    metadata: { name, namespace: 'minicri-test', uid: `uid-${name}-${process.pid}`, attempt: 0 },
+    hostname: name,
+    log_directory: `/tmp/minicri-test-logs/${name}`,
+    labels: { app: name, 'minicri.test': 'yes' },
+    annotations: { 'minicri.test/annotation': name },
+    linux: { cgroup_parent: '/minicri-test', security_context: { namespace_options: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } } },
+  };
+  change(config);
+  return config;
+}
+
+export function containerConfig(name: string, image: string, command: string[], change: (c: ContainerConfig) => void = () => {}): ContainerConfig {
+  const config: ContainerConfig = {
+    metadata: { name, attempt: 0 },
+    image: { image },
+    command,
+    log_path: `${name}/0.log`,
+    labels: { container: name },
+  };
+  change(config);
+  return config;
+}

@@ -1,0 +1,83 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseCacheEntry } from '../../../cni/cache.js';
+import { parseCniError, pluginEnv } from '../../../cni/exec.js';
+import { KeyedMutex } from '../../../cni/lock.js';
+import { compareVersions, versionAtLeast } from '../../../cni/version.js';
+import { isMountPoint, netnsPinName, netnsSymlinkName, validateNetSysctls } from '../../../netns/names.js';
+import { InvalidArgument } from '../../../server/errors.js';
+
+test('plugin env: CNI variables set, inherited CNI_* dropped, rest kept', () => {
+  const env = pluginEnv(
+    { command: 'DEL', pluginType: 'bridge', network: 'n', containerId: 'c1', netns: '', ifName: 'eth0', args: 'A=1', stdin: Buffer.alloc(0) },
+    ['/a', '/b'],
+    { PATH: '/usr/bin', CNI_NETNS: '/stale', CNI_FOO: 'x' },
+  );
+  assert.deepEqual(env, { PATH: '/usr/bin', CNI_COMMAND: 'DEL', CNI_PATH: '/a:/b', CNI_CONTAINERID: 'c1', CNI_NETNS: '', CNI_IFNAME: 'eth0', CNI_ARGS: 'A=1' });
+  const status = pluginEnv({ command: 'STATUS', pluginType: 'x', network: 'n', stdin: Buffer.alloc(0) }, ['/a'], {});
+  assert.deepEqual(status, { CNI_COMMAND: 'STATUS', CNI_PATH: '/a' });
+});
+
+test('CNI error JSON is recognised', () => {
+  assert.deepEqual(parseCniError('{"cniVersion":"1.0.0","code":7,"msg":"bad","details":"why"}'), { code: 7, msg: 'bad', details: 'why' });
+  assert.deepEqual(parseCniError('{"code":11,"msg":"x","details":""}'), { code: 11, msg: 'x' });
+  assert.equal(parseCniError('oops'), undefined);
+  assert.equal(parseCniError('{"msg":"no code"}'), undefined);
+});
+
+test('cache entries: only complete cniCacheV1 objects', () => {
+  const ok = { kind: 'cniCacheV1', containerId: 'c', config: 'e30=', ifName: 'eth0', networkName: 'n' };
+  assert.deepEqual(parseCacheEntry(ok), ok);
+  assert.equal(parseCacheEntry({ ...ok, kind: 'other' }), undefined);
+  assert.equal(parseCacheEntry({ ...ok, ifName: '' }), undefined);
+  assert.equal(parseCacheEntry({ ...ok, config: 1 }), undefined);
+  assert.equal(parseCacheEntry(null), undefined);
+});
+
+test('KeyedMutex serialises per key and runs different keys concurrently', async () => {
+  const m = new KeyedMutex();
+  const order: string[] = [];
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  await Promise.all([
+    m.run('a', async () => { order.push('a1+'); await sleep(20); order.push('a1-'); }),
+    m.run('a', async () => { order.push('a2+'); order.push('a2-'); }),
+    m.run('b', async () => { order.push('b+'); }),
+  ]);
+  assert.deepEqual(order, ['a1+', 'b+', 'a1-', 'a2+', 'a2-']);
+  await assert.rejects(m.run('a', async () => { throw new Error('x'); }), /x/);
+  assert.equal(await m.run('a', async () => 5), 5);
+});
+
+test('version comparison', () => {
+  assert.ok(compareVersions('0.10.0', '0.4.0') > 0);
+  assert.ok(versionAtLeast('1.1.0', '1.1.0'));
+  assert.ok(!versionAtLeast('0.3.1', '0.4.0'));
+});
+
+test('netns names', () => {
+  assert.equal(netnsPinName('ab12'), 'minicri-ab12');
+  assert.equal(netnsSymlinkName('web-0', 'ab12'), 'web-0-ab12');
+  assert.equal(netnsSymlinkName('../a/b c', 'ab12'), 'a-b-c-ab12');
+  assert.equal(netnsSymlinkName('', 'ab12'), 'pod-ab12');
+});
+
+test('isMountPoint reads mountinfo with octal escapes', () => {
+  const mi = [
+    '22 1 8:1 / / rw - ext4 /dev/sda1 rw',
+    '600 22 0:4 net:[4026532300] /var/run/netns/minicri-1 rw - nsfs nsfs rw',
+    '601 22 0:4 net:[4026532301] /tmp/a\\040b/ns rw - nsfs nsfs rw',
+  ].join('\n');
+  assert.ok(isMountPoint(mi, '/var/run/netns/minicri-1'));
+  assert.ok(isMountPoint(mi, '/tmp/a b/ns'));
+  assert.ok(!isMountPoint(mi, '/var/run/netns'));
+});
+
+test('only net.* sysctls with sane values', () => {
+  assert.deepEqual(validateNetSysctls({ 'net.ipv4.ip_forward': '1', 'net/ipv4/ping_group_range': '0 2147483647' }), [
+    ['net.ipv4.ip_forward', '1'],
+    ['net/ipv4/ping_group_range', '0 2147483647'],
+  ]);
+  assert.throws(() => validateNetSysctls({ 'kernel.shm_rmid_forced': '1' }), InvalidArgument);
+  assert.throws(() => validateNetSysctls({ 'net.ipv4/../../kernel/x': '1' }), InvalidArgument);
+  assert.throws(() => validateNetSysctls({ 'net.ipv4.ip_forward': '1\nkernel.x=1' }), InvalidArgument);
+});

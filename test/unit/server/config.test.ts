@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig, parseConfig, runtimeRoot } from '../../../server/config.js';
+
+describe('config', () => {
+  it('has the documented defaults', () => {
+    const c = parseConfig({});
+    assert.equal(c.socket, '/run/minicri/minicri.sock');
+    assert.equal(c.root_dir, '/var/lib/minicri');
+    assert.equal(c.state_dir, '/run/minicri');
+    assert.equal(c.cni.conf_dir, '/etc/cni/net.d');
+    assert.deepEqual(c.cni.bin_dirs, ['/opt/cni/bin', '/usr/lib/cni']);
+    assert.equal(c.cgroup_driver, 'cgroupfs');
+    assert.equal(c.default_runtime, 'runc');
+    assert.equal(c.streaming.address, '127.0.0.1');
+    assert.equal(runtimeRoot(c, 'runc'), '/run/minicri/runtime/runc');
+  });
+
+  it('names unknown keys, nested ones included', () => {
+    assert.throws(() => parseConfig({ sockett: '/x' }), /unknown config key "sockett"/);
+    assert.throws(() => parseConfig({ registries: { mirrorz: {} } }), /unknown config key "registries\.mirrorz"/);
+  });
+
+  it('names keys with bad values', () => {
+    assert.throws(() => parseConfig({ root_dir: 'relative/dir' }), /config key "root_dir": must be an absolute path/);
+    assert.throws(() => parseConfig({ streaming: { port: 70000 } }), /config key "streaming\.port"/);
+    assert.throws(() => parseConfig({ default_runtime: 'kata' }), /config key "default_runtime": names no entry of \[runtimes\]/);
+    assert.throws(() => parseConfig({ pod_subnet: 'ten' }), /config key "pod_subnet"/);
+  });
+
+  it('lets flags override the file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'minicri-config-'));
+    try {
+      const file = join(dir, 'minicri.toml');
+      writeFileSync(file, 'log_level = "warn"\ncgroup_driver = "systemd"\n[cni]\nconf_dir = "/tmp/net.d"\n');
+      const c = loadConfig(file, { cgroup_driver: 'cgroupfs', 'cni.bin_dirs': '/x,/y' });
+      assert.equal(c.log_level, 'warn');
+      assert.equal(c.cgroup_driver, 'cgroupfs');
+      assert.equal(c.cni.conf_dir, '/tmp/net.d');
+      assert.deepEqual(c.cni.bin_dirs, ['/x', '/y']);
+      writeFileSync(file, 'log_level = \n');
+      assert.throws(() => loadConfig(file, {}), /not valid TOML \(line 1/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a config file named explicitly that does not exist', () => {
+    assert.throws(() => loadConfig('/nonexistent/minicri.toml', {}), ConfigError);
+  });
+});

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { AlreadyExists, InvalidArgument, NotFound } from '../../../server/errors.js';
+import { Store } from '../../../server/store.js';
+
+interface Pod { id: string; name: string; state: string }
+
+describe('store', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'minicri-store-'));
+  const path = join(dir, 'state.db');
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('keeps records and meta across reopen', () => {
+    let store = Store.open(path);
+    store.table<Pod>('sandbox', (p) => p.name).put({ id: 'aaa1', name: 'web', state: 'READY' });
+    store.setMeta('pod_cidr', '10.1.0.0/16');
+    store.close();
+    store = Store.open(path);
+    const pods = store.table<Pod>('sandbox', (p) => p.name);
+    assert.deepEqual(pods.get('aaa1'), { id: 'aaa1', name: 'web', state: 'READY' });
+    assert.equal(store.getMeta('pod_cidr'), '10.1.0.0/16');
+    store.close();
+  });
+
+  it('reserves a name for one record only, and frees it on delete', () => {
+    const store = Store.open(path);
+    const pods = store.table<Pod>('sandbox', (p) => p.name);
+    assert.throws(() => pods.put({ id: 'bbb2', name: 'web', state: 'READY' }), (err) => err instanceof AlreadyExists && /aaa1/.test(err.message));
+    pods.update('aaa1', (p) => { p.state = 'NOTREADY'; });
+    assert.equal(pods.get('aaa1')?.state, 'NOTREADY');
+    pods.delete('aaa1');
+    pods.put({ id: 'bbb2', name: 'web', state: 'READY' });
+    assert.equal(pods.holderOf('web'), 'bbb2');
+    store.close();
+  });
+
+  it('finds by unique prefix, refuses ambiguous ones, and reports unknown ids', () => {
+    const store = Store.open(path);
+    const pods = store.table<Pod>('sandbox', (p) => p.name);
+    pods.put({ id: 'bbb3', name: 'db', state: 'READY' });
+    assert.equal(pods.find('bbb2').name, 'web');
+    assert.throws(() => pods.find('bbb'), InvalidArgument);
+    assert.throws(() => pods.find('zzz'), NotFound);
+    assert.equal(pods.lookup('zzz'), undefined);
+    assert.equal(pods.find('bbb3').name, 'db');
+    store.close();
+  });
+});

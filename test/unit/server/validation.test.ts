@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandboxConfig.js';
+import { InvalidArgument } from '../../../server/errors.js';
+import { checkPodSandboxConfig, checkSysctls } from '../../../server/validation.js';
+
+function config(change: (c: PodSandboxConfig__Output) => void = () => {}): PodSandboxConfig__Output {
+  const c: PodSandboxConfig__Output = {
+    metadata: { name: 'web', namespace: 'default', uid: 'u1', attempt: 0 },
+    hostname: 'web', log_directory: '/var/log/pods/x', dns_config: null, port_mappings: [],
+    labels: {}, annotations: {}, linux: null, windows: null,
+  };
+  change(c);
+  return c;
+}
+
+function refused(c: PodSandboxConfig__Output, pattern: RegExp): void {
+  assert.throws(() => checkPodSandboxConfig(c), (err) => err instanceof InvalidArgument && pattern.test(err.message));
+}
+
+describe('sandbox config validation', () => {
+  it('accepts an ordinary pod', () => {
+    checkPodSandboxConfig(config());
+  });
+
+  it('requires name, namespace and uid', () => {
+    refused(config((c) => { c.metadata = null; }), /no metadata/);
+    refused(config((c) => { c.metadata!.name = ''; }), /metadata\.name must not be empty/);
+    refused(config((c) => { c.metadata!.namespace = ''; }), /metadata\.namespace must not be empty/);
+    refused(config((c) => { c.metadata!.uid = ''; }), /metadata\.uid must not be empty/);
+    refused(config((c) => { c.metadata!.name = 'a/../b'; }), /not allowed/);
+    refused(config((c) => { c.metadata!.name = 'x'.repeat(300); }), /at most 253/);
+  });
+
+  it('refuses bad ports, hosts, directories and DNS servers before anything is made', () => {
+    refused(config((c) => { c.port_mappings = [{ protocol: 'TCP', container_port: 80, host_port: 70000, host_ip: '' }]; }), /host_port must be 0-65535/);
+    refused(config((c) => { c.port_mappings = [{ protocol: 'TCP', container_port: 0, host_port: 8080, host_ip: '' }]; }), /container_port/);
+    refused(config((c) => { c.port_mappings = [{ protocol: 'TCP', container_port: 80, host_port: 8080, host_ip: 'localhost' }]; }), /host_ip/);
+    refused(config((c) => { c.hostname = 'bad_host!'; }), /not a valid host name/);
+    refused(config((c) => { c.log_directory = '/var/log/pods/../../etc'; }), /without "\.\."/);
+    refused(config((c) => { c.log_directory = 'relative'; }), /absolute/);
+    refused(config((c) => { c.dns_config = { servers: ['dns.example'], searches: [], options: [] }; }), /DNS server/);
+    refused(config((c) => { c.annotations = { big: 'x'.repeat(300 * 1024) }; }), /at most 262144/);
+  });
+
+  it('allows namespaced sysctls only, in either notation', () => {
+    assert.deepEqual(checkSysctls({ 'net/ipv4/ip_unprivileged_port_start': '0', 'kernel.shm_rmid_forced': '1' }),
+      { 'net.ipv4.ip_unprivileged_port_start': '0', 'kernel.shm_rmid_forced': '1' });
+    assert.throws(() => checkSysctls({ 'kernel.panic': '1' }), /not namespaced/);
+    assert.throws(() => checkSysctls({ 'vm.swappiness': '1' }), /not namespaced/);
+  });
+});
