@@ -29,11 +29,11 @@ async function medianCallMs(wiring: Wiring, authority: string, calls: number): P
   session.on('error', () => {});
   try {
     const request = Buffer.from('\x0a\x02v1', 'latin1');
-    for (let i = 0; i < Math.min(200, calls); i++) await rawUnary(session, authority, request);
+    for (let i = 0; i < Math.min(200, calls); i++) await rawUnary(session, { authority, request });
     const times: number[] = [];
     for (let i = 0; i < calls; i++) {
       const start = performance.now();
-      const answer = await rawUnary(session, authority, request);
+      const answer = await rawUnary(session, { authority, request });
       times.push(performance.now() - start);
       if (answer.grpcStatus !== '0') throw new Error(`call failed: ${answer.grpcStatus} ${answer.grpcMessage}`);
     }

@@ -80,12 +80,21 @@ export interface UnaryAnswer {
   message: Buffer;
 }
 
-/** One gRPC unary call framed by hand. authority null sends none (Node then sends `host` instead). */
-export function rawUnary(session: http2.ClientHttp2Session, authority: string | null, request: Buffer, bodyChunks = 1): Promise<UnaryAnswer> {
+export interface RawCall {
+  /** null sends no :authority (Node then sends `host` instead). */
+  authority: string | null;
+  request: Buffer;
+  path?: string;
+  /** Sends the body in this many pieces, a tick apart, so that concurrent calls' DATA frames interleave. */
+  bodyChunks?: number;
+}
+
+/** One gRPC unary call framed by hand (5-byte prefix + message bytes) on a raw HTTP/2 session. */
+export function rawUnary(session: http2.ClientHttp2Session, { authority, request, path = ECHO_PATH, bodyChunks = 1 }: RawCall): Promise<UnaryAnswer> {
   return new Promise((resolve, reject) => {
     const headers: http2.OutgoingHttpHeaders = {
       ':method': 'POST',
-      ':path': ECHO_PATH,
+      ':path': path,
       'content-type': 'application/grpc',
       te: 'trailers',
       'user-agent': 'grpc-go/1.26.0',
@@ -110,7 +119,6 @@ export function rawUnary(session: http2.ClientHttp2Session, authority: string | 
     });
     const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), request]);
     frame.writeUInt32BE(request.length, 1);
-    // Sending the body in pieces, a tick apart, interleaves the DATA frames of concurrent calls.
     const step = Math.ceil(frame.length / bodyChunks);
     const sendFrom = (offset: number): void => {
       if (offset + step >= frame.length) {
