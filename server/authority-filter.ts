@@ -3,10 +3,11 @@
 // authority containing '/' and resets every stream. containerd and CRI-O accept it, so we must too.
 //
 // Each accepted connection is passed through filterAuthority() before grpc-js sees it. The filter reads
-// the client-to-server bytes frame by frame up to the end of the first request's header block. If that
-// block's :authority is acceptable (or absent) the connection goes through untouched from then on.
-// Otherwise every header block of the connection is decoded with an HPACK decoder that tracks the
-// client's encoder and re-encoded by the filter's own encoder with :authority set to "localhost".
+// the client-to-server bytes frame by frame up to the end of the first request's header block. If
+// nghttp2 would take that request's authority as sent, the connection goes through untouched from then
+// on. Otherwise (a refused :authority or host, or neither) every header block of the connection is
+// decoded with an HPACK decoder that tracks the client's encoder and re-encoded by the filter's own
+// encoder with :authority set to "localhost".
 // Server-to-client bytes are never looked at.
 import { Duplex } from 'node:stream';
 import hpack from 'hpack.js';
@@ -40,11 +41,52 @@ const MAX_HEADER_BLOCK = 256 * 1024;
 const FIELD_OVERHEAD = 32;
 const REPLACEMENT_AUTHORITY = 'localhost';
 
-/** RFC 3986 authority characters, the set nghttp2 accepts in :authority. Anything else is rewritten. */
-const AUTHORITY_RE = /^[A-Za-z0-9\-._~!$&'()*+,;=:@[\]%]*$/;
+/** A non-empty run of RFC 3986 authority characters: what nghttp2 accepts in :authority and host
+ *  (checked against it for each excluded character class). Anything else is rewritten. */
+const AUTHORITY_RE = /^[A-Za-z0-9\-._~!$&'()*+,;=:@[\]%]+$/;
 
 export function isAcceptedAuthority(value: string): boolean {
   return AUTHORITY_RE.test(value);
+}
+
+/** Why nghttp2 would refuse this request's authority, or null when it takes it as sent. nghttp2
+ *  checks `host` like :authority and resets a request that carries neither. */
+export function authorityProblem(fields: readonly HpackDecodedField[]): string | null {
+  let present = false;
+  for (const f of fields) {
+    if (f.name !== ':authority' && f.name !== 'host') continue;
+    if (!isAcceptedAuthority(f.value)) return `${f.name} ${JSON.stringify(f.value)}`;
+    present = true;
+  }
+  return present ? null : 'neither :authority nor host';
+}
+
+/** The header list with :authority set to localhost (added to requests that lack both it and host)
+ *  and any refused host replaced by localhost. Blocks without :method (trailers) get nothing added. */
+export function withLocalAuthority(fields: readonly HpackDecodedField[]): HpackDecodedField[] {
+  const out: HpackDecodedField[] = [];
+  let hasAuthority = false;
+  let isRequest = false;
+  let firstRegular = -1;
+  for (const f of fields) {
+    let value = f.value;
+    if (f.name === ':authority') {
+      value = REPLACEMENT_AUTHORITY;
+      hasAuthority = true;
+    } else if (f.name === 'host') {
+      if (!isAcceptedAuthority(value)) value = REPLACEMENT_AUTHORITY;
+      hasAuthority = true;
+    } else if (f.name === ':method') {
+      isRequest = true;
+    }
+    if (firstRegular < 0 && !f.name.startsWith(':')) firstRegular = out.length;
+    out.push({ name: f.name, value, neverIndex: f.neverIndex });
+  }
+  if (isRequest && !hasAuthority) {
+    // Pseudo-header fields must precede regular ones.
+    out.splice(firstRegular < 0 ? out.length : firstRegular, 0, { name: ':authority', value: REPLACEMENT_AUTHORITY, neverIndex: false });
+  }
+  return out;
 }
 
 interface OpenBlock {
@@ -78,7 +120,7 @@ export class ClientFrameFilter {
   private decodeError: Error | null = null;
   private encoder: HpackCompressor | null = null;
 
-  constructor(private readonly onRewrite: (authority: string) => void = () => {}) {
+  constructor(private readonly onRewrite: (problem: string) => void = () => {}) {
     this.decoder?.on('error', (err) => { this.decodeError = err; });
   }
 
@@ -86,6 +128,7 @@ export class ClientFrameFilter {
     return this.modeNow;
   }
 
+  /** Takes the next bytes from the client; returns the bytes to send the server, in order. */
   push(chunk: Buffer): Buffer[] {
     if (this.modeNow === 'pass') return [chunk];
     const out: Buffer[] = [];
@@ -201,8 +244,8 @@ export class ClientFrameFilter {
   private finishBlock(block: OpenBlock, out: Buffer[]): void {
     const fields = this.decode(block.fragments.length === 1 ? block.fragments[0]! : Buffer.concat(block.fragments, block.size), block.streamId);
     if (this.modeNow === 'undecided') {
-      const bad = fields.find((f) => f.name === ':authority' && !isAcceptedAuthority(f.value));
-      if (!bad) {
+      const problem = authorityProblem(fields);
+      if (problem === null) {
         // Decided once, on the first request: from here on the bytes are not even parsed.
         out.push(...block.frames);
         this.modeNow = 'pass';
@@ -214,7 +257,7 @@ export class ClientFrameFilter {
       // the server advertises and never needs a size update; on a unix socket the bytes saved by
       // indexing or Huffman coding are not worth the CPU.
       this.encoder = hpack.compressor.create({ table: { maxSize: 0 } });
-      this.onRewrite(bad.value);
+      this.onRewrite(problem);
     }
     out.push(this.encode(block.streamId, block.endStream, fields));
   }
@@ -242,13 +285,7 @@ export class ClientFrameFilter {
 
   private encode(streamId: number, endStream: boolean, fields: HpackDecodedField[]): Buffer {
     const encoder = this.encoder!;
-    encoder.write(fields.map((f) => ({
-      name: f.name,
-      value: f.name === ':authority' ? REPLACEMENT_AUTHORITY : f.value,
-      neverIndex: f.neverIndex,
-      huffman: false,
-      incremental: false,
-    })));
+    encoder.write(withLocalAuthority(fields).map((f) => ({ ...f, huffman: false, incremental: false })));
     return frameHeaderBlock(streamId, endStream, encoder.read() ?? Buffer.alloc(0));
   }
 }
@@ -290,8 +327,8 @@ export interface FilterAuthorityOptions {
  */
 export function filterAuthority(client: Duplex, options: FilterAuthorityOptions = {}): Duplex {
   const log = options.log ?? silentLogger;
-  const filter = new ClientFrameFilter((authority) => {
-    log.debug({ authority }, 'client sent an :authority nghttp2 rejects: rewriting it to localhost on this connection');
+  const filter = new ClientFrameFilter((problem) => {
+    log.debug({ problem }, 'first request has an authority nghttp2 refuses: rewriting it to localhost on this connection');
   });
   let pendingWrite: (() => void) | null = null;
 
@@ -328,9 +365,9 @@ export function filterAuthority(client: Duplex, options: FilterAuthorityOptions 
       toServer.destroy();
       return;
     }
-    let more = true;
-    for (const b of out) more = toServer.push(b);
-    if (!more) client.pause();
+    if (out.length === 0) return;
+    // One push per chunk: the session then parses it in one go, as it would the socket's own read.
+    if (!toServer.push(out.length === 1 ? out[0] : Buffer.concat(out))) client.pause();
   });
   client.on('drain', () => {
     const resume = pendingWrite;

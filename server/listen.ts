@@ -4,6 +4,7 @@ import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
+import { filterAuthority } from './authority-filter.js';
 
 /** True when something accepts connections on the socket path. */
 export function socketAnswers(path: string): Promise<boolean> {
@@ -33,12 +34,13 @@ export interface UnixListener {
 
 /**
  * Listens on `path` (mode 0660, claimed first with claimSocketPath) and hands each connection to the gRPC server.
- * `wrap` may interpose on a connection's byte stream before grpc-js reads it.
+ * `wrap` interposes on a connection's byte stream before grpc-js reads it: by default the authority filter,
+ * so clients sending the socket path as :authority (older grpc-go) are answered.
  */
 export async function listenUnix(
   server: grpc.Server,
   path: string,
-  wrap: (socket: net.Socket) => import('node:stream').Duplex = (s) => s,
+  wrap: (socket: net.Socket) => import('node:stream').Duplex = (s) => filterAuthority(s),
 ): Promise<UnixListener> {
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   const listener = net.createServer((socket) => injector.injectConnection(wrap(socket)));

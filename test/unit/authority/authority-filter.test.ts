@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Duplex } from 'node:stream';
 import { once } from 'node:events';
-import { ClientFrameFilter, filterAuthority, frameHeaderBlock, isAcceptedAuthority } from '../../../server/authority-filter.js';
+import { ClientFrameFilter, authorityProblem, filterAuthority, frameHeaderBlock, isAcceptedAuthority, withLocalAuthority } from '../../../server/authority-filter.js';
 import { InvalidArgument } from '../../../server/errors.js';
 import {
   CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS, PADDED, PING, PRIORITY, type Fields,
@@ -36,8 +36,8 @@ function unaryCall(streamId: number, block: Buffer, body = Buffer.from('\x0a\x02
 }
 
 test('authority check accepts host forms nghttp2 accepts and rejects paths', () => {
-  for (const ok of ['localhost', 'localhost:1234', '127.0.0.1:80', '[::1]:9', 'unix', '', 'a%2Fb']) assert.ok(isAcceptedAuthority(ok), ok);
-  for (const bad of [SOCKET_AUTHORITY, 'unix:///run/x.sock', 'a b', 'x?y', 'x#y', 'é']) assert.ok(!isAcceptedAuthority(bad), bad);
+  for (const ok of ['localhost', 'localhost:1234', '127.0.0.1:80', '[::1]:9', 'unix', 'a%2Fb', 'u@h', "!$&'()*+,;="]) assert.ok(isAcceptedAuthority(ok), ok);
+  for (const bad of [SOCKET_AUTHORITY, 'unix:///run/x.sock', '', 'a b', 'x?y', 'x#y', 'a"b', 'a^b', 'a|b', 'a\\b', 'é', 'a\tb']) assert.ok(!isAcceptedAuthority(bad), bad);
 });
 
 test('a valid authority is passed through byte-identical, whatever the chunking', () => {
@@ -55,11 +55,37 @@ test('a valid authority is passed through byte-identical, whatever the chunking'
   }
 });
 
-test('no authority at all is passed through byte-identical', () => {
-  const input = Buffer.concat([connectionStart(), unaryCall(1, encodeFields(clientEncoder(), requestFields(null)))]);
+test('no :authority but an accepted host header is passed through byte-identical', () => {
+  const fields: Fields = [...requestFields(null), ['host', 'localhost']];
+  const input = Buffer.concat([connectionStart(), unaryCall(1, encodeFields(clientEncoder(), fields))]);
   const filter = new ClientFrameFilter();
   assert.ok(run(input, 5, filter).equals(input));
   assert.equal(filter.mode, 'pass');
+});
+
+test('a request with neither :authority nor host gets :authority localhost after its pseudo-headers', () => {
+  const enc = clientEncoder();
+  const input = Buffer.concat([connectionStart(), unaryCall(1, encodeFields(enc, requestFields(null))), unaryCall(3, encodeFields(enc, requestFields(null)))]);
+  const seen: string[] = [];
+  const { requests } = serverView(run(input, 64, new ClientFrameFilter((problem) => seen.push(problem))));
+  assert.deepEqual(seen, ['neither :authority nor host']);
+  for (const r of requests) assert.deepEqual(r.fields, requestFields('localhost'));
+});
+
+test('authorityProblem and withLocalAuthority', () => {
+  const f = (pairs: Fields) => pairs.map(([name, value]) => ({ name, value, neverIndex: name === 'authorization' }));
+  assert.equal(authorityProblem(f(requestFields('localhost'))), null);
+  assert.equal(authorityProblem(f([...requestFields(null), ['host', 'a:1']])), null);
+  assert.equal(authorityProblem(f(requestFields(SOCKET_AUTHORITY))), `:authority "${SOCKET_AUTHORITY}"`);
+  assert.equal(authorityProblem(f([...requestFields('localhost'), ['host', '/x']])), 'host "/x"');
+  assert.equal(authorityProblem(f(requestFields(null))), 'neither :authority nor host');
+  // A refused host is replaced, an accepted one kept, sensitive fields stay never-indexed.
+  assert.deepEqual(withLocalAuthority(f([[':method', 'GET'], [':path', '/'], ['host', '/x'], ['authorization', 's']])),
+    [...f([[':method', 'GET'], [':path', '/'], ['host', 'localhost']]), { name: 'authorization', value: 's', neverIndex: true }]);
+  assert.deepEqual(withLocalAuthority(f([[':method', 'GET'], ['host', 'ok:1']])), f([[':method', 'GET'], ['host', 'ok:1']]));
+  assert.deepEqual(withLocalAuthority(f([[':method', 'GET'], [':path', '/']])), f([[':method', 'GET'], [':path', '/'], [':authority', 'localhost']]));
+  // Trailers are not requests: nothing is added.
+  assert.deepEqual(withLocalAuthority(f([['grpc-status', '0']])), f([['grpc-status', '0']]));
 });
 
 test('a socket-path authority is rewritten to localhost on every request, other frames untouched', () => {
@@ -73,7 +99,7 @@ test('a socket-path authority is rewritten to localhost on every request, other 
   const filter = new ClientFrameFilter((authority) => seen.push(authority));
   const { requests, others } = serverView(run(input, 3, filter));
   assert.equal(filter.mode, 'rewrite');
-  assert.deepEqual(seen, [SOCKET_AUTHORITY]);
+  assert.deepEqual(seen, [`:authority "${SOCKET_AUTHORITY}"`]);
   assert.deepEqual(requests.map((r) => r.streamId), [1, 3, 5, 7]);
   for (const r of requests) {
     assert.deepEqual(r.fields, withAuthority(fields, 'localhost'));
@@ -81,6 +107,29 @@ test('a socket-path authority is rewritten to localhost on every request, other 
   }
   assert.deepEqual(others.map((f) => [f.type, f.streamId]), [[4, 0], [8, 0], [0, 1], [0, 3], [0, 5], [0, 7]]);
   assert.ok(others[2]!.payload.equals(grpcMessage(Buffer.from('\x0a\x02v1', 'latin1'))));
+});
+
+// Captured from Node's http2 client (nghttp2's own HPACK encoder: Huffman strings, dynamic table
+// references from the second request on): three POSTs with :authority /run/minicri/minicri.sock.
+const CAPTURED_NGHTTP2_CLIENT = Buffer.from(
+  '505249202a20485454502f322e300d0a0d0a534d0d0a0d0a00000004000000000000005e01040000000183049962cb6a49a92afdc2bedb6a49' +
+  'a92ee2d9dcc42b1c4b620c7abf419262cb6a62935462586629354625865d07275f865f8b1d75d0620d263d4c4d656440027465864d833505b1' +
+  '1f7a8a9acac8b4c7602b89c5c14085f2b107451f013000000900010000000100000000040a02763100002401040000000383049962cb6a49a9' +
+  '2afdc2bedb6a49a92ee2d9dcc42b1c4b620c7abfc286c1c0bf7e013100000900010000000300000000040a02763100002401040000000583' +
+  '049962cb6a49a92afdc2bedb6a49a92ee2d9dcc42b1c4b620c7abfc386c2c1c07e013200000900010000000500000000040a027631', 'hex');
+
+test('captured nghttp2 client bytes: every request is rewritten, bodies untouched', () => {
+  const { requests, others } = serverView(run(CAPTURED_NGHTTP2_CLIENT, 17));
+  assert.deepEqual(requests.map((r) => r.streamId), [1, 3, 5]);
+  requests.forEach((r, i) => {
+    const fields = new Map(r.fields);
+    assert.equal(fields.get(':authority'), 'localhost');
+    assert.equal(fields.get(':path'), '/runtime.v1.RuntimeService/Version');
+    assert.equal(fields.get('user-agent'), 'grpc-go/1.26.0');
+    assert.equal(fields.get('x-call'), String(i));
+    assert.equal(r.fields.length, 8);
+  });
+  assert.deepEqual(others.filter((f) => f.type === DATA).map((f) => f.payload.toString('hex')), Array(3).fill('00000000040a027631'));
 });
 
 test('END_STREAM on the HEADERS frame is kept when rewriting', () => {
@@ -184,6 +233,17 @@ test('a rewritten block larger than a frame is cut into HEADERS + CONTINUATION o
   assert.ok(frames.every((f) => f.payload.length <= 16_384));
   assert.deepEqual(frames.map((f) => f.flags), [0, 0, END_HEADERS]);
   assert.deepEqual(serverView(output).requests[0]!.fields, withAuthority(fields, 'localhost'));
+});
+
+test('while rewriting, other frames stream through as their bytes arrive, whatever their length', () => {
+  const filter = new ClientFrameFilter();
+  filter.push(Buffer.concat([connectionStart(), frame(HEADERS, END_HEADERS, 1, encodeFields(clientEncoder(), requestFields(SOCKET_AUTHORITY)))]));
+  assert.equal(filter.mode, 'rewrite');
+  const payload = Buffer.alloc(100_000, 0x5a); // above 16384: the server, not the filter, enforces its max frame size
+  const data = frame(DATA, END_STREAM, 1, payload);
+  const first = Buffer.concat(filter.push(data.subarray(0, 5000)));
+  assert.ok(first.equals(data.subarray(0, 5000)), 'forwarded before the frame is complete');
+  assert.ok(Buffer.concat([first, ...filter.push(data.subarray(5000))]).equals(data));
 });
 
 test('frameHeaderBlock frames an empty block as one HEADERS frame', () => {
