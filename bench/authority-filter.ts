@@ -9,10 +9,10 @@
 // Run: npx tsc -p . && node dist/bench/authority-filter.js [calls]
 import { performance } from 'node:perf_hooks';
 import { ClientFrameFilter } from '../server/authority-filter.js';
-import { connectRaw, rawUnary, startEchoServer, type Wiring } from '../test/integration/authority/echo-server.js';
+import { connectRaw, rawUnary, startEchoServer, type Wiring } from '../test/support/echo-server.js';
 import {
   DATA, END_HEADERS, END_STREAM, HEADERS, clientEncoder, connectionStart, encodeFields, frame, grpcMessage, requestFields,
-} from '../test/unit/authority/h2-frames.js';
+} from '../test/support/h2-frames.js';
 
 const SOCKET_AUTHORITY = '/run/minicri/minicri.sock';
 const TARGET_ADDED_MS = 0.2;

@@ -7,11 +7,11 @@ import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { loadCri } from '../../../server/proto.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { connectRaw, rawUnary, startEchoServer } from './echo-server.js';
+import { connectRaw, rawUnary, startEchoServer } from '../../support/echo-server.js';
 import {
   CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, RST_STREAM, SETTINGS, clientEncoder, connectionStart, decodeBlock, encodeFields, frame,
   grpcMessage, parseFrames, serverDecoder, splitHeaderBlocks,
-} from '../../unit/authority/h2-frames.js';
+} from '../../support/h2-frames.js';
 
 const SOCKET_AUTHORITY = '/run/minicri/minicri.sock';
 const VERSION_PATH = '/runtime.v1.RuntimeService/Version';

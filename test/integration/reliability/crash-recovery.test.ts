@@ -41,40 +41,33 @@ describe('crash recovery', () => {
     await assertNothingLeft(snapshot, 'the crash recovery tests');
   });
 
-  const startPoints = ['netns-created', 'cni-add:loopback', 'cni-add:bridge', 'cni-add:portmap', 'pause-rootfs-mounted', 'pause-created', 'pause-started'];
-  for (const point of startPoints) {
-    it(`leaves nothing when the daemon dies at ${point} during RunPodSandbox`, async () => {
-      const dirs = makeDaemonDirs('', net);
-      let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
-      try {
-        await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config: podConfig(`crash-${point.replace(':', '-')}`) }));
-        assert.equal(await daemon.exited, -1, 'the daemon was killed');
-        daemon = await TestDaemon.start(dirs);
-        await converge(daemon);
-        await assertDaemonClean(net, dirs, daemon);
-      } finally {
-        await daemon.stop();
-        removeDirs(dirs);
-      }
-    });
+  /** Runs `operation` on a daemon set to die at `point`, restarts it, converges, and checks the host. */
+  async function crashAt(point: string, operation: (daemon: TestDaemon) => Promise<unknown>): Promise<void> {
+    const dirs = makeDaemonDirs('', net);
+    let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
+    try {
+      await assert.rejects(operation(daemon));
+      assert.equal(await daemon.exited, -1, 'the daemon was killed');
+      daemon = await TestDaemon.start(dirs);
+      await converge(daemon);
+      await assertDaemonClean(net, dirs, daemon);
+    } finally {
+      await daemon.stop();
+      removeDirs(dirs);
+    }
   }
 
+  const slug = (point: string) => point.replace(':', '-');
+  for (const point of ['netns-created', 'cni-add:loopback', 'cni-add:bridge', 'cni-add:portmap', 'pause-rootfs-mounted', 'pause-created', 'pause-started']) {
+    it(`leaves nothing when the daemon dies at ${point} during RunPodSandbox`, () =>
+      crashAt(point, (daemon) => daemon.client.runtime.call('RunPodSandbox', { config: podConfig(`crash-${slug(point)}`) })));
+  }
   for (const point of ['cni-del:portmap', 'cni-del:bridge', 'sandbox-network-detached']) {
-    it(`leaves nothing when the daemon dies at ${point} during StopPodSandbox`, async () => {
-      const dirs = makeDaemonDirs('', net);
-      let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
-      try {
-        const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config: podConfig(`stopcrash-${point.replace(':', '-')}`) });
-        await assert.rejects(daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id }));
-        assert.equal(await daemon.exited, -1);
-        daemon = await TestDaemon.start(dirs);
-        await converge(daemon);
-        await assertDaemonClean(net, dirs, daemon);
-      } finally {
-        await daemon.stop();
-        removeDirs(dirs);
-      }
-    });
+    it(`leaves nothing when the daemon dies at ${point} during StopPodSandbox`, () =>
+      crashAt(point, async (daemon) => {
+        const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config: podConfig(`stopcrash-${slug(point)}`) });
+        await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id });
+      }));
   }
 
   it('after a simulated reboot, releases every IP and leaves removable NOTREADY pods', async () => {

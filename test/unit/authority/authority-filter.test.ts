@@ -8,7 +8,7 @@ import {
   CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS, PADDED, PING, PRIORITY, type Fields,
   clientEncoder, connectionStart, decodeBlock, encodeFields, frame, grpcMessage, parseFrames,
   requestFields, serverDecoder, splitHeaderBlocks, tableSizeUpdate,
-} from './h2-frames.js';
+} from '../../support/h2-frames.js';
 
 const SOCKET_AUTHORITY = '/run/minicri/minicri.sock';
 
