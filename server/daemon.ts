@@ -73,6 +73,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       runtimePath: runtimePaths[i]!, conmonPath, root: runtimeRoot(config, handler),
       stateDir: join(config.state_dir, 'runtime', handler), log: log.child({ module: 'runtime', handler }), cgroupManager: config.cgroup_driver,
     })]));
+    for (const runtime of runtimes.values()) runtime.watchExits();
     const node = await gatherNodeFacts(log);
     const deps: Deps = {
       config, store, log, version: VERSION, tables, locks: new KeyedLock(), cni, runtimes, images,
@@ -100,6 +101,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
           server.tryShutdown(() => { clearTimeout(force); resolve(); });
         });
         await retrier.stop();
+        for (const runtime of runtimes.values()) runtime.close();
         cni?.close();
         store.close();
         log.info('minicri stopped');

@@ -15,6 +15,7 @@ import type { Logger } from '../../server/log.js';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, NotFound, DeadlineExceeded } from '../../server/errors.js';
 import { launchConmon } from './conmon.js';
 import { runcExecSync, type ExecSyncResult } from './exec.js';
+import { ExitWatcher } from './exit-watch.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
 
 export interface OciRuntimeOptions {
@@ -70,6 +71,8 @@ export class OciRuntime {
   private readonly exitDir: string;
   private readonly containersDir: string;
   private readonly socketDir: string;
+  /** Which containers have exit files; started by watchExits(). */
+  readonly exits: ExitWatcher;
 
   constructor(private readonly opts: OciRuntimeOptions) {
     this.log = opts.log;
@@ -77,6 +80,16 @@ export class OciRuntime {
     this.exitDir = join(opts.stateDir, 'exits');
     this.containersDir = join(opts.stateDir, 'containers');
     this.socketDir = join(opts.stateDir, 'sockets');
+    this.exits = new ExitWatcher(this.exitDir);
+  }
+
+  /** Follows the exit directory so exits.mayHaveExited() answers without touching the disk. */
+  watchExits(): void {
+    this.exits.start();
+  }
+
+  close(): void {
+    this.exits.stop();
   }
 
   /** runc create under a new conmon; the container waits in CREATED until start(). */

@@ -1,0 +1,41 @@
+// Knows which containers have exit files without a syscall per container: conmon writes
+// <exitDir>/<id> when a container exits, inotify tells us, and a periodic rescan covers any event the
+// kernel dropped. Relists of hundreds of containers then cost a set lookup each.
+import { mkdirSync, readdirSync, watch, type FSWatcher } from 'node:fs';
+
+const RESCAN_MS = 5000;
+
+export class ExitWatcher {
+  private exited = new Set<string>();
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly exitDir: string) {}
+
+  start(): void {
+    mkdirSync(this.exitDir, { recursive: true });
+    this.watcher = watch(this.exitDir, () => this.rescan());
+    this.watcher.on('error', () => this.rescan());
+    this.timer = setInterval(() => this.rescan(), RESCAN_MS);
+    this.timer.unref();
+    this.rescan();
+  }
+
+  stop(): void {
+    this.watcher?.close();
+    clearInterval(this.timer);
+  }
+
+  /** Whether the container may have exited: its exit file exists (or the watcher is not running). */
+  mayHaveExited(id: string): boolean {
+    return this.watcher === undefined || this.exited.has(id);
+  }
+
+  private rescan(): void {
+    try {
+      this.exited = new Set(readdirSync(this.exitDir));
+    } catch {
+      this.exited = new Set();
+    }
+  }
+}

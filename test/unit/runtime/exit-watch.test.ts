@@ -1,0 +1,27 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { it } from 'node:test';
+import { ExitWatcher } from '../../../oci/runtime/exit-watch.js';
+
+it('knows exit files present at start and those written later', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'minicri-exits-'));
+  writeFileSync(join(dir, 'early'), '0');
+  const watcher = new ExitWatcher(dir);
+  assert.equal(watcher.mayHaveExited('anything'), true, 'before start every container may have exited');
+  watcher.start();
+  try {
+    assert.equal(watcher.mayHaveExited('early'), true);
+    assert.equal(watcher.mayHaveExited('late'), false);
+    writeFileSync(join(dir, 'late'), '137');
+    const deadline = Date.now() + 2000;
+    while (!watcher.mayHaveExited('late')) {
+      assert.ok(Date.now() < deadline, 'the new exit file was not seen within 2 s');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
