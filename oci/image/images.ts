@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
-import { FailedPrecondition, InvalidArgument, NotFound, Unavailable } from '../../server/errors.js';
+import { FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable } from '../../server/errors.js';
 import type { Logger } from '../../server/log.js';
 import { ContentStore } from './content.js';
 import { Mutex, Semaphore } from './flight.js';
@@ -42,6 +42,14 @@ export interface FsInfo { mountpoint: string; usedBytes: number; inodesUsed: num
 
 const ID_RE = /^(?:sha256:)?([a-f0-9]{64})$/;
 const ID_PREFIX_RE = /^(?:sha256:)?([a-f0-9]{12,63})$/;
+
+/** The ENOSPC error behind `err` (directly or as a cause), if a full disk is what failed. */
+function noSpaceError(err: unknown): NodeJS.ErrnoException | undefined {
+  for (let e = err as (NodeJS.ErrnoException & { cause?: unknown }) | undefined; e; e = e.cause as typeof e) {
+    if (e.code === 'ENOSPC') return e;
+  }
+  return undefined;
+}
 
 /** uid or username from an image config's User ("1000", "1000:1000", "nobody", "nobody:nogroup"). */
 export function imageUser(user: string): { uid?: number; username?: string } {
@@ -198,6 +206,10 @@ export class Images {
       return record;
     } catch (err) {
       log.warn({ err: (err as Error).message, bytes: downloaded }, 'image pull failed');
+      const full = noSpaceError(err);
+      if (full) {
+        throw new ResourceExhausted(`no space left on the device holding ${full.path ?? this.opts.rootDir} while pulling "${name}": free space there or move root_dir to a larger filesystem`, { cause: err });
+      }
       throw err;
     } finally {
       lease.release();
