@@ -127,8 +127,10 @@ export class ContainerEnv {
     return ((JSON.parse(r.stdout) ?? []) as { id: string }[]).map((c) => c.id);
   }
 
-  async restartDaemon(): Promise<void> {
+  /** Stops the daemon, runs `whileDown`, starts it again on the same directories. */
+  async restartDaemon(whileDown: () => Promise<void> = async () => {}): Promise<void> {
     assert.equal(await this.daemon.stop(), 0, 'the daemon stops cleanly');
+    await whileDown();
     this.daemon = await TestDaemon.start(this.dirs);
   }
 
@@ -137,6 +139,9 @@ export class ContainerEnv {
       const pods = (await this.rt.runtime.call('ListPodSandbox', {})).items;
       for (const p of pods) await this.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: p.id });
       assert.deepEqual(await this.runcList(), [], 'runc knows no container after every pod is removed');
+      // Our own mounts precisely (assertNothingLeft below also sees other test runs on this host).
+      const mounts = (await readFile('/proc/self/mounts', 'utf8')).split('\n').filter((l) => l.includes(this.dirs.base));
+      assert.deepEqual(mounts, [], 'no rootfs or shm mount is left');
     } finally {
       await this.daemon.stop();
       await this.registry.stop();

@@ -202,6 +202,23 @@ describe('containers', () => {
     await assert.rejects(env.rt.runtime.call('StartContainer', { container_id: 'f'.repeat(64) }), grpcCode(grpc.status.NOT_FOUND));
   });
 
+  it('undoes a failed create completely and frees the name; starting twice is refused', async (t) => {
+    const pod = await env.runPod(t, 'failing');
+    const before = await readFile('/proc/self/mounts', 'utf8').then((m) => m.split('\n').filter((l) => l.includes(env.dirs.base)).length);
+    // runc checks the executable at create time.
+    await assert.rejects(env.create(pod, 'missing', ['/no/such/binary']), grpcCode(grpc.status.INTERNAL, /no\/such\/binary/));
+    assert.deepEqual((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers, []);
+    assert.deepEqual((await env.runcList()).filter((i) => i !== pod.id), []);
+    const after = await readFile('/proc/self/mounts', 'utf8').then((m) => m.split('\n').filter((l) => l.includes(env.dirs.base)).length);
+    assert.equal(after, before, 'no rootfs mount is left');
+    // The name is free again.
+    const id = await env.create(pod, 'missing', ['sleep', '1000']);
+    await env.rt.runtime.call('StartContainer', { container_id: id });
+    await assert.rejects(env.rt.runtime.call('StartContainer', { container_id: id }), grpcCode(grpc.status.FAILED_PRECONDITION, /RUNNING/));
+    await env.rt.runtime.call('RemoveContainer', { container_id: id });
+    assert.equal(await env.create(pod, 'missing', ['true']).then((i) => i.length), 64, 'a removed container frees its name');
+  });
+
   it('removes a container completely: no conmon, no rootfs mount, no runc state, no directory', async (t) => {
     const pod = await env.runPod(t, 'remove');
     const id = await env.run(pod, 'gone', ['sleep', '1000']);
