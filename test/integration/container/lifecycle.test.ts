@@ -219,6 +219,23 @@ describe('containers', () => {
     assert.equal(await env.create(pod, 'missing', ['true']).then((i) => i.length), 64, 'a removed container frees its name');
   });
 
+  it('orders a create and a concurrent pod removal: the container is removed with the pod or never made', async (t) => {
+    for (const delay of [0, 10, 20, 40]) {
+      const pod = await env.runPod(t, `race${delay}`);
+      const creating = env.create(pod, 'late', ['sleep', '1000']).catch((err: grpc.ServiceError) => err);
+      await sleep(delay);
+      await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod.id });
+      const created = await creating;
+      if (typeof created !== 'string') {
+        // Too late is a clear answer about the sandbox, never a half-made container.
+        assert.ok([grpc.status.NOT_FOUND, grpc.status.FAILED_PRECONDITION].includes(created.code), `delay ${delay}: ${created.details}`);
+      }
+      const orphans = (await env.rt.runtime.call('ListContainers', {})).containers.filter((c) => c.pod_sandbox_id === pod.id);
+      assert.deepEqual(orphans, [], 'no container record of the removed pod');
+      assert.deepEqual(await env.runcList(), [], 'runc knows nothing of the removed pod');
+    }
+  });
+
   it('removes a container completely: no conmon, no rootfs mount, no runc state, no directory', async (t) => {
     const pod = await env.runPod(t, 'remove');
     const id = await env.run(pod, 'gone', ['sleep', '1000']);
