@@ -146,6 +146,9 @@ describe('containers', () => {
     assert.ok(Number(podStats.linux!.cpu!.usage_core_nano_seconds!.value) >= Number(second.cpu!.usage_core_nano_seconds!.value));
     assert.ok(Number(podStats.linux!.memory!.working_set_bytes!.value) > 0);
     assert.deepEqual(podStats.linux!.containers.map((c) => c.attributes!.id), [id]);
+    const listed = (await env.rt.runtime.call('ListPodSandboxStats', { filter: { id: pod.id } })).stats;
+    assert.deepEqual(listed.map((p) => p.attributes!.id), [pod.id]);
+    assert.ok(Number(listed[0]!.linux!.cpu!.usage_core_nano_seconds!.value) > 0);
   });
 
   it('changes the memory limit with UpdateContainerResources', async (t) => {
