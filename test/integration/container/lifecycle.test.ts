@@ -101,6 +101,16 @@ describe('containers', () => {
     assert.match(await readFile(s.log_path, 'utf8'), /stdout F ignored TERM/);
     // Stopping again is a no-op.
     await env.rt.runtime.call('StopContainer', { container_id: stubborn, timeout: 2 });
+    // A created container that is stopped never runs; stopping the pod kills what still runs in it at once.
+    const never = await env.create(pod, 'never', ['sleep', '1000']);
+    await env.rt.runtime.call('StopContainer', { container_id: never, timeout: 10 });
+    assert.equal((await env.status(never)).state, 'CONTAINER_EXITED');
+    await assert.rejects(env.rt.runtime.call('StartContainer', { container_id: never }), grpcCode(grpc.status.FAILED_PRECONDITION));
+    const last = await env.run(pod, 'last', ['sleep', '1000']);
+    started = Date.now();
+    await env.rt.runtime.call('StopPodSandbox', { pod_sandbox_id: pod.id });
+    assert.ok(Date.now() - started < 5000);
+    assert.deepEqual([(await env.status(last)).state, (await env.status(last)).exit_code], ['CONTAINER_EXITED', 137]);
   });
 
   it('runs ExecSync with output and exit code, and times it out with DEADLINE_EXCEEDED', async (t) => {

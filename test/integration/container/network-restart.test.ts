@@ -1,7 +1,7 @@
 // A pod's port mapping answering on the host's loopback, and containers living through a daemon
 // restart: still running, or exited while the daemon was down with their exit code kept.
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { ContainerEnv, sleep } from './env.js';
@@ -47,6 +47,7 @@ describe('container networking and daemon restarts', () => {
     const sleeper = await env.run(pod, 'sleeper', ['sleep', '1000']);
     // Exits once the test says so, which is while the daemon is down.
     const quitter = await env.run(pod, 'quitter', ['sh', '-c', 'while [ ! -e /tmp/quit ]; do sleep 0.1; done; exit 7']);
+    const waiting = await env.create(pod, 'waiting', ['sh', '-c', 'echo started late']);
     const { pid: before } = JSON.parse((await env.rt.runtime.call('ContainerStatus', { container_id: sleeper, verbose: true })).info.info!) as { pid: number };
     const quitterPid = JSON.parse((await env.rt.runtime.call('ContainerStatus', { container_id: quitter, verbose: true })).info.info!).pid as number;
     await env.restartDaemon(async () => {
@@ -63,6 +64,15 @@ describe('container networking and daemon restarts', () => {
     assert.equal(q.state, 'CONTAINER_EXITED');
     assert.equal(q.exit_code, 7);
     assert.equal(q.reason, 'Error');
+    // A container created before the restart starts after it, and a running one's log can still be reopened.
+    assert.equal((await env.status(waiting)).state, 'CONTAINER_CREATED');
+    await env.rt.runtime.call('StartContainer', { container_id: waiting });
+    const w = await env.waitExited(waiting);
+    assert.equal(w.exit_code, 0);
+    assert.match(await readFile(w.log_path, 'utf8'), /stdout F started late\n$/);
+    await rename(s.log_path, `${s.log_path}.1`);
+    await env.rt.runtime.call('ReopenContainerLog', { container_id: sleeper });
+    await stat(s.log_path);
     await env.rt.runtime.call('StopContainer', { container_id: sleeper, timeout: 0 });
     assert.equal((await env.status(sleeper)).exit_code, 137);
   });
