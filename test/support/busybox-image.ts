@@ -62,15 +62,27 @@ export async function busyboxImageLayer(): Promise<TestLayer> {
 export interface BusyboxImages {
   /** Runs as root: `<host>/test/busybox:1`. */
   root: string;
-  /** The same layer with image config User "app": `<host>/test/busybox:app`. */
+  /** Image config User "app": `<host>/test/busybox:app`. */
   app: string;
+  /** Image config StopSignal SIGUSR1: `<host>/test/busybox:usr1`. */
+  usr1: string;
 }
 
-/** Pushes the busybox image twice (as root, and with User "app") to `reg`; returns their references. */
+let layer: Promise<TestLayer> | undefined;
+
+/** Pushes the busybox image as `test/busybox:<tag>`, with `config` over the defaults; returns its reference. */
+export async function pushBusybox(reg: TestRegistry, tag: string, config: Record<string, unknown> = {}): Promise<string> {
+  layer ??= busyboxImageLayer();
+  const image = await buildImage([await layer], { Env: [`PATH=${PATH}`], Cmd: ['sh'], WorkingDir: '/', ...config });
+  await pushImage(reg, 'test/busybox', [tag], image);
+  return `${reg.host}/test/busybox:${tag}`;
+}
+
+/** The images the container tests use, pushed to `reg`. */
 export async function pushBusyboxImages(reg: TestRegistry): Promise<BusyboxImages> {
-  const layer = await busyboxImageLayer();
-  const config = { Env: [`PATH=${PATH}`], Cmd: ['sh'], WorkingDir: '/' };
-  await pushImage(reg, 'test/busybox', ['1'], await buildImage([layer], config));
-  await pushImage(reg, 'test/busybox', ['app'], await buildImage([layer], { ...config, User: 'app' }));
-  return { root: `${reg.host}/test/busybox:1`, app: `${reg.host}/test/busybox:app` };
+  return {
+    root: await pushBusybox(reg, '1'),
+    app: await pushBusybox(reg, 'app', { User: 'app' }),
+    usr1: await pushBusybox(reg, 'usr1', { StopSignal: 'SIGUSR1' }),
+  };
 }

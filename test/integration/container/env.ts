@@ -48,7 +48,7 @@ export class ContainerEnv {
       const images = await pushBusyboxImages(registry);
       const daemon = await TestDaemon.start(dirs);
       const env = new ContainerEnv(dirs, net, registry, images, daemon, snapshot, ipForward);
-      for (const image of [images.root, images.app]) await env.rt.image.call('PullImage', { image: { image } });
+      for (const image of Object.values(images)) await env.rt.image.call('PullImage', { image: { image } });
       return env;
     } catch (err) {
       await registry.stop();

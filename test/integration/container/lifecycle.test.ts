@@ -99,6 +99,13 @@ describe('containers', () => {
     assert.equal(s.state, 'CONTAINER_EXITED');
     assert.equal(s.exit_code, 137);
     assert.match(await readFile(s.log_path, 'utf8'), /stdout F ignored TERM/);
+    // The image's StopSignal replaces SIGTERM.
+    const usr1 = await env.run(pod, 'usr1', ['sh', '-c', "trap 'echo got USR1; exit 4' USR1; while :; do sleep 0.1; done"], undefined, env.images.usr1);
+    await sleep(300);
+    await env.rt.runtime.call('StopContainer', { container_id: usr1, timeout: 10 });
+    const u = await env.status(usr1);
+    assert.equal(u.exit_code, 4);
+    assert.match(await readFile(u.log_path, 'utf8'), /stdout F got USR1/);
     // Stopping again is a no-op.
     await env.rt.runtime.call('StopContainer', { container_id: stubborn, timeout: 2 });
     // A created container that is stopped never runs; stopping the pod kills what still runs in it at once.
