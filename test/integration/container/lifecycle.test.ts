@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { readFile, rename, stat } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { execa } from 'execa';
 import { joinCriLogEntries, parseCriLog } from '../../../oci/runtime/logs.js';
 import { containerConfig } from '../../support/pods.js';
 import { ContainerEnv, sleep } from './env.js';
@@ -263,9 +264,13 @@ describe('containers', () => {
     await stat(dir);
     assert.ok((await env.runcList()).includes(id));
     assert.ok((await readFile('/proc/self/mounts', 'utf8')).includes(id), 'the rootfs is mounted while it exists');
+    // conmon's command line names the container id.
+    const conmons = async () => (await execa('pgrep', ['-x', 'conmon', '-a'], { reject: false })).stdout.split('\n').filter((l) => l.includes(id));
+    assert.equal((await conmons()).length, 1, 'one conmon watches it');
     await env.rt.runtime.call('RemoveContainer', { container_id: id });
     await env.rt.runtime.call('RemoveContainer', { container_id: id });
     assert.ok(!(await env.runcList()).includes(id));
+    assert.deepEqual(await conmons(), [], 'its conmon is gone');
     assert.ok(!(await readFile('/proc/self/mounts', 'utf8')).includes(id), 'no mount names the container');
     await assert.rejects(stat(dir), { code: 'ENOENT' });
     await assert.rejects(env.rt.runtime.call('ContainerStatus', { container_id: id }), grpcCode(grpc.status.NOT_FOUND));
