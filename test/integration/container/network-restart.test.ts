@@ -53,7 +53,10 @@ describe('container networking and daemon restarts', () => {
     await env.restartDaemon(async () => {
       // Through /proc/<pid>/root the file lands in the container's own filesystem.
       await writeFile(`/proc/${quitterPid}/root/tmp/quit`, '');
-      await sleep(500);
+      for (const deadline = Date.now() + 10_000; await stat(`/proc/${quitterPid}`).then(() => true, () => false);) {
+        assert.ok(Date.now() < deadline, 'the quitter exits while the daemon is down');
+        await sleep(50);
+      }
     });
     const s = await env.status(sleeper);
     assert.equal(s.state, 'CONTAINER_RUNNING');
