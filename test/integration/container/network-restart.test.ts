@@ -40,6 +40,9 @@ describe('container networking and daemon restarts', () => {
     const ip = (await env.rt.runtime.call('PodSandboxStatus', { pod_sandbox_id: pod.id })).status!.network!.ip;
     assert.equal(await fetchText(`http://${ip}:8080/`), 'hello from the pod\n', 'the host reaches the pod over the bridge');
     assert.equal(await fetchText(`http://127.0.0.1:${hostPort}/`), 'hello from the pod\n', 'the host port forwards to the pod');
+    // Removing the pod takes its port mapping with it.
+    await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod.id });
+    await assert.rejects(fetch(`http://127.0.0.1:${hostPort}/`, { signal: AbortSignal.timeout(2000) }));
   });
 
   it('keeps containers across a daemon restart, and sees the exit of one that ended meanwhile', async (t) => {
