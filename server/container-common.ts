@@ -4,6 +4,7 @@ import type { ContainerStatus } from '../gen/runtime/v1/ContainerStatus.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import type { ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
 import type { Deps } from './deps.js';
+import { FailedPrecondition } from './errors.js';
 import type { ContainerRecord } from './records.js';
 
 /** The image config in the shape the spec builders read (OCI field names). */
@@ -42,7 +43,7 @@ export async function refreshContainer(deps: Deps, record: ContainerRecord): Pro
 export function runtimeOf(deps: Deps, record: ContainerRecord) {
   const handler = deps.tables.sandboxes.get(record.sandboxId)?.runtimeHandler ?? deps.config.default_runtime;
   const runtime = deps.runtimes.get(handler);
-  if (!runtime) throw new Error(`runtime handler "${handler}" of container ${record.id} is no longer configured`);
+  if (!runtime) throw new FailedPrecondition(`runtime handler "${handler}" of container ${record.id} is no longer configured: add it back to the config and restart`);
   return runtime;
 }
 

@@ -3,7 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { buildContainerSpec, containerLogPath, imageVolumesToCreate } from '../oci/runtime/spec/index.js';
+import type { CreateContainerResponse } from '../gen/runtime/v1/CreateContainerResponse.js';
+import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import type { Deps } from './deps.js';
+import type { Logger } from './log.js';
 import { FailedPrecondition, InvalidArgument } from './errors.js';
 import { containerReservation, nowNanos, type ContainerRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
@@ -16,68 +19,79 @@ export function containerCreateHandlers(deps: Deps): RuntimeHandlers {
     CreateContainer: async (request, ctx) => {
       const config = request.config;
       checkContainerConfig(config);
-      const sandbox = deps.tables.sandboxes.find(request.pod_sandbox_id);
-      if (sandbox.state !== 'SANDBOX_READY') {
-        throw new FailedPrecondition(`sandbox ${sandbox.id} is not ready (state ${sandbox.state}): containers can only be created in a ready sandbox`);
-      }
-      const sandboxConfig = request.sandbox_config ?? sandbox.config;
-      const image = deps.images.resolve(config.image!.image);
-      const logPath = config.log_path ? containerLogPath(sandbox.config.log_directory, config.log_path) : undefined;
-      if (config.log_path && !logPath) {
-        throw new InvalidArgument(`log_path "${config.log_path}" must stay inside the sandbox log directory "${sandbox.config.log_directory}"`);
-      }
-      const runtime = deps.runtimes.get(sandbox.runtimeHandler)!;
-      const id = randomBytes(32).toString('hex');
-      const log = ctx.log.child({ containerId: id });
-      const imageConfig = specImageConfig(image);
-      const record: ContainerRecord = {
-        id, sandboxId: sandbox.id, state: 'CONTAINER_CREATED', createdAt: nowNanos(), startedAt: '0', finishedAt: '0',
-        exitCode: 0, reason: '', message: '', config,
-        image: { id: image.id, name: config.image!.image, ref: image.repoDigests[0] ?? image.id },
-        dir: join(deps.config.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: imageConfig.StopSignal || 'SIGTERM',
-      };
-      return deps.locks.run(containerReservation(record), () => withUndo(log, async (undo) => {
-        deps.tables.containers.put(record);
-        undo.push('container record', () => deps.tables.containers.delete(id));
-        await mkdir(record.dir, { recursive: true, mode: 0o711 });
-        undo.push('container directory', () => rm(record.dir, { recursive: true, force: true }));
-        const rootfs = await deps.images.prepareRootfs(id, image.id);
-        undo.push('container rootfs', () => deps.images.removeRootfs(id));
-        record.rootfsUpper = rootfs.mount.options.find((o) => o.startsWith('upperdir='))?.slice('upperdir='.length);
-
-        const volumeDirs: Record<string, string> = {};
-        for (const volume of imageVolumesToCreate(image.config.volumes, config.mounts)) {
-          volumeDirs[volume] = join(record.dir, 'volumes', volume.replaceAll('/', '_'));
-          await mkdir(volumeDirs[volume], { recursive: true, mode: 0o755 });
-        }
-        const host = await deps.hostFacts(rootfs.path);
-        const seccomp = config.linux?.security_context?.seccomp;
-        if (seccomp?.profile_type === 'Localhost' && seccomp.localhost_ref) {
-          host.seccompProfiles = { [seccomp.localhost_ref]: await readFile(seccomp.localhost_ref, 'utf8').catch((err: Error) => {
-            throw new InvalidArgument(`seccomp profile ${seccomp.localhost_ref} cannot be read: ${err.message}`);
-          }) };
-        }
-        const target = config.linux?.security_context?.namespace_options?.target_id;
-        if (target) host.targetPid = deps.tables.containers.find(target).pid;
-        const spec = buildContainerSpec({
-          id, sandboxId: sandbox.id, config, sandboxConfig, image: { name: record.image.name, config: imageConfig },
-          rootfs: rootfs.path, cgroupDriver: deps.config.cgroup_driver, host, volumeDirs,
-          sandbox: {
-            pausePid: sandbox.pausePid!, netnsPath: sandbox.netns?.path, shmPath: sandbox.shm,
-            hostsPath: join(sandbox.dir, 'hosts'), resolvPath: join(sandbox.dir, 'resolv.conf'), hostnamePath: join(sandbox.dir, 'hostname'),
-          },
-        });
-        await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));
-        if (record.logPath) await mkdir(dirname(record.logPath), { recursive: true, mode: 0o755 });
-        undo.push('runc container', () => runtime.delete(id, { force: true }));
-        const { pid } = await runtime.create({
-          id, bundle: record.dir, logPath: record.logPath || '/dev/null', stdin: config.stdin, stdinOnce: config.stdin_once, tty: config.tty,
-        });
-        record.pid = pid;
-        deps.tables.containers.put(record);
-        log.info({ name: config.metadata.name, image: record.image.name }, 'container created');
-        return { container_id: id };
-      }));
+      // Under the sandbox's lock: a pod being stopped or removed meanwhile would miss this container.
+      const sandboxId = deps.tables.sandboxes.find(request.pod_sandbox_id).id;
+      return deps.locks.run(sandboxId, () => createContainer(deps, sandboxId, config, request.sandbox_config, ctx.log));
     },
   };
+}
+
+type CheckedConfig = ContainerRecord['config'];
+
+async function createContainer(
+  deps: Deps, sandboxId: string, config: CheckedConfig, requestSandboxConfig: PodSandboxConfig__Output | null, parentLog: Logger,
+): Promise<CreateContainerResponse> {
+  const sandbox = deps.tables.sandboxes.find(sandboxId);
+  if (sandbox.state !== 'SANDBOX_READY') {
+    throw new FailedPrecondition(`sandbox ${sandbox.id} is not ready (state ${sandbox.state}): start a new sandbox and create the container there`);
+  }
+  const sandboxConfig = requestSandboxConfig ?? sandbox.config;
+  const image = deps.images.resolve(config.image!.image);
+  const logPath = config.log_path ? containerLogPath(sandbox.config.log_directory, config.log_path) : undefined;
+  if (config.log_path && !logPath) {
+    throw new InvalidArgument(`log_path "${config.log_path}" must stay inside the sandbox log directory "${sandbox.config.log_directory}"`);
+  }
+  const runtime = deps.runtimes.get(sandbox.runtimeHandler);
+  if (!runtime) throw new FailedPrecondition(`runtime handler "${sandbox.runtimeHandler}" of sandbox ${sandbox.id} is no longer configured: add it back or start a new sandbox`);
+  const id = randomBytes(32).toString('hex');
+  const log = parentLog.child({ containerId: id });
+  const imageConfig = specImageConfig(image);
+  const record: ContainerRecord = {
+    id, sandboxId: sandbox.id, state: 'CONTAINER_CREATED', createdAt: nowNanos(), startedAt: '0', finishedAt: '0',
+    exitCode: 0, reason: '', message: '', config,
+    image: { id: image.id, name: config.image!.image, ref: image.repoDigests[0] ?? image.id },
+    dir: join(deps.config.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: imageConfig.StopSignal || 'SIGTERM',
+  };
+  return deps.locks.run(containerReservation(record), () => withUndo(log, async (undo) => {
+    deps.tables.containers.put(record);
+    undo.push('container record', () => deps.tables.containers.delete(id));
+    await mkdir(record.dir, { recursive: true, mode: 0o711 });
+    undo.push('container directory', () => rm(record.dir, { recursive: true, force: true }));
+    const rootfs = await deps.images.prepareRootfs(id, image.id);
+    undo.push('container rootfs', () => deps.images.removeRootfs(id));
+    record.rootfsUpper = rootfs.mount.options.find((o) => o.startsWith('upperdir='))?.slice('upperdir='.length);
+
+    const volumeDirs: Record<string, string> = {};
+    for (const volume of imageVolumesToCreate(image.config.volumes, config.mounts)) {
+      volumeDirs[volume] = join(record.dir, 'volumes', volume.replaceAll('/', '_'));
+      await mkdir(volumeDirs[volume], { recursive: true, mode: 0o755 });
+    }
+    const host = await deps.hostFacts(rootfs.path);
+    const seccomp = config.linux?.security_context?.seccomp;
+    if (seccomp?.profile_type === 'Localhost' && seccomp.localhost_ref) {
+      host.seccompProfiles = { [seccomp.localhost_ref]: await readFile(seccomp.localhost_ref, 'utf8').catch((err: Error) => {
+        throw new InvalidArgument(`seccomp profile ${seccomp.localhost_ref} cannot be read: ${err.message}`);
+      }) };
+    }
+    const target = config.linux?.security_context?.namespace_options?.target_id;
+    if (target) host.targetPid = deps.tables.containers.find(target).pid;
+    const spec = buildContainerSpec({
+      id, sandboxId: sandbox.id, config, sandboxConfig, image: { name: record.image.name, config: imageConfig },
+      rootfs: rootfs.path, cgroupDriver: deps.config.cgroup_driver, host, volumeDirs,
+      sandbox: {
+        pausePid: sandbox.pausePid!, netnsPath: sandbox.netns?.path, shmPath: sandbox.shm,
+        hostsPath: join(sandbox.dir, 'hosts'), resolvPath: join(sandbox.dir, 'resolv.conf'), hostnamePath: join(sandbox.dir, 'hostname'),
+      },
+    });
+    await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));
+    if (record.logPath) await mkdir(dirname(record.logPath), { recursive: true, mode: 0o755 });
+    undo.push('runc container', () => runtime.delete(id, { force: true }));
+    const { pid } = await runtime.create({
+      id, bundle: record.dir, logPath: record.logPath || '/dev/null', stdin: config.stdin, stdinOnce: config.stdin_once, tty: config.tty,
+    });
+    record.pid = pid;
+    deps.tables.containers.put(record);
+    log.info({ name: config.metadata.name, image: record.image.name }, 'container created');
+    return { container_id: id };
+  }));
 }

@@ -14,6 +14,8 @@ export function containerStartHandlers(deps: Deps): RuntimeHandlers {
         if (record.state !== 'CONTAINER_CREATED') {
           throw new FailedPrecondition(`container ${id} is ${record.state}, not CONTAINER_CREATED: only a created container can be started`);
         }
+        // Taken before runc start: the process may be done (and its finish time set) by the time start returns.
+        const startedAt = nowNanos();
         try {
           await runtimeOf(deps, record).start(id);
         } catch (err) {
@@ -23,7 +25,7 @@ export function containerStartHandlers(deps: Deps): RuntimeHandlers {
           });
           throw err;
         }
-        deps.tables.containers.update(id, (r) => { r.state = 'CONTAINER_RUNNING'; r.startedAt = nowNanos(); });
+        deps.tables.containers.update(id, (r) => { r.state = 'CONTAINER_RUNNING'; r.startedAt = startedAt; });
         ctx.log.info('container started');
       });
       return {};

@@ -16,6 +16,13 @@ const nanos = (d: Date) => String(BigInt(d.getTime()) * 1_000_000n);
 /** The CPU rate needs two samples: the last one of each container is kept here. */
 const previous = new Map<string, Pick<CgroupStats, 'timestamp' | 'cpuUsageNs'>>();
 
+/** Drops the samples of containers and sandboxes that no longer exist (the list calls kubelet makes run it). */
+function forgetRemoved(deps: Deps): void {
+  for (const id of previous.keys()) {
+    if (!deps.tables.containers.get(id) && !deps.tables.sandboxes.get(id)) previous.delete(id);
+  }
+}
+
 async function sample(id: string, pid: number | undefined): Promise<CgroupStats | undefined> {
   if (!pid) return undefined;
   const stats = await readStatsForPid(pid).catch(() => undefined);
@@ -76,6 +83,7 @@ export function containerStatsHandlers(deps: Deps): RuntimeHandlers {
   return {
     ContainerStats: async (request) => ({ stats: await containerStats(deps, deps.tables.containers.find(request.container_id)) }),
     ListContainerStats: async (request) => {
+      forgetRemoved(deps);
       const f = request.filter;
       const records = deps.tables.containers.list().filter((r) =>
         (!f?.id || r.id.startsWith(f.id)) && (!f?.pod_sandbox_id || r.sandboxId.startsWith(f.pod_sandbox_id)) && matchesLabels(r.config.labels, f?.label_selector));
@@ -83,6 +91,7 @@ export function containerStatsHandlers(deps: Deps): RuntimeHandlers {
     },
     PodSandboxStats: async (request) => ({ stats: await sandboxStats(deps, deps.tables.sandboxes.find(request.pod_sandbox_id)) }),
     ListPodSandboxStats: async (request) => {
+      forgetRemoved(deps);
       const f = request.filter;
       const records = deps.tables.sandboxes.list().filter((r) => (!f?.id || r.id.startsWith(f.id)) && matchesLabels(r.config.labels, f?.label_selector));
       return { stats: await Promise.all(records.map((r) => sandboxStats(deps, r))) };
