@@ -5,6 +5,8 @@ import { dirname, join } from 'node:path';
 import { buildContainerSpec, containerLogPath, imageVolumesToCreate } from '../oci/runtime/spec/index.js';
 import type { CreateContainerResponse } from '../gen/runtime/v1/CreateContainerResponse.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
+import { resolveMountSources } from '../oci/runtime/mount-sources.js';
+import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
 import { FailedPrecondition, InvalidArgument } from './errors.js';
@@ -47,7 +49,7 @@ async function createContainer(
   const log = parentLog.child({ containerId: id });
   const imageConfig = specImageConfig(image);
   const record: ContainerRecord = {
-    id, sandboxId: sandbox.id, state: 'CONTAINER_CREATED', createdAt: nowNanos(), startedAt: '0', finishedAt: '0',
+    id, sandboxId: sandbox.id, state: 'CONTAINER_CREATED', creating: true, createdAt: nowNanos(), startedAt: '0', finishedAt: '0',
     exitCode: 0, reason: '', message: '', config,
     image: { id: image.id, name: config.image!.image, ref: image.repoDigests[0] ?? image.id },
     dir: join(deps.config.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: imageConfig.StopSignal || 'SIGTERM',
@@ -60,6 +62,7 @@ async function createContainer(
     const rootfs = await deps.images.prepareRootfs(id, image.id);
     undo.push('container rootfs', () => deps.images.removeRootfs(id));
     record.rootfsUpper = rootfs.mount.options.find((o) => o.startsWith('upperdir='))?.slice('upperdir='.length);
+    checkpoint('container-rootfs-mounted');
 
     const volumeDirs: Record<string, string> = {};
     for (const volume of imageVolumesToCreate(image.config.volumes, config.mounts)) {
@@ -76,7 +79,7 @@ async function createContainer(
     const target = config.linux?.security_context?.namespace_options?.target_id;
     if (target) host.targetPid = deps.tables.containers.find(target).pid;
     const spec = buildContainerSpec({
-      id, sandboxId: sandbox.id, config, sandboxConfig, image: { name: record.image.name, config: imageConfig },
+      id, sandboxId: sandbox.id, config: { ...config, mounts: await resolveMountSources(config.mounts) }, sandboxConfig, image: { name: record.image.name, config: imageConfig },
       rootfs: rootfs.path, cgroupDriver: deps.config.cgroup_driver, host, volumeDirs,
       sandbox: {
         pausePid: sandbox.pausePid!, netnsPath: sandbox.netns?.path, shmPath: sandbox.shm,
@@ -89,7 +92,9 @@ async function createContainer(
     const { pid } = await runtime.create({
       id, bundle: record.dir, logPath: record.logPath || '/dev/null', stdin: config.stdin, stdinOnce: config.stdin_once, tty: config.tty,
     });
+    checkpoint('container-created');
     record.pid = pid;
+    delete record.creating;
     deps.tables.containers.put(record);
     log.info({ name: config.metadata.name, image: record.image.name }, 'container created');
     return { container_id: id };

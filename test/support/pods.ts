@@ -1,4 +1,6 @@
 // CRI request builders for tests: a plausible pod and container as kubelet would send them.
+import { VERSION } from '../../server/daemon.js';
+import { builtinPauseName } from '../../server/pause-image.js';
 import type { ContainerConfig } from '../../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig } from '../../gen/runtime/v1/PodSandboxConfig.js';
 
@@ -28,3 +30,6 @@ export function containerConfig(name: string, image: string, command: string[], 
   change(config);
   return config;
 }
+
+/** The built-in pause image: present in every daemon, so it serves as a container image that needs no registry. */
+export const PAUSE_IMAGE = builtinPauseName(VERSION);

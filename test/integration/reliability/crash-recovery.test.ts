@@ -7,12 +7,15 @@ import { execa } from 'execa';
 import { makeTestNet, type TestNet } from '../../support/cni-env.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
-import { podConfig } from '../../support/pods.js';
+import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
 
 const PORTMAP = { type: 'portmap', capabilities: { portMappings: true } };
 
 /** What kubelet does after a runtime restart: stop and remove every sandbox it does not want. */
 async function converge(daemon: TestDaemon): Promise<void> {
+  for (const c of (await daemon.client.runtime.call('ListContainers', {})).containers) {
+    await daemon.client.runtime.call('RemoveContainer', { container_id: c.id });
+  }
   for (const item of (await daemon.client.runtime.call('ListPodSandbox', {})).items) {
     await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: item.id });
     await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: item.id });
@@ -61,6 +64,14 @@ describe('crash recovery', () => {
   for (const point of ['netns-created', 'cni-add:loopback', 'cni-add:bridge', 'cni-add:portmap', 'pause-rootfs-mounted', 'pause-created', 'pause-started']) {
     it(`leaves nothing when the daemon dies at ${point} during RunPodSandbox`, () =>
       crashAt(point, (daemon) => daemon.client.runtime.call('RunPodSandbox', { config: podConfig(`crash-${slug(point)}`) })));
+  }
+  for (const point of ['container-rootfs-mounted', 'container-created']) {
+    it(`leaves nothing when the daemon dies at ${point} during CreateContainer`, () =>
+      crashAt(point, async (daemon) => {
+        const config = podConfig(`ctrcrash-${slug(point)}`);
+        const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config });
+        await daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: containerConfig('app', PAUSE_IMAGE, ['/pause']) });
+      }));
   }
   for (const point of ['cni-del:portmap', 'cni-del:bridge', 'sandbox-network-detached']) {
     it(`leaves nothing when the daemon dies at ${point} during StopPodSandbox`, () =>

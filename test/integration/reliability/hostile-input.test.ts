@@ -9,10 +9,9 @@ import { makeTestNet, type TestNet } from '../../support/cni-env.js';
 import type { CriClient } from '../../support/cri-client.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
-import { containerConfig, podConfig } from '../../support/pods.js';
+import { containerConfig, PAUSE_IMAGE as PAUSE, podConfig } from '../../support/pods.js';
 
 const { INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, RESOURCE_EXHAUSTED } = grpc.status;
-const PAUSE = 'localhost/minicri/pause:0.1.0';
 
 interface Case {
   name: string;
