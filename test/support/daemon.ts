@@ -40,7 +40,8 @@ export function makeDaemonDirs(extraToml = '', net?: DaemonNetwork): DaemonDirs 
     `socket = "${dirs.socket}"`,
     `root_dir = "${dirs.rootDir}"`,
     `state_dir = "${dirs.stateDir}"`,
-    `log_level = "debug"`,
+    // Debug unless the test chose a level (long runs would otherwise log megabytes).
+    ...(/^log_level\s*=/m.test(extraToml) ? [] : ['log_level = "debug"']),
     extraToml,
     '[cni]',
     `conf_dir = "${net?.confDir ?? join(base, 'net.d')}"`,
@@ -58,8 +59,10 @@ export class TestDaemon {
 
   private constructor(readonly dirs: DaemonDirs, readonly process: ChildProcess) {
     this.client = new CriClient(dirs.socket);
-    process.stderr?.on('data', (chunk: Buffer) => { this.output += chunk.toString(); });
-    process.stdout?.on('data', (chunk: Buffer) => { this.output += chunk.toString(); });
+    // The last megabyte is plenty to explain a failure.
+    const keep = (chunk: Buffer) => { this.output = (this.output + chunk.toString()).slice(-1024 * 1024); };
+    process.stderr?.on('data', keep);
+    process.stdout?.on('data', keep);
     this.exited = new Promise((resolve) => process.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
   }
 
