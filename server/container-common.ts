@@ -29,7 +29,9 @@ function exitReason(exitCode: number, oomKilled: boolean): string {
 export async function refreshContainer(deps: Deps, record: ContainerRecord): Promise<ContainerRecord> {
   if (record.state !== 'CONTAINER_RUNNING') return record;
   const runtime = deps.runtimes.get(deps.tables.sandboxes.get(record.sandboxId)?.runtimeHandler ?? deps.config.default_runtime);
-  const exit = await runtime?.exitStatus(record.id);
+  // No exit file yet (the watcher knows without a read): still running.
+  if (!runtime?.exits.mayHaveExited(record.id)) return record;
+  const exit = await runtime.exitStatus(record.id);
   if (!exit) return record;
   return deps.tables.containers.update(record.id, (r) => {
     r.state = 'CONTAINER_EXITED';

@@ -15,7 +15,8 @@ export async function stopContainer(deps: Deps, id: string, timeoutSec: number, 
   } else {
     // Created but never started: there is no process to signal; it simply never ran.
     await runtime.delete(id, { force: true });
-    deps.tables.containers.update(id, (r) => { r.state = 'CONTAINER_EXITED'; r.reason = 'Error'; r.message = 'stopped before it was started'; });
+    // Not 0: a container that never ran must not read as a success.
+    deps.tables.containers.update(id, (r) => { r.state = 'CONTAINER_EXITED'; r.exitCode = 255; r.reason = 'Error'; r.message = 'stopped before it was started'; });
   }
   log.info({ containerId: id }, 'container stopped');
 }

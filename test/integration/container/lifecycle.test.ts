@@ -112,7 +112,9 @@ describe('containers', () => {
     // A created container that is stopped never runs; stopping the pod kills what still runs in it at once.
     const never = await env.create(pod, 'never', ['sleep', '1000']);
     await env.rt.runtime.call('StopContainer', { container_id: never, timeout: 10 });
-    assert.equal((await env.status(never)).state, 'CONTAINER_EXITED');
+    const neverStatus = await env.status(never);
+    assert.equal(neverStatus.state, 'CONTAINER_EXITED');
+    assert.notEqual(neverStatus.exit_code, 0, 'a container that never ran does not read as a success');
     await assert.rejects(env.rt.runtime.call('StartContainer', { container_id: never }), grpcCode(grpc.status.FAILED_PRECONDITION));
     const last = await env.run(pod, 'last', ['sleep', '1000']);
     started = Date.now();
