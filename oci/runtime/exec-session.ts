@@ -28,13 +28,33 @@ export interface TerminalSize {
   height: number;
 }
 
+/**
+ * Terminal sizes from the client. Sizes can arrive before the process is there to take them, so the
+ * latest is kept and handed to whoever follows later.
+ */
+export class TerminalSizes {
+  private readonly events = new EventEmitter<{ resize: [TerminalSize] }>();
+  private last: TerminalSize | undefined;
+
+  push(size: TerminalSize): void {
+    this.last = size;
+    this.events.emit('resize', size);
+  }
+
+  /** Calls `fn` with the latest size (if any) and each later one; returns the unsubscribe. */
+  follow(fn: (size: TerminalSize) => void): () => void {
+    if (this.last) fn(this.last);
+    this.events.on('resize', fn);
+    return () => this.events.off('resize', fn);
+  }
+}
+
 /** The client's side of a session: any of the three streams, terminal resizes, and going away. */
 export interface SessionStdio {
   stdin: Readable | null;
   stdout: Writable | null;
   stderr: Writable | null;
-  /** Emits 'resize' with a TerminalSize. */
-  resize: EventEmitter<{ resize: [TerminalSize] }>;
+  resize: TerminalSizes;
   /** Aborted when the client has gone away. */
   signal: AbortSignal;
 }
@@ -58,10 +78,11 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
   const tag = randomBytes(6).toString('hex');
   const pidFile = join(r.workDir, `exec-${tag}.pid`);
   const consoleSocket = join(r.workDir, `exec-${tag}.sock`);
-  const execArgs = [...r.runtimeArgs, 'exec', '--pid-file', pidFile, ...(r.tty ? ['--tty', '--console-socket', consoleSocket] : []), r.id, ...r.cmd];
+  // runc passes a console socket the PTY only when it detaches (-d); the helper then waits for the process.
+  const execArgs = [...r.runtimeArgs, 'exec', '--pid-file', pidFile, ...(r.tty ? ['-d', '--tty', '--console-socket', consoleSocket] : []), r.id, ...r.cmd];
   const started = Date.now();
   const child = r.tty
-    ? spawn(r.helperPath ?? STREAM_HELPER, ['pty', consoleSocket, r.runtimePath, ...execArgs], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] })
+    ? spawn(r.helperPath ?? STREAM_HELPER, ['pty', consoleSocket, pidFile, r.runtimePath, ...execArgs], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] })
     : spawn(r.runtimePath, execArgs, { stdio: [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr ? 'pipe' : 'ignore'] });
   const stderrTail: Buffer[] = [];
   wireInput(io.stdin, child.stdin);
@@ -71,9 +92,8 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
     child.stderr!.on('data', (b: Buffer) => { stderrTail.push(b); io.stdout?.write(b); });
     const ctl = child.stdio[3] as Writable;
     ctl.on('error', () => undefined);
-    const onResize = (s: TerminalSize) => ctl.write(`${s.height} ${s.width}\n`);
-    io.resize.on('resize', onResize);
-    child.once('exit', () => io.resize.off('resize', onResize));
+    const unfollow = io.resize.follow((s) => ctl.write(`${s.height} ${s.width}\n`));
+    child.once('exit', unfollow);
   } else if (child.stderr && io.stderr) {
     child.stderr.pipe(io.stderr, { end: false });
   }
@@ -131,8 +151,8 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
   else errOut.resume();
   const helperErr: Buffer[] = [];
   child.stderr!.on('data', (b: Buffer) => helperErr.push(b));
-  const onResize = (s: TerminalSize) => void writeCtl(r.ctlPath, `1 ${s.height} ${s.width}\n`).catch((err: unknown) => r.log.debug({ err, id: r.id }, 'attach resize failed'));
-  io.resize.on('resize', onResize);
+  const unfollow = io.resize.follow((s) => void writeCtl(r.ctlPath, `1 ${s.height} ${s.width}\n`)
+    .catch((err: unknown) => r.log.debug({ err, id: r.id }, 'attach resize failed')));
   const onAbort = () => child.kill('SIGTERM');
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
@@ -142,7 +162,7 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
       throw new Internal(`attach to container "${r.id}": ${Buffer.concat(helperErr).toString().trim() || 'the attach helper failed'}`);
     }
   } finally {
-    io.resize.off('resize', onResize);
+    unfollow();
     io.signal.removeEventListener('abort', onAbort);
     child.stdin?.destroy();
     child.stdout?.unpipe();

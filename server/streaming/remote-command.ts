@@ -1,9 +1,9 @@
 // Exec and attach over either transport: turn a SPDY session or a WebSocket into the session's
 // stdio (SessionStdio) and report the outcome on the error stream.
-import { EventEmitter, once } from 'node:events';
+import { once } from 'node:events';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import type { WebSocket } from 'ws';
-import type { SessionStdio, TerminalSize } from '../../oci/runtime/exec-session.js';
+import { TerminalSizes, type SessionStdio } from '../../oci/runtime/exec-session.js';
 import {
   CH_CLOSE, CH_ERROR, CH_RESIZE, CH_STDERR, CH_STDIN, CH_STDOUT, decodeChannelMessage, encodeChannelMessage, encodeStatus, ResizeDecoder, type Status,
 } from './protocol.js';
@@ -65,11 +65,11 @@ export async function spdyRemoteCommand(session: SpdySession, version: number, o
 
   const abort = new AbortController();
   session.once('close', () => abort.abort());
-  const resize = new EventEmitter<{ resize: [TerminalSize] }>();
+  const resize = new TerminalSizes();
   const resizeStream = streams.get('resize');
   if (resizeStream) {
     const decoder = new ResizeDecoder();
-    resizeStream.on('data', (b: Buffer) => { for (const s of decoder.push(b)) resize.emit('resize', s); });
+    resizeStream.on('data', (b: Buffer) => { for (const s of decoder.push(b)) resize.push(s); });
     resizeStream.on('error', () => undefined);
   }
   for (const s of streams.values()) s.on('error', () => undefined);
@@ -110,7 +110,7 @@ function channelWriter(ws: WebSocket, channel: number, base64: boolean): Writabl
 /** Exec/attach over a WebSocket using the channel protocol (`version` 5 adds the close signal). */
 export function wsRemoteCommand(ws: WebSocket, version: number, base64: boolean, o: StdioOptions): RemoteCommand {
   const abort = new AbortController();
-  const resize = new EventEmitter<{ resize: [TerminalSize] }>();
+  const resize = new TerminalSizes();
   const decoder = new ResizeDecoder();
   const stdin = o.stdin ? new PassThrough() : null;
   const stdout = o.stdout ? channelWriter(ws, CH_STDOUT, base64) : null;
@@ -120,7 +120,7 @@ export function wsRemoteCommand(ws: WebSocket, version: number, base64: boolean,
     const m = decodeChannelMessage(isBinary ? raw : raw.toString(), base64);
     if (!m) return;
     if (m.channel === CH_STDIN && stdin && !stdin.writableEnded) stdin.write(m.data);
-    else if (m.channel === CH_RESIZE) for (const s of decoder.push(m.data)) resize.emit('resize', s);
+    else if (m.channel === CH_RESIZE) for (const s of decoder.push(m.data)) resize.push(s);
     else if (m.channel === CH_CLOSE && version >= 5 && m.data[0] === CH_STDIN) stdin?.end();
   });
   ws.on('close', () => {

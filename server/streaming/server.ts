@@ -106,6 +106,9 @@ export class StreamingServer implements StreamingEndpoint {
 
   private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => undefined);
+    // Upgraded connections are no longer the HTTP server's to close: track them until they end.
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
     const r = this.route(req.url);
     const request = r ? this.tokens.take(r.token) : undefined;
     if (!r || !request || request.verb !== r.verb) return reject(socket, 404, 'Not Found', 'unknown, used or expired streaming token');
@@ -141,7 +144,6 @@ export class StreamingServer implements StreamingEndpoint {
     t: { kind: 'spdy'; session: SpdySession; protocol: string } | { kind: 'ws'; ws: WebSocket; protocol: string; query: URLSearchParams },
   ): Promise<void> {
     this.active++;
-    this.sockets.add(socket);
     const started = Date.now();
     const target = request.verb === 'portforward' ? { sandboxId: request.sandboxId } : { containerId: request.containerId };
     const log = this.opts.log.child({ verb: request.verb, ...target, transport: t.kind, protocol: t.protocol });
@@ -190,7 +192,6 @@ export class StreamingServer implements StreamingEndpoint {
       else t.ws.terminate();
     } finally {
       this.active--;
-      this.sockets.delete(socket);
       log.info({ ms: Date.now() - started, ...outcome }, 'streaming session ended');
     }
   }

@@ -2,10 +2,11 @@
  * minicri-streamhelper: the few streaming steps Node.js cannot do itself, each a byte pump between
  * this process's stdio and something Node has no API for.
  *
- *   pty <console-socket> <runtime> <args...>
- *       Listen on <console-socket>, run the runtime (runc exec --tty --console-socket ...), receive the
- *       PTY master it sends (SCM_RIGHTS), then copy stdin -> master and master -> stdout. Lines
- *       "<rows> <cols>\n" on fd 3 resize the terminal. Exits with the runtime's exit status.
+ *   pty <console-socket> <pid-file> <runtime> <args...>
+ *       Listen on <console-socket>, run the runtime (runc exec -d --tty --console-socket ... --pid-file),
+ *       receive the PTY master it sends (SCM_RIGHTS), then copy stdin -> master and master -> stdout.
+ *       Lines "<rows> <cols>\n" on fd 3 resize the terminal. Exits with the exec'd process's status
+ *       (or the runtime's, when it failed).
  *   attach <socket>
  *       Connect to conmon's SOCK_SEQPACKET attach socket. stdin -> container stdin; packets tagged
  *       stdout go to fd 1, stderr to fd 3. stdin EOF half-closes the socket (conmon then closes the
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -120,7 +122,36 @@ static void apply_resizes(int master, char *buf, size_t *len) {
   if (*len >= 128) *len = 0; /* garbage without newlines: drop it */
 }
 
-static int run_pty(const char *sock_path, char **argv) {
+static int read_pid(const char *path) {
+  char buf[32] = { 0 };
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) die("open the exec pid file");
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  int pid = n > 0 ? atoi(buf) : 0;
+  if (pid <= 0) {
+    fprintf(stderr, "minicri-streamhelper: no pid in %s\n", path);
+    exit(HELPER_FAIL);
+  }
+  return pid;
+}
+
+/* Reaps exited children without blocking; records the status of `pid` when it is among them. */
+static void reap(pid_t pid, int *status, int *done) {
+  int st;
+  pid_t w;
+  while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+    if (w == pid) {
+      *status = st;
+      *done = 1;
+    }
+  }
+}
+
+static int run_pty(const char *sock_path, const char *pid_file, char **argv) {
+  /* runc hands out the console only when it detaches (exec -d); as a subreaper we inherit the
+     exec'd process once runc has exited, and can wait for its status. */
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) die("become a subreaper");
   struct sockaddr_un sa;
   int dirfd;
   socklen_t sl = unix_addr(sock_path, &sa, &dirfd);
@@ -129,9 +160,9 @@ static int run_pty(const char *sock_path, char **argv) {
   if (bind(lfd, (struct sockaddr *)&sa, sl) < 0) die("bind the console socket");
   if (listen(lfd, 1) < 0) die("listen");
 
-  pid_t child = fork();
-  if (child < 0) die("fork");
-  if (child == 0) {
+  pid_t runtime = fork();
+  if (runtime < 0) die("fork");
+  if (runtime == 0) {
     /* The runtime's own messages go to our stderr; fd 3 (resize) is not its business. */
     int nul = open("/dev/null", O_RDWR);
     dup2(nul, 0);
@@ -142,51 +173,52 @@ static int run_pty(const char *sock_path, char **argv) {
     _exit(HELPER_FAIL);
   }
 
-  /* Wait for the terminal, or for the runtime to fail before sending one. */
-  int status, master = -1;
-  for (;;) {
-    struct pollfd p = { .fd = lfd, .events = POLLIN };
+  /* The terminal arrives, then the runtime exits once the process runs; or it fails. */
+  int status, master = -1, runtime_done = 0;
+  while (!runtime_done || master < 0) {
+    struct pollfd p = { .fd = master < 0 ? lfd : -1, .events = POLLIN };
     int r = poll(&p, 1, 100);
     if (r > 0) {
       int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
       if (conn < 0) die("accept");
       master = receive_fd(conn);
       close(conn);
-      break;
     }
-    if (waitpid(child, &status, WNOHANG) == child) {
-      unlink(sock_path);
-      return exit_status(status);
+    if (!runtime_done && waitpid(runtime, &status, WNOHANG) == runtime) {
+      runtime_done = 1;
+      if (exit_status(status) != 0) break;
     }
   }
   close(lfd);
   unlink(sock_path);
   if (dirfd >= 0) close(dirfd);
+  if (exit_status(status) != 0) return exit_status(status);
 
+  pid_t pid = read_pid(pid_file);
   char buf[BUF], ctl[256];
   size_t ctl_len = 0;
-  int in_open = 1, ctl_open = fcntl(3, F_GETFD) >= 0, child_done = 0;
+  int in_open = 1, ctl_open = fcntl(3, F_GETFD) >= 0, done = 0;
   for (;;) {
     struct pollfd p[3] = {
       { .fd = master, .events = POLLIN },
       { .fd = in_open ? 0 : -1, .events = POLLIN },
       { .fd = ctl_open ? 3 : -1, .events = POLLIN },
     };
-    /* Once the runtime has exited, drain what the terminal still holds and stop. */
-    int r = poll(p, 3, child_done ? 50 : 200);
+    /* Once the process has exited, drain what the terminal still holds and stop. */
+    int r = poll(p, 3, done ? 50 : 200);
     if (r < 0 && errno != EINTR) die("poll");
-    if (r == 0 && child_done) break;
-    if (p[0].revents) {
+    if (r == 0 && done) break;
+    if (r > 0 && p[0].revents) {
       ssize_t n = read(master, buf, sizeof(buf));
       if (n <= 0) break; /* EIO: every slave end is closed */
       if (write_all(1, buf, (size_t)n) < 0) break;
     }
-    if (p[1].revents) {
+    if (r > 0 && p[1].revents) {
       ssize_t n = read(0, buf, sizeof(buf));
       if (n <= 0) in_open = 0;
       else write_all(master, buf, (size_t)n);
     }
-    if (p[2].revents) {
+    if (r > 0 && p[2].revents) {
       ssize_t n = read(3, ctl + ctl_len, sizeof(ctl) - ctl_len);
       if (n <= 0) ctl_open = 0;
       else {
@@ -194,10 +226,18 @@ static int run_pty(const char *sock_path, char **argv) {
         apply_resizes(master, ctl, &ctl_len);
       }
     }
-    if (!child_done && waitpid(child, &status, WNOHANG) == child) child_done = 1;
+    if (!done) reap(pid, &status, &done);
   }
   close(master);
-  if (!child_done && waitpid(child, &status, 0) < 0) die("wait for the runtime");
+  while (!done) {
+    int st;
+    pid_t w = waitpid(-1, &st, 0);
+    if (w < 0) die("wait for the exec process");
+    if (w == pid) {
+      status = st;
+      done = 1;
+    }
+  }
   return exit_status(status);
 }
 
@@ -298,9 +338,9 @@ static int run_connect(const char *netns, const char *port_s) {
 
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
-  if (argc >= 4 && strcmp(argv[1], "pty") == 0) return run_pty(argv[2], argv + 3);
+  if (argc >= 5 && strcmp(argv[1], "pty") == 0) return run_pty(argv[2], argv[3], argv + 4);
   if (argc == 3 && strcmp(argv[1], "attach") == 0) return run_attach(argv[2]);
   if (argc == 4 && strcmp(argv[1], "connect") == 0) return run_connect(argv[2], argv[3]);
-  fprintf(stderr, "usage: minicri-streamhelper pty SOCKET RUNTIME ARGS... | attach SOCKET | connect NETNS PORT\n");
+  fprintf(stderr, "usage: minicri-streamhelper pty SOCKET PIDFILE RUNTIME ARGS... | attach SOCKET | connect NETNS PORT\n");
   return HELPER_FAIL;
 }
