@@ -78,7 +78,7 @@ export function streamingBackend(deps: () => Deps, runtimeCommand: (handler: str
       const { cmd } = runtimeFor(d, record);
       return runExecSession({
         runtimePath: cmd.path, runtimeArgs: cmd.args, id: record.id, cmd: req.cmd, tty: req.tty,
-        workDir: await workDir(), log: d.log.child({ module: 'exec', id: record.id }),
+        workDir: await workDir(), log: d.log.child({ module: 'exec' }),
       }, io);
     },
     attach: async (req, io) => {
@@ -88,7 +88,7 @@ export function streamingBackend(deps: () => Deps, runtimeCommand: (handler: str
       const runtime = d.runtimes.get(handler)!;
       return runAttachSession({
         id: record.id, socketPath: runtime.attachSocketPath(record.id), ctlPath: join(record.dir, 'ctl'),
-        log: d.log.child({ module: 'attach', id: record.id }),
+        log: d.log.child({ module: 'attach' }),
       }, io);
     },
     portForward: async (req) => {

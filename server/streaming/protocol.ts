@@ -8,7 +8,9 @@ export const SPDY_EXEC_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v
 export const SPDY_PORTFORWARD_PROTOCOLS = ['portforward.k8s.io'] as const;
 /** WebSocket subprotocols: v5/v4 channel framing, optionally base64 text frames. */
 export const WS_EXEC_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v4.base64.channel.k8s.io', 'base64.channel.k8s.io', 'channel.k8s.io'] as const;
-export const WS_PORTFORWARD_PROTOCOLS = ['v4.channel.k8s.io', 'v4.base64.channel.k8s.io', 'channel.k8s.io', 'base64.channel.k8s.io'] as const;
+/** SPDY tunneled in WebSocket binary messages (kubectl 1.31+ port-forward), then the channel protocols. */
+export const WS_SPDY_TUNNEL_PROTOCOL = 'SPDY/3.1+portforward.k8s.io';
+export const WS_PORTFORWARD_PROTOCOLS = [WS_SPDY_TUNNEL_PROTOCOL, 'v4.channel.k8s.io', 'v4.base64.channel.k8s.io', 'channel.k8s.io', 'base64.channel.k8s.io'] as const;
 
 /**
  * The first of our protocols (in our order of preference) the client offers, or undefined.

@@ -5,13 +5,13 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { createWebSocketStream, WebSocketServer, type WebSocket } from 'ws';
 import type { SessionStdio } from '../../oci/runtime/exec-session.js';
 import type { Logger } from '../log.js';
 import { spdyPortForward, wsPortForward, type PodConnector } from './port-forward.js';
 import {
   errorStatus, exitCodeStatus, negotiate, parsePorts, protocolVersion, SPDY_EXEC_PROTOCOLS, SPDY_PORTFORWARD_PROTOCOLS, successStatus,
-  WS_EXEC_PROTOCOLS, WS_PORTFORWARD_PROTOCOLS, type Status, type Verb,
+  WS_EXEC_PROTOCOLS, WS_PORTFORWARD_PROTOCOLS, WS_SPDY_TUNNEL_PROTOCOL, type Status, type Verb,
 } from './protocol.js';
 import { spdyRemoteCommand, wsRemoteCommand, type RemoteCommand, type StdioOptions } from './remote-command.js';
 import { SpdySession } from './spdy.js';
@@ -49,14 +49,22 @@ export interface StreamingEndpoint {
 
 export class StreamingServer implements StreamingEndpoint {
   private readonly tokens = new TokenCache<StreamRequest>();
-  /** The subprotocol chosen for each WebSocket upgrade, read back by ws during the handshake. */
+  /**
+   * The subprotocol chosen for each WebSocket upgrade. We answer it ourselves ('headers' below): ws
+   * refuses offers that are not HTTP tokens, and kubectl's SPDY/3.1+portforward.k8s.io has a '/'.
+   */
   private readonly chosen = new WeakMap<IncomingMessage, string>();
-  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, handleProtocols: (_offered, req) => this.chosen.get(req) ?? false });
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   private readonly sockets = new Set<Duplex>();
   private active = 0;
   private baseUrl = '';
 
-  private constructor(private readonly http: Server, private readonly opts: StreamingServerOptions) {}
+  private constructor(private readonly http: Server, private readonly opts: StreamingServerOptions) {
+    this.wss.on('headers', (headers, req) => {
+      const protocol = this.chosen.get(req);
+      if (protocol) headers.push(`Sec-WebSocket-Protocol: ${protocol}`);
+    });
+  }
 
   static async start(opts: StreamingServerOptions): Promise<StreamingServer> {
     const http = createServer();
@@ -110,18 +118,23 @@ export class StreamingServer implements StreamingEndpoint {
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
     const r = this.route(req.url);
-    const request = r ? this.tokens.take(r.token) : undefined;
+    // Refusals for the protocol or the load leave the token valid: the client may retry (kubectl falls
+    // back from WebSocket to SPDY). Only an accepted upgrade uses it up.
+    const request = r ? this.tokens.peek(r.token) : undefined;
     if (!r || !request || request.verb !== r.verb) return reject(socket, 404, 'Not Found', 'unknown, used or expired streaming token');
     if (this.active >= this.opts.maxSessions) {
       return reject(socket, 429, 'Too Many Requests', `${this.active} streaming sessions are open, the limit is ${this.opts.maxSessions}`);
     }
+    const accept = () => this.tokens.take(r.token) !== undefined;
     const upgrade = (req.headers.upgrade ?? '').toLowerCase();
     if (upgrade === 'websocket') {
       const ours = request.verb === 'portforward' ? WS_PORTFORWARD_PROTOCOLS : WS_EXEC_PROTOCOLS;
       const offered = req.headers['sec-websocket-protocol'];
       const protocol = negotiate(offered, ours) ?? (offered ? undefined : 'channel.k8s.io');
       if (!protocol) return reject(socket, 403, 'Forbidden', `no supported WebSocket subprotocol offered (supported: ${ours.join(', ')})`);
+      if (!accept()) return reject(socket, 404, 'Not Found', 'streaming token already used');
       this.chosen.set(req, protocol);
+      delete req.headers['sec-websocket-protocol'];
       this.wss.handleUpgrade(req, socket, head, (ws) => {
         void this.runSession(request, socket, { kind: 'ws', ws, protocol, query: r.query });
       });
@@ -132,6 +145,7 @@ export class StreamingServer implements StreamingEndpoint {
     const offered = req.headers['x-stream-protocol-version'];
     const protocol = negotiate(offered, ours) ?? (offered ? undefined : ours[ours.length - 1]!);
     if (!protocol) return reject(socket, 403, 'Forbidden', `unable to negotiate a stream protocol (supported: ${ours.join(', ')})`);
+    if (!accept()) return reject(socket, 404, 'Not Found', 'streaming token already used');
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: ${protocol}\r\n\r\n`);
     if (head.length) socket.unshift(head);
     const session = new SpdySession(socket, { client: false });
@@ -155,6 +169,7 @@ export class StreamingServer implements StreamingEndpoint {
       if (request.verb === 'portforward') {
         const connect = await this.opts.backend.portForward(request);
         if (t.kind === 'spdy') await spdyPortForward(t.session, connect, log);
+        else if (t.protocol === WS_SPDY_TUNNEL_PROTOCOL) await spdyPortForward(new SpdySession(createWebSocketStream(t.ws), { client: false }), connect, log);
         else {
           const fromQuery = parsePorts(t.query.getAll('port'));
           if (typeof fromQuery === 'string') {

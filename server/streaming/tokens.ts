@@ -23,6 +23,12 @@ export class TokenCache<T> {
     return token;
   }
 
+  /** The value for `token` without using it up; undefined when unknown or expired. */
+  peek(token: string): T | undefined {
+    const e = this.entries.get(token);
+    return e && e.expires > this.now() ? e.value : undefined;
+  }
+
   /** The value for `token` once; undefined when unknown, already used or expired. */
   take(token: string): T | undefined {
     const e = this.entries.get(token);

@@ -2,13 +2,17 @@
 // pulled from a local registry, real containers under conmon and runc, and clients speaking SPDY/3.1
 // (our codec in client mode) and WebSocket (`ws`).
 import assert from 'node:assert/strict';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
 import { makeTestNet, waitFor, type TestNet } from '../../support/cni-env.js';
+import { startFakeApiServer } from '../../support/fake-apiserver.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { containerConfig, podConfig } from '../../support/pods.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
@@ -16,6 +20,9 @@ import { pushStreamingImage } from '../../support/streaming-image.js';
 import {
   channelText, readAll, readUntil, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect, wsSend,
 } from '../../support/streaming-client.js';
+
+/** kubectl 1.29 speaks SPDY for exec; 1.33 WebSocket v5 (and tunnels port-forward, falling back to SPDY). */
+const KUBECTLS = ['1.29', '1.33'].map((v) => ({ v, path: `/usr/lib/google-cloud-sdk/bin/kubectl.${v}` })).filter((k) => existsSync(k.path));
 
 const HTTP_GET = 'GET / HTTP/1.0\r\nHost: pod\r\n\r\n';
 
@@ -241,4 +248,53 @@ describe('streaming: exec, attach, port-forward', () => {
     await assert.rejects(rt().call('PortForward', { pod_sandbox_id: 'f'.repeat(64), port: [80] }), code(grpc.status.NOT_FOUND));
     await assert.rejects(rt().call('PortForward', { pod_sandbox_id: podId, port: [70000] }), code(grpc.status.INVALID_ARGUMENT));
   });
+
+  for (const kubectl of KUBECTLS) {
+    it(`kubectl ${kubectl.v} (the Go clients) through a fake API server: exec exit codes, stdin, port-forward`, async () => {
+      const ids: Record<string, string> = { shell, cat: catter };
+      const api = await startFakeApiServer('stream', ['shell', 'cat'], async (sub, q) => {
+        const flag = (k: string) => q.get(k) === 'true';
+        if (sub === 'portforward') return (await rt().call('PortForward', { pod_sandbox_id: podId, port: [] })).url;
+        const common = { container_id: ids[q.get('container') ?? 'shell']!, stdin: flag('stdin'), stdout: flag('stdout'), stderr: flag('stderr'), tty: flag('tty') };
+        if (sub === 'exec') return (await rt().call('Exec', { ...common, cmd: q.getAll('command') })).url;
+        return (await rt().call('Attach', common)).url;
+      });
+      const home = await mkdtemp(join(tmpdir(), 'minicri-streaming-kubectl-'));
+      let forward: ReturnType<typeof execa> | undefined;
+      try {
+        const kubeconfig = await api.writeKubeconfig(join(home, 'kubeconfig'));
+        const run = (args: string[], input?: string) => execa(kubectl.path, ['--kubeconfig', kubeconfig, '--cache-dir', join(home, 'cache'), ...args],
+          { reject: false, timeout: 30_000, env: { HOME: home }, ...(input === undefined ? {} : { input }) });
+        const logStart = daemon.log().length;
+        const failing = await run(['exec', 'stream', '-c', 'shell', '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
+        assert.equal(failing.stdout, 'out');
+        assert.match(failing.stderr, /err/);
+        assert.equal(failing.exitCode, 3, failing.stderr);
+        const piped = await run(['exec', '-i', 'stream', '-c', 'shell', '--', 'cat'], 'piped through kubectl\n');
+        assert.equal(piped.exitCode, 0, piped.stderr);
+        assert.equal(piped.stdout, 'piped through kubectl');
+
+        forward = execa(kubectl.path, ['--kubeconfig', kubeconfig, '--cache-dir', join(home, 'cache'), 'port-forward', 'pod/stream', ':8080', ':8081'],
+          { env: { HOME: home, KUBECTL_PORT_FORWARD_WEBSOCKETS: 'true' }, reject: false });
+        const local = await readUntil(forward.stdout!, /Forwarding from 127\.0\.0\.1:\d+ -> 8081/);
+        const ports = [...local.matchAll(/127\.0\.0\.1:(\d+) -> (\d+)/g)].map((m) => m[1]);
+        for (const port of [ports[0], ports[0], ports[1]]) {
+          const res = await fetch(`http://127.0.0.1:${port}/`);
+          assert.match(await res.text(), /hello from the pod/);
+        }
+        forward.kill('SIGTERM');
+        await forward.catch(() => undefined);
+        // Each kubectl spoke what we expect of its version (1.29: SPDY; 1.33: WebSocket, SPDY tunneled for port-forward).
+        const expected = kubectl.v === '1.29' ? ['exec spdy', 'portforward spdy portforward.k8s.io'] : ['exec ws v5.channel.k8s.io', 'portforward ws SPDY/3.1+portforward.k8s.io'];
+        const spoken = () => daemon.log().slice(logStart).split('\n').filter((l) => l.includes('streaming session ended'))
+          .map((l) => JSON.parse(l) as { verb: string; transport: string; protocol: string }).map((l) => `${l.verb} ${l.transport} ${l.protocol}`);
+        await waitFor(async () => expected.every((e) => spoken().some((x) => x.startsWith(e))), 5000, `sessions ${expected.join(', ')} (saw ${spoken().join('; ')})`);
+      } finally {
+        forward?.kill('SIGTERM');
+        await forward?.catch(() => undefined);
+        await api.close();
+        await rm(home, { recursive: true, force: true });
+      }
+    });
+  }
 });

@@ -75,6 +75,7 @@ describe('tokens', () => {
     assert.equal(cache.take(a), undefined);
     assert.equal(cache.take('made-up'), undefined);
     const b = cache.issue('b');
+    assert.equal(cache.peek(b), 'b', 'peeking leaves the token usable');
     cache.issue('c');
     assert.throws(() => cache.issue('d'), /waiting to be used/);
     now += 60_000;
