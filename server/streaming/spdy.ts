@@ -5,7 +5,7 @@
 // Our own codec rather than spdy-transport: that package is written for HTTP-over-SPDY and refuses
 // SYN_STREAMs without :method/:path, which Kubernetes streams never carry; patching its parser would
 // tie us to its internals. What Kubernetes needs of SPDY is small (see spdy-frames.ts).
-import { EventEmitter } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { Duplex } from 'node:stream';
 import * as zlib from 'node:zlib';
 import {
@@ -131,8 +131,10 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
     super();
     this.nextId = opts.client ? 1 : 2;
     socket.on('data', (b: Buffer) => this.onBytes(b));
-    socket.on('close', () => this.shutdown());
-    socket.on('end', () => this.shutdown());
+    // Frames already received are still handled (their header blocks inflate asynchronously).
+    const drainThenShutdown = () => { this.incoming = this.incoming.then(() => this.shutdown()); };
+    socket.on('close', drainThenShutdown);
+    socket.on('end', drainThenShutdown);
     socket.on('error', () => this.shutdown());
   }
 
@@ -152,6 +154,7 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
       await Promise.race([
         stream.replyReceived,
         new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`no SYN_REPLY for stream ${id} within ${timeoutMs} ms`)), timeoutMs); }),
+        once(stream, 'close').then(() => { throw new Error(`stream ${id} was closed before the peer accepted it`); }),
       ]);
     } finally {
       clearTimeout(timer);
