@@ -172,6 +172,35 @@ describe('streaming: exec, attach, port-forward', () => {
     await again.closed;
   });
 
+  it('attach with stdin_once: closing stdin ends cat and the container; with a tty, resizes reach the terminal', async () => {
+    const config = podConfig('stream');
+    const create = async (c: ReturnType<typeof containerConfig>) => {
+      const { container_id: id } = await rt().call('CreateContainer', { pod_sandbox_id: podId, config: c, sandbox_config: config });
+      await rt().call('StartContainer', { container_id: id });
+      return id;
+    };
+    const once = await create(containerConfig('once', image, ['cat'], (c) => { c.stdin = true; c.stdin_once = true; }));
+    const tty = await create(containerConfig('tty', image, ['sh'], (c) => { c.stdin = true; c.tty = true; }));
+    try {
+      const s = await spdyRemoteCommand((await rt().call('Attach', { container_id: once, stdin: true, stdout: true, stderr: true })).url, { stdin: true, stdout: true, stderr: true });
+      const out = readAll(s.stdout!);
+      const error = readAll(s.error);
+      s.stdin!.end('last words\n');
+      assert.equal(await out, 'last words\n');
+      assert.equal(JSON.parse(await error).status, 'Success');
+      await waitFor(async () => (await rt().call('ContainerStatus', { container_id: once })).status!.state === 'CONTAINER_EXITED', 5000, 'cat to exit');
+
+      const t = await spdyRemoteCommand((await rt().call('Attach', { container_id: tty, stdin: true, stdout: true, tty: true })).url, { stdin: true, stdout: true, tty: true });
+      t.resize!.write(JSON.stringify({ Width: 91, Height: 31 }));
+      await sleep(300);
+      t.stdin!.write('stty size\n');
+      assert.match(await readUntil(t.stdout!, /31 91/), /31 91/);
+      t.conn.session.destroy();
+    } finally {
+      for (const id of [once, tty]) await rt().call('RemoveContainer', { container_id: id });
+    }
+  });
+
   it('port-forward over SPDY: two requests on one session, two ports, a failed port does not break the others', async () => {
     const { url } = await rt().call('PortForward', { pod_sandbox_id: podId, port: [8080, 8081] });
     const { session } = await spdyConnect(url, ['portforward.k8s.io']);
