@@ -1,5 +1,6 @@
 // The Kubernetes side of streaming, pure: subprotocol negotiation, the metav1.Status the error
 // stream carries, terminal-size messages and the WebSocket channel framing.
+import type { TerminalSize } from '../../oci/runtime/exec-session.js';
 
 export type Verb = 'exec' | 'attach' | 'portforward';
 
@@ -62,11 +63,6 @@ export function errorStatus(message: string): Status {
 export function encodeStatus(status: Status, version: number): Buffer {
   if (version >= 4) return Buffer.from(JSON.stringify(status));
   return Buffer.from(status.status === 'Success' ? '' : status.message ?? 'error');
-}
-
-export interface TerminalSize {
-  width: number;
-  height: number;
 }
 
 /**

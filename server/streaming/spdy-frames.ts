@@ -7,7 +7,6 @@
 
 export const SPDY_VERSION = 3;
 export const FLAG_FIN = 0x01;
-export const FLAG_UNIDIRECTIONAL = 0x02;
 /** A frame's length field has 24 bits. */
 export const MAX_FRAME_PAYLOAD = 0xffffff;
 
@@ -24,7 +23,6 @@ export const enum FrameType {
 
 /** RST_STREAM status codes we send. */
 export const RST_PROTOCOL_ERROR = 1;
-export const RST_REFUSED_STREAM = 3;
 export const RST_CANCEL = 5;
 
 export type Frame =

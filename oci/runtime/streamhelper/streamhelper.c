@@ -305,23 +305,17 @@ static int run_connect(const char *netns, const char *port_s) {
     }
   }
   char buf[BUF];
-  int in_open = 1, sock_open = 1;
-  while (in_open || sock_open) {
-    struct pollfd p[2] = { { .fd = sock_open ? s : -1, .events = POLLIN }, { .fd = in_open ? 0 : -1, .events = POLLIN } };
+  int in_open = 1;
+  for (;;) {
+    struct pollfd p[2] = { { .fd = s, .events = POLLIN }, { .fd = in_open ? 0 : -1, .events = POLLIN } };
     if (poll(p, 2, -1) < 0) {
       if (errno == EINTR) continue;
       die("poll");
     }
     if (p[0].revents) {
       ssize_t n = read(s, buf, sizeof(buf));
-      if (n <= 0) {
-        sock_open = 0;
-        close(1);
-        /* The server is done; what the client still sends has nowhere to go. */
-        if (in_open) break;
-      } else if (write_all(1, buf, (size_t)n) < 0) {
-        break;
-      }
+      /* The server is done (what the client still sends has nowhere to go), or the client is gone. */
+      if (n <= 0 || write_all(1, buf, (size_t)n) < 0) break;
     }
     if (p[1].revents) {
       ssize_t n = read(0, buf, sizeof(buf));

@@ -299,9 +299,12 @@ describe('streaming: exec, attach, port-forward', () => {
         assert.equal(failing.stdout, 'out');
         assert.match(failing.stderr, /err/);
         assert.equal(failing.exitCode, 3, failing.stderr);
-        const piped = await run(['exec', '-i', 'stream', '-c', 'shell', '--', 'cat'], 'piped through kubectl\n');
+        // Well past SPDY's 64 KiB initial window: neither side may wait for window updates.
+        const big = `${'0123456789abcdef'.repeat(64 * 1024)}end`;
+        const piped = await run(['exec', '-i', 'stream', '-c', 'shell', '--', 'cat'], big);
         assert.equal(piped.exitCode, 0, piped.stderr);
-        assert.equal(piped.stdout, 'piped through kubectl');
+        assert.equal(piped.stdout.length, big.length);
+        assert.ok(piped.stdout === big);
 
         forward = execa(kubectl.path, ['--kubeconfig', kubeconfig, '--cache-dir', join(home, 'cache'), 'port-forward', 'pod/stream', ':8080', ':8081'],
           { env: { HOME: home, KUBECTL_PORT_FORWARD_WEBSOCKETS: 'true' }, reject: false });
