@@ -121,6 +121,7 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
   } finally {
     io.signal.removeEventListener('abort', onAbort);
     clearTimeout(killTimer);
+    io.stdin?.unpipe();
     child.stdin?.destroy();
     await Promise.all([rm(pidFile, { force: true }), rm(consoleSocket, { force: true })]);
   }
@@ -164,6 +165,7 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
   } finally {
     unfollow();
     io.signal.removeEventListener('abort', onAbort);
+    io.stdin?.unpipe();
     child.stdin?.destroy();
     child.stdout?.unpipe();
     errOut.unpipe();
