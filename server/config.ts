@@ -51,6 +51,8 @@ const schema = z.strictObject({
     address: z.string().min(1).default('127.0.0.1'),
     port: z.number().int().min(0).max(65535).default(0),
     idle_timeout_seconds: z.number().int().positive().default(4 * 3600),
+    // Exec, attach and port-forward sessions open at once; more are refused (HTTP 429).
+    max_sessions: z.number().int().positive().default(128),
   }).prefault({}),
 }).superRefine((c, ctx) => {
   if (!(c.default_runtime in c.runtimes)) {

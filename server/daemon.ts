@@ -9,6 +9,7 @@ import type { ImageRecord } from '../oci/image/types.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
 import { OciRuntime } from '../oci/runtime/runc.js';
 import { runtimeRoot, type Config } from './config.js';
+import { streamingBackend } from './container-streaming.js';
 import type { Deps } from './deps.js';
 import { imageService } from './image-service.js';
 import { resolveExecutable } from './executables.js';
@@ -23,6 +24,7 @@ import { recover } from './recovery.js';
 import { runtimeService } from './runtime-service.js';
 import { bindService } from './service.js';
 import { Store } from './store.js';
+import { StreamingServer } from './streaming/server.js';
 
 /** kubelet sends and accepts messages up to 16 MiB (ExecSync output, large lists). */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -41,6 +43,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
   mkdirSync(config.state_dir, { recursive: true, mode: 0o711 });
   const store = Store.open(join(config.root_dir, 'minicri.db'));
   let cni: CniManager | undefined;
+  let streaming: StreamingServer | undefined;
   try {
     const tables = openTables(store);
     const imageRecords = store.table<ImageRecord>('image');
@@ -75,10 +78,22 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     })]));
     for (const runtime of runtimes.values()) runtime.watchExits();
     const node = await gatherNodeFacts(log);
-    const deps: Deps = {
+    // Interactive exec runs the runtime itself (under the PTY helper), with OciRuntime's global flags.
+    const runtimeCommands = new Map(Object.keys(config.runtimes).map((handler, i) => [handler, {
+      path: runtimePaths[i]!, args: [`--root=${runtimeRoot(config, handler)}`, ...(config.cgroup_driver === 'systemd' ? ['--systemd-cgroup'] : [])],
+    }]));
+    let deps: Deps | undefined;
+    streaming = await StreamingServer.start({
+      address: config.streaming.address, port: config.streaming.port,
+      idleTimeoutMs: config.streaming.idle_timeout_seconds * 1000, maxSessions: config.streaming.max_sessions,
+      backend: streamingBackend(() => deps!, (handler) => runtimeCommands.get(handler)),
+      log: log.child({ module: 'streaming' }),
+    });
+    deps = {
       config, store, log, version: VERSION, tables, locks: new KeyedLock(), cni, runtimes, images,
       pauseImage: await pauseImageSource(config, images, VERSION),
       hostFacts: (rootfs) => node.forRootfs(rootfs),
+      streaming,
     };
     const cri = loadCri();
     await recover(deps, log.child({ module: 'recovery' }));
@@ -96,6 +111,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     return {
       stop: async () => {
         await listener.close();
+        await streaming?.stop();
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => { server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
           server.tryShutdown(() => { clearTimeout(force); resolve(); });
@@ -108,6 +124,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       },
     };
   } catch (err) {
+    await streaming?.stop();
     cni?.close();
     store.close();
     throw err;

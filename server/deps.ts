@@ -8,6 +8,7 @@ import type { KeyedLock } from './locks.js';
 import type { Logger } from './log.js';
 import type { Tables } from './records.js';
 import type { Store } from './store.js';
+import type { StreamingEndpoint } from './streaming/server.js';
 
 /** The image a sandbox's pause container runs. */
 export interface PauseImage {
@@ -33,4 +34,6 @@ export interface Deps {
   pauseImage(log: Logger): Promise<PauseImage>;
   /** What spec building needs to know of this node, with the passwd and group files of `rootfs`. */
   hostFacts(rootfs: string): Promise<HostFacts>;
+  /** Issues exec/attach/port-forward URLs on the streaming server. */
+  streaming: StreamingEndpoint;
 }

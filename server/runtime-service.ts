@@ -7,6 +7,7 @@ import { containerStartHandlers } from './container-start.js';
 import { containerStatsHandlers } from './container-stats.js';
 import { containerStatusHandlers } from './container-status.js';
 import { containerStopHandlers } from './container-stop.js';
+import { containerStreamingHandlers } from './container-streaming.js';
 import { containerUpdateHandlers } from './container-update.js';
 import type { Deps } from './deps.js';
 import { runtimeConfigHandlers } from './runtime-config.js';
@@ -37,5 +38,6 @@ export function runtimeService(deps: Deps): RuntimeHandlers {
     ...containerExecHandlers(deps),
     ...containerUpdateHandlers(deps),
     ...containerStatsHandlers(deps),
+    ...containerStreamingHandlers(deps),
   };
 }

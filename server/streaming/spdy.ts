@@ -1,0 +1,296 @@
+// A SPDY/3.1 session over an upgraded HTTP connection, as Kubernetes streaming uses it: the client
+// opens one stream per channel (SYN_STREAM with a streamType header), the server answers each with
+// SYN_REPLY and then both sides send DATA, half-closing with FIN.
+//
+// Our own codec rather than spdy-transport: that package is written for HTTP-over-SPDY and refuses
+// SYN_STREAMs without :method/:path, which Kubernetes streams never carry; patching its parser would
+// tie us to its internals. What Kubernetes needs of SPDY is small (see spdy-frames.ts).
+import { EventEmitter, once } from 'node:events';
+import { Duplex } from 'node:stream';
+import * as zlib from 'node:zlib';
+import {
+  decodeHeaderBlock, encodeData, encodeGoAway, encodeHeaderBlock, encodePing, encodeRstStream, encodeSynReply, encodeSynStream,
+  FLAG_FIN, HEADER_DICTIONARY, parseFrames, RST_CANCEL, RST_PROTOCOL_ERROR, type Frame, type SpdyHeaders,
+} from './spdy-frames.js';
+
+/** DATA frames we send carry at most this much, so one stream cannot hog the connection. */
+const DATA_CHUNK = 32 * 1024;
+
+/** One zlib context per direction, shared by every header block of the connection (SPDY's rule). */
+class HeaderCodec {
+  private readonly z: zlib.Inflate | zlib.Deflate;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(kind: 'inflate' | 'deflate') {
+    const opts = { dictionary: HEADER_DICTIONARY, readableHighWaterMark: 1 << 20 } as zlib.ZlibOptions;
+    this.z = kind === 'inflate' ? zlib.createInflate(opts) : zlib.createDeflate(opts);
+    this.z.on('error', () => { /* reported through run() */ });
+  }
+
+  /** Feeds one header block through the shared context and returns what it produced. */
+  run(input: Buffer): Promise<Buffer> {
+    const next = this.queue.then(() => new Promise<Buffer>((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      this.z.once('error', onError);
+      this.z.write(input);
+      this.z.flush(zlib.constants.Z_SYNC_FLUSH, () => {
+        this.z.off('error', onError);
+        const out: Buffer[] = [];
+        for (let b = this.z.read() as Buffer | null; b !== null; b = this.z.read() as Buffer | null) out.push(b);
+        resolve(Buffer.concat(out));
+      });
+    }));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  close(): void {
+    this.z.destroy();
+  }
+}
+
+export class SpdyStream extends Duplex {
+  private replied = false;
+  private remoteClosed = false;
+  /** Resolves once the peer answered our SYN_STREAM (client side). */
+  readonly replyReceived: Promise<void>;
+  private onReply!: () => void;
+
+  constructor(private readonly session: SpdySession, readonly id: number, readonly headers: SpdyHeaders) {
+    super({ allowHalfOpen: true });
+    this.replyReceived = new Promise((resolve) => { this.onReply = resolve; });
+  }
+
+  /** Accepts a stream the peer opened. */
+  reply(headers: SpdyHeaders = {}): Promise<void> {
+    if (this.replied) return Promise.resolve();
+    this.replied = true;
+    return this.session.sendReply(this.id, headers);
+  }
+
+  /** Aborts the stream (RST_STREAM CANCEL). */
+  reset(): void {
+    this.session.sendRst(this.id, RST_CANCEL);
+    this.destroy();
+  }
+
+  override _read(): void { /* data is pushed as frames arrive */ }
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.session.sendData(this.id, chunk, false).then(() => cb(), cb);
+  }
+
+  override _final(cb: (err?: Error | null) => void): void {
+    this.session.sendData(this.id, Buffer.alloc(0), true).then(() => cb(), cb);
+  }
+
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    this.session.forget(this.id);
+    cb(err);
+  }
+
+  /** @internal frames from the session */
+  receiveData(data: Buffer, fin: boolean): void {
+    if (this.remoteClosed) return;
+    if (data.length) this.push(data);
+    if (fin) {
+      this.remoteClosed = true;
+      this.push(null);
+    }
+  }
+
+  /** @internal */
+  receiveReply(): void {
+    this.onReply();
+  }
+}
+
+export interface SpdySessionEvents {
+  stream: [SpdyStream];
+  close: [];
+}
+
+/**
+ * One SPDY connection. Events: 'stream' (the peer opened a stream; call reply() to accept it) and
+ * 'close'. `client` picks the stream id parity (odd for the client).
+ */
+export class SpdySession extends EventEmitter<SpdySessionEvents> {
+  private readonly streams = new Map<number, SpdyStream>();
+  private readonly inflate = new HeaderCodec('inflate');
+  private readonly deflate = new HeaderCodec('deflate');
+  private pending: Buffer = Buffer.alloc(0);
+  /** Frames are handled one at a time, in order, since header blocks decompress asynchronously. */
+  private incoming: Promise<void> = Promise.resolve();
+  /** Frames go out in the order they were asked for; header compression must not reorder them. */
+  private outgoing: Promise<void> = Promise.resolve();
+  private nextId: number;
+  private lastPeerId = 0;
+  private closed = false;
+
+  constructor(private readonly socket: Duplex, opts: { client: boolean }) {
+    super();
+    this.nextId = opts.client ? 1 : 2;
+    socket.on('data', (b: Buffer) => this.onBytes(b));
+    // Frames already received are still handled (their header blocks inflate asynchronously).
+    const drainThenShutdown = () => { this.incoming = this.incoming.then(() => this.shutdown()); };
+    socket.on('close', drainThenShutdown);
+    socket.on('end', drainThenShutdown);
+    socket.on('error', () => this.shutdown());
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Opens a stream and waits for the peer's SYN_REPLY. */
+  async openStream(headers: SpdyHeaders, timeoutMs = 30_000): Promise<SpdyStream> {
+    const id = this.nextId;
+    this.nextId += 2;
+    const stream = new SpdyStream(this, id, headers);
+    this.streams.set(id, stream);
+    await this.enqueueCompressed(headers, (h) => encodeSynStream(id, h));
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        stream.replyReceived,
+        new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`no SYN_REPLY for stream ${id} within ${timeoutMs} ms`)), timeoutMs); }),
+        once(stream, 'close').then(() => { throw new Error(`stream ${id} was closed before the peer accepted it`); }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+    return stream;
+  }
+
+  /** Says goodbye (GOAWAY) and closes the connection; every stream ends. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.enqueue(() => encodeGoAway(this.lastPeerId)).catch(() => undefined);
+    this.socket.end();
+    this.shutdown();
+  }
+
+  /** Closes the connection at once. */
+  destroy(): void {
+    this.socket.destroy();
+    this.shutdown();
+  }
+
+  /** @internal */
+  sendReply(id: number, headers: SpdyHeaders): Promise<void> {
+    return this.enqueueCompressed(headers, (h) => encodeSynReply(id, h));
+  }
+
+  /** @internal */
+  async sendData(id: number, data: Buffer, fin: boolean): Promise<void> {
+    if (this.closed) throw new Error('the SPDY connection is closed');
+    for (let off = 0; off < data.length || (off === 0 && fin); off += DATA_CHUNK) {
+      const piece = data.subarray(off, off + DATA_CHUNK);
+      const last = off + DATA_CHUNK >= data.length;
+      await this.enqueue(() => encodeData(id, piece, fin && last));
+      if (data.length === 0) break;
+    }
+  }
+
+  /** @internal */
+  sendRst(id: number, status: number): void {
+    if (!this.closed) void this.enqueue(() => encodeRstStream(id, status)).catch(() => undefined);
+  }
+
+  /** @internal */
+  forget(id: number): void {
+    this.streams.delete(id);
+  }
+
+  private enqueue(frame: () => Buffer): Promise<void> {
+    const next = this.outgoing.then(() => this.write(frame()));
+    this.outgoing = next.catch(() => undefined);
+    return next;
+  }
+
+  private enqueueCompressed(headers: SpdyHeaders, frame: (compressed: Buffer) => Buffer): Promise<void> {
+    // Compress in queue order: the deflate context is shared, so blocks must reach the wire in the
+    // order they were compressed.
+    const next = this.outgoing.then(async () => this.write(frame(await this.deflate.run(encodeHeaderBlock(headers)))));
+    this.outgoing = next.catch(() => undefined);
+    return next;
+  }
+
+  private write(buf: Buffer): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the SPDY connection is closed'));
+    return new Promise((resolve, reject) => {
+      // Resolving on the write callback gives back-pressure: a slow client slows the stream feeding it.
+      this.socket.write(buf, (err) => (err ? reject(err) : resolve()));
+    });
+  }
+
+  private onBytes(b: Buffer): void {
+    this.pending = this.pending.length ? Buffer.concat([this.pending, b]) : b;
+    let frames: Frame[];
+    try {
+      ({ frames, rest: this.pending } = parseFrames(this.pending));
+    } catch {
+      this.destroy();
+      return;
+    }
+    for (const f of frames) {
+      this.incoming = this.incoming.then(() => this.handle(f)).catch(() => this.destroy());
+    }
+  }
+
+  private async handle(f: Frame): Promise<void> {
+    if (this.closed) return;
+    switch (f.type) {
+      case 'data':
+        this.streams.get(f.streamId)?.receiveData(f.data, (f.flags & FLAG_FIN) !== 0);
+        return;
+      case 'syn_stream': {
+        const headers = decodeHeaderBlock(await this.inflate.run(f.headerBlock));
+        if (this.streams.has(f.streamId) || f.streamId <= this.lastPeerId) {
+          this.sendRst(f.streamId, RST_PROTOCOL_ERROR);
+          return;
+        }
+        this.lastPeerId = f.streamId;
+        const stream = new SpdyStream(this, f.streamId, headers);
+        this.streams.set(f.streamId, stream);
+        this.emit('stream', stream);
+        if (f.flags & FLAG_FIN) stream.receiveData(Buffer.alloc(0), true);
+        return;
+      }
+      case 'syn_reply': {
+        await this.inflate.run(f.headerBlock);
+        const stream = this.streams.get(f.streamId);
+        stream?.receiveReply();
+        if (f.flags & FLAG_FIN) stream?.receiveData(Buffer.alloc(0), true);
+        return;
+      }
+      case 'headers':
+        // Keeps the shared inflate context in step; Kubernetes sends no headers we act on.
+        await this.inflate.run(f.headerBlock);
+        if (f.flags & FLAG_FIN) this.streams.get(f.streamId)?.receiveData(Buffer.alloc(0), true);
+        return;
+      case 'rst_stream':
+        this.streams.get(f.streamId)?.destroy();
+        return;
+      case 'ping':
+        // Only answer the peer's pings (their parity differs from our ids); ours coming back need nothing.
+        if ((f.id % 2) !== (this.nextId % 2)) await this.enqueue(() => encodePing(f.id));
+        return;
+      case 'goaway':
+        this.destroy();
+        return;
+      default:
+        return;
+    }
+  }
+
+  private shutdown(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const s of this.streams.values()) s.destroy();
+    this.streams.clear();
+    this.inflate.close();
+    this.deflate.close();
+    this.emit('close');
+  }
+}
