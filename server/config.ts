@@ -133,7 +133,8 @@ export function loadConfig(path: string | undefined, overrides: Record<string, s
   }
 }
 
-/** The runc root a handler uses: its own setting or a directory under the state dir. */
+/** The runc root a handler uses: its own setting or a directory under the state dir (apart from
+ * the runtime's exit files and sockets, which runc would take for containers). */
 export function runtimeRoot(config: Config, handler: string): string {
-  return config.runtimes[handler]?.root ?? `${config.state_dir}/runtime/${handler}`;
+  return config.runtimes[handler]?.root ?? `${config.state_dir}/runc/${handler}`;
 }

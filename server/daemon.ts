@@ -7,12 +7,11 @@ import { ensureDefaultNetwork } from '../cni/default-network.js';
 import { Images } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
-import { OciRuntime } from '../oci/runtime/runc.js';
-import { runtimeRoot, type Config } from './config.js';
+import type { Config } from './config.js';
+import { openRuntimes } from './runtimes.js';
 import { streamingBackend } from './container-streaming.js';
 import type { Deps } from './deps.js';
 import { imageService } from './image-service.js';
-import { resolveExecutable } from './executables.js';
 import { claimSocketPath, listenUnix } from './listen.js';
 import type { Logger } from './log.js';
 import { KeyedLock } from './locks.js';
@@ -69,24 +68,15 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     });
     const podCidr = store.getMeta('pod_cidr');
     if (podCidr) cni.setPodCidr(podCidr);
-    // conmon needs absolute paths; a missing binary is reported by Status rather than refused here.
-    const conmonPath = await resolveExecutable(config.conmon_path) ?? config.conmon_path;
-    const runtimePaths = await Promise.all(Object.values(config.runtimes).map(async (r) => await resolveExecutable(r.path) ?? r.path));
-    const runtimes = new Map(Object.entries(config.runtimes).map(([handler], i) => [handler, new OciRuntime({
-      runtimePath: runtimePaths[i]!, conmonPath, root: runtimeRoot(config, handler),
-      stateDir: join(config.state_dir, 'runtime', handler), log: log.child({ module: 'runtime', handler }), cgroupManager: config.cgroup_driver,
-    })]));
+    const runtimes = await openRuntimes(config, log);
     for (const runtime of runtimes.values()) runtime.watchExits();
     const node = await gatherNodeFacts(log);
-    // Interactive exec runs the runtime itself (under the PTY helper), with OciRuntime's global flags.
-    const runtimeCommands = new Map(Object.keys(config.runtimes).map((handler, i) => [handler, {
-      path: runtimePaths[i]!, args: [`--root=${runtimeRoot(config, handler)}`, ...(config.cgroup_driver === 'systemd' ? ['--systemd-cgroup'] : [])],
-    }]));
     let deps: Deps | undefined;
     streaming = await StreamingServer.start({
       address: config.streaming.address, port: config.streaming.port,
       idleTimeoutMs: config.streaming.idle_timeout_seconds * 1000, maxSessions: config.streaming.max_sessions,
-      backend: streamingBackend(() => deps!, (handler) => runtimeCommands.get(handler)),
+      // Interactive exec runs the runtime itself (under the PTY helper), with the runtime's own global flags.
+      backend: streamingBackend(() => deps!, (handler) => runtimes.get(handler)?.commandLine()),
       log: log.child({ module: 'streaming' }),
     });
     deps = {

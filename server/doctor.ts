@@ -10,9 +10,8 @@ import { Images } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import { listConmons } from '../oci/runtime/conmon.js';
 import { unmountPodShm } from '../oci/runtime/pod/files.js';
-import { OciRuntime } from '../oci/runtime/runc.js';
-import { runtimeRoot, type Config } from './config.js';
-import { resolveExecutable } from './executables.js';
+import type { Config } from './config.js';
+import { openRuntimes } from './runtimes.js';
 import type { Logger } from './log.js';
 import { openTables } from './records.js';
 import { Store } from './store.js';
@@ -48,9 +47,7 @@ export async function examine(config: Config, log: Logger): Promise<Finding[]> {
     if (s.state === 'SANDBOX_READY' && s.netns && !pins.includes(s.netns.path)) findings.push({ kind: 'sandbox', object: `${s.id} netns ${s.netns.path}`, owner: s.id, status: 'missing' });
   }
 
-  const conmonPath = await resolveExecutable(config.conmon_path) ?? config.conmon_path;
-  for (const [handler, r] of Object.entries(config.runtimes)) {
-    const runtime = new OciRuntime({ runtimePath: await resolveExecutable(r.path) ?? r.path, conmonPath, root: runtimeRoot(config, handler), stateDir: join(config.state_dir, 'runtime', handler), log });
+  for (const [handler, runtime] of await openRuntimes(config, log)) {
     for (const id of await runtime.list().catch(() => [] as string[])) add('runc', `${handler}/${id}`, id, known.has(id), () => runtime.delete(id, { force: true }));
   }
   for (const { pid, id } of await listConmons(config.state_dir)) add('conmon', `pid ${pid}`, id, known.has(id), async () => process.kill(pid, 'SIGKILL'));

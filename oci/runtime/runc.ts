@@ -83,6 +83,11 @@ export class OciRuntime {
     this.exits = new ExitWatcher(this.exitDir);
   }
 
+  /** The runtime binary and the global flags every call of it needs. */
+  commandLine(): { path: string; args: string[] } {
+    return { path: this.opts.runtimePath, args: [...this.globalArgs] };
+  }
+
   /** Follows the exit directory so exits.mayHaveExited() answers without touching the disk. */
   watchExits(): void {
     this.exits.start();

@@ -70,10 +70,13 @@ export interface BusyboxImages {
 
 let layer: Promise<TestLayer> | undefined;
 
-/** Pushes the busybox image as `test/busybox:<tag>`, with `config` over the defaults; returns its reference. */
-export async function pushBusybox(reg: TestRegistry, tag: string, config: Record<string, unknown> = {}): Promise<string> {
+/**
+ * Pushes the busybox image as `test/busybox:<tag>`, with `config` over the defaults and `extra` layers
+ * on top; returns its reference.
+ */
+export async function pushBusybox(reg: TestRegistry, tag: string, config: Record<string, unknown> = {}, extra: TestLayer[] = []): Promise<string> {
   layer ??= busyboxImageLayer();
-  const image = await buildImage([await layer], { Env: [`PATH=${PATH}`], Cmd: ['sh'], WorkingDir: '/', ...config });
+  const image = await buildImage([await layer, ...extra], { Env: [`PATH=${PATH}`], Cmd: ['sh'], WorkingDir: '/', ...config });
   await pushImage(reg, 'test/busybox', [tag], image);
   return `${reg.host}/test/busybox:${tag}`;
 }

@@ -14,6 +14,8 @@ export interface DaemonDirs {
   rootDir: string;
   stateDir: string;
   configPath: string;
+  /** runc's --root for the default handler. */
+  runcRoot: string;
 }
 
 /** Where the test daemon's CNI configuration lives (see cni-env.ts for a ready network). */
@@ -35,6 +37,7 @@ export function makeDaemonDirs(extraToml = '', net?: DaemonNetwork): DaemonDirs 
     rootDir: join(base, 'root'),
     stateDir: join(base, 'run'),
     configPath: join(base, 'minicri.toml'),
+    runcRoot: join(base, 'run', 'runc', 'runc'),
   };
   writeFileSync(dirs.configPath, [
     `socket = "${dirs.socket}"`,

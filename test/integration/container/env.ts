@@ -69,7 +69,7 @@ export class ContainerEnv {
 
   /** runc's state directory for the default handler. */
   get runcRoot(): string {
-    return join(this.dirs.stateDir, 'runtime', 'runc');
+    return this.dirs.runcRoot;
   }
 
   async runPod(t: TestContext, name: string, change: (c: PodSandboxConfig) => void = () => {}): Promise<Pod> {

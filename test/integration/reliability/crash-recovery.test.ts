@@ -25,7 +25,7 @@ async function converge(daemon: TestDaemon): Promise<void> {
 async function assertDaemonClean(net: TestNet, dirs: DaemonDirs, daemon: TestDaemon): Promise<void> {
   assert.deepEqual(await net.allocatedIps(), [], 'host-local holds no IP');
   assert.deepEqual((await daemon.client.runtime.call('ListPodSandbox', {})).items, [], 'no sandbox record');
-  const runc = await execa('runc', ['--root', `${dirs.stateDir}/runtime/runc`, 'list', '-q'], { reject: false });
+  const runc = await execa('runc', ['--root', dirs.runcRoot, 'list', '-q'], { reject: false });
   assert.equal(runc.stdout.trim(), '', 'no runc container');
   assert.deepEqual(await readdir(`${dirs.rootDir}/images/rootfs`).catch(() => []), [], 'no root filesystem');
   assert.deepEqual(await readdir(net.cacheDir + '/results').catch(() => []), [], 'no CNI cache entry');

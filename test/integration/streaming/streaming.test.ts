@@ -16,7 +16,7 @@ import { startFakeApiServer } from '../../support/fake-apiserver.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { containerConfig, podConfig } from '../../support/pods.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
-import { pushStreamingImage } from '../../support/streaming-image.js';
+import { pushBusybox } from '../../support/busybox-image.js';
 import {
   channelText, readAll, readUntil, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect, wsSend,
 } from '../../support/streaming-client.js';
@@ -55,7 +55,7 @@ describe('streaming: exec, attach, port-forward', () => {
 
   before(async () => {
     registry = await startRegistry();
-    image = await pushStreamingImage(registry);
+    image = await pushBusybox(registry, 'streaming', {}, [{ entries: [{ name: 'www/', type: 'directory' }, { name: 'www/index.html', data: 'hello from the pod\n' }] }]);
     net = await makeTestNet(80);
     await net.writeBridgeConf();
     dirs = makeDaemonDirs('', net);

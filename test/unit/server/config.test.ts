@@ -16,7 +16,7 @@ describe('config', () => {
     assert.equal(c.cgroup_driver, 'cgroupfs');
     assert.equal(c.default_runtime, 'runc');
     assert.equal(c.streaming.address, '127.0.0.1');
-    assert.equal(runtimeRoot(c, 'runc'), '/run/minicri/runtime/runc');
+    assert.equal(runtimeRoot(c, 'runc'), '/run/minicri/runc/runc');
   });
 
   it('names unknown keys, nested ones included', () => {
