@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { InvalidArgument, Internal } from '../../server/errors.js';
 import type { Logger } from '../../server/log.js';
 
-/** Built by scripts/build-streamhelper.sh next to the compiled sources. */
+/** Built by scripts/build-native.sh next to the compiled sources. */
 export const STREAM_HELPER = fileURLToPath(new URL('../../streamhelper/minicri-streamhelper', import.meta.url));
 /** The helper's own failures (as opposed to the command's status). */
 const HELPER_FAILED = 125;

@@ -2,10 +2,9 @@
 // removed at once; then 500 pod lifecycles, after which the daemon's memory and fds are where they were.
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
-import { after, before, describe, it } from 'node:test';
-import { makeTestNet, type TestNet } from '../../support/cni-env.js';
-import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { describe, it } from 'node:test';
+import type { TestDaemon } from '../../support/daemon.js';
+import { podDaemon } from '../../support/pod-daemon.js';
 import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
 
 async function startPod(daemon: TestDaemon, name: string): Promise<string> {
@@ -27,47 +26,31 @@ async function usage(pid: number): Promise<{ rssKiB: number; fds: number }> {
 }
 
 describe('storm and soak', () => {
-  let snapshot: HostSnapshot;
-  let net: TestNet;
-  let dirs: DaemonDirs;
-  let daemon: TestDaemon;
-  before(async () => {
-    snapshot = await hostSnapshot();
-    net = await makeTestNet(74);
-    await net.writeBridgeConf();
-    dirs = makeDaemonDirs('log_level = "info"', net);
-    daemon = await TestDaemon.start(dirs);
-  });
-  after(async () => {
-    await daemon.stop();
-    await net.cleanup();
-    removeDirs(dirs);
-    await assertNothingLeft(snapshot, 'the storm and soak tests');
-  });
+  const pod = podDaemon(74, 'the storm and soak tests', { extraToml: 'log_level = "info"' });
 
   it('starts 110 pods with a container each at once, then removes them at once, without an error', async () => {
-    const ids = await Promise.all(Array.from({ length: 110 }, (_, i) => startPod(daemon, `storm${i}`)));
-    const running = (await daemon.client.runtime.call('ListContainers', { filter: { state: { state: 'CONTAINER_RUNNING' } } })).containers;
+    const ids = await Promise.all(Array.from({ length: 110 }, (_, i) => startPod(pod.daemon, `storm${i}`)));
+    const running = (await pod.daemon.client.runtime.call('ListContainers', { filter: { state: { state: 'CONTAINER_RUNNING' } } })).containers;
     assert.equal(running.length, 110);
-    assert.equal((await net.allocatedIps()).length, 110);
-    await Promise.all(ids.map((id) => removePod(daemon, id)));
-    assert.deepEqual((await daemon.client.runtime.call('ListPodSandbox', {})).items, []);
-    assert.deepEqual((await daemon.client.runtime.call('ListContainers', {})).containers, []);
-    assert.deepEqual(await net.allocatedIps(), []);
+    assert.equal((await pod.net.allocatedIps()).length, 110);
+    await Promise.all(ids.map((id) => removePod(pod.daemon, id)));
+    assert.deepEqual((await pod.daemon.client.runtime.call('ListPodSandbox', {})).items, []);
+    assert.deepEqual((await pod.daemon.client.runtime.call('ListContainers', {})).containers, []);
+    assert.deepEqual(await pod.net.allocatedIps(), []);
   });
 
   it('keeps memory and file descriptors flat over 500 pod lifecycles', async () => {
     const lifecycles = async (from: number, count: number, parallel = 4) => {
       for (let i = from; i < from + count; i += parallel) {
-        await Promise.all(Array.from({ length: Math.min(parallel, from + count - i) }, async (_, j) => removePod(daemon, await startPod(daemon, `soak${i + j}`))));
+        await Promise.all(Array.from({ length: Math.min(parallel, from + count - i) }, async (_, j) => removePod(pod.daemon, await startPod(pod.daemon, `soak${i + j}`))));
       }
     };
     await lifecycles(0, 50);
-    const early = await usage(daemon.process.pid!);
+    const early = await usage(pod.daemon.process.pid!);
     await lifecycles(50, 450);
-    const late = await usage(daemon.process.pid!);
+    const late = await usage(pod.daemon.process.pid!);
     assert.ok(late.fds <= early.fds * 1.1, `open fds grew from ${early.fds} to ${late.fds}`);
     assert.ok(late.rssKiB <= early.rssKiB * 1.1, `RSS grew from ${early.rssKiB} KiB to ${late.rssKiB} KiB`);
-    assert.deepEqual(await net.allocatedIps(), []);
+    assert.deepEqual(await pod.net.allocatedIps(), []);
   });
 });

@@ -2,45 +2,29 @@
 // teardown is visible and retried by the daemon itself until it succeeds.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { after, before, describe, it } from 'node:test';
-import { makeTestNet, type TestNet } from '../../support/cni-env.js';
-import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { describe, it } from 'node:test';
+import { podDaemon } from '../../support/pod-daemon.js';
 import { podConfig } from '../../support/pods.js';
 
 describe('teardown that cannot be forgotten', () => {
-  let snapshot: HostSnapshot;
-  let net: TestNet;
-  let dirs: DaemonDirs;
-  let daemon: TestDaemon;
-  before(async () => {
-    snapshot = await hostSnapshot();
-    net = await makeTestNet(66);
-    await net.writeBridgeConf({ extra: [{ type: 'mcnt-flaky', stateDir: net.recordDir, delFailures: 2 }] });
-    dirs = makeDaemonDirs('', net);
-    daemon = await TestDaemon.start(dirs);
-  });
-  after(async () => {
-    await daemon.stop();
-    await net.cleanup();
-    removeDirs(dirs);
-    await assertNothingLeft(snapshot, 'the teardown retry test');
+  const pod = podDaemon(66, 'the teardown retry test', {
+    network: (net) => net.writeBridgeConf({ extra: [{ type: 'mcnt-flaky', stateDir: net.recordDir, delFailures: 2 }] }),
   });
 
   it('leaks no IP and retries the failed DEL in the background until it succeeds', async () => {
-    const pending = async () => JSON.parse((await daemon.client.runtime.call('Status', { verbose: true })).info.pendingTeardowns) as { sandboxId: string; attempts: number; lastError: string }[];
-    await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config: podConfig('flaky') }), /mcnt-flaky refuses ADD/);
-    assert.deepEqual(await net.allocatedIps(), [], 'the IPAM plugin released the address despite the failing plugin');
+    const pending = async () => JSON.parse((await pod.daemon.client.runtime.call('Status', { verbose: true })).info.pendingTeardowns) as { sandboxId: string; attempts: number; lastError: string }[];
+    await assert.rejects(pod.daemon.client.runtime.call('RunPodSandbox', { config: podConfig('flaky') }), /mcnt-flaky refuses ADD/);
+    assert.deepEqual(await pod.net.allocatedIps(), [], 'the IPAM plugin released the address despite the failing plugin');
     const [deferred] = await pending();
     assert.ok(deferred, 'the failed teardown is listed');
     assert.match(deferred.lastError, /mcnt-flaky DEL failure/);
-    assert.deepEqual((await daemon.client.runtime.call('ListPodSandbox', {})).items, [], 'kubelet sees no half-made sandbox');
+    assert.deepEqual((await pod.daemon.client.runtime.call('ListPodSandbox', {})).items, [], 'kubelet sees no half-made sandbox');
     const deadline = Date.now() + 15_000;
     while ((await pending()).length > 0) {
       assert.ok(Date.now() < deadline, 'the deferred teardown did not complete within 15 s');
       await new Promise((r) => setTimeout(r, 200));
     }
-    const dels = Number(await readFile(`${net.recordDir}/del.${deferred.sandboxId}`, 'utf8'));
+    const dels = Number(await readFile(`${pod.net.recordDir}/del.${deferred.sandboxId}`, 'utf8'));
     assert.equal(dels, 3, 'two failed DELs, then the retry that succeeded');
   });
 });

@@ -12,7 +12,7 @@ const repo = fileURLToPath(new URL('../../../../', import.meta.url));
 const pauseBinary = `${repo}dist/pause/pause`;
 
 async function buildPause(): Promise<void> {
-  await execa(`${repo}scripts/build-pause.sh`);
+  await execa(`${repo}scripts/build-native.sh`);
 }
 
 async function statusField(pid: number, field: string): Promise<string | undefined> {

@@ -5,10 +5,13 @@ import { mkdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
-import { makeTestNet, recordedCalls, type TestNet } from '../../support/cni-env.js';
-import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
+import { makeTestNet, recordedCalls } from '../../support/cni-env.js';
+import { makeDaemonDirs, removeDirs, TestDaemon } from '../../support/daemon.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { podDaemon } from '../../support/pod-daemon.js';
 import { podConfig } from '../../support/pods.js';
+
+const PORTMAP = { type: 'portmap', capabilities: { portMappings: true } };
 
 type Verbose = { pid: number; netnsPath: string; netnsLink: string; cniResults: unknown[] };
 
@@ -22,34 +25,17 @@ async function inNetns(path: string, ...cmd: string[]): Promise<string> {
 }
 
 describe('pod sandboxes', () => {
-  let net: TestNet;
-  let dirs: DaemonDirs;
-  let daemon: TestDaemon;
-  let snapshot: HostSnapshot;
-
-  before(async () => {
-    snapshot = await hostSnapshot();
-    net = await makeTestNet(61);
-    await net.writeBridgeConf({ extra: [{ type: 'portmap', capabilities: { portMappings: true } }] });
-    dirs = makeDaemonDirs('', net);
-    daemon = await TestDaemon.start(dirs);
-  });
-  after(async () => {
-    await daemon.stop();
-    await net.cleanup();
-    removeDirs(dirs);
-    await assertNothingLeft(snapshot, 'the sandbox tests');
-  });
+  const pod = podDaemon(61, 'the sandbox tests', { network: (net) => net.writeBridgeConf({ extra: [PORTMAP] }) });
 
   it('runs a pod with an IP on the bridge, lo up and a pinned netns with a named link', async () => {
-    const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('web') });
+    const { pod_sandbox_id: id } = await pod.daemon.client.runtime.call('RunPodSandbox', { config: podConfig('web') });
     assert.match(id, /^[0-9a-f]{64}$/);
-    const status = (await daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: id })).status!;
+    const status = (await pod.daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: id })).status!;
     assert.equal(status.state, 'SANDBOX_READY');
     assert.match(status.network!.ip, /^10\.233\.61\.\d+$/);
     assert.equal(status.metadata!.name, 'web');
     assert.equal(status.linux!.namespaces!.options!.network, 'POD');
-    const info = await verbose(daemon, id);
+    const info = await verbose(pod.daemon, id);
     assert.ok(info.pid > 0, 'the pause pid is reported');
     assert.match(info.netnsPath, /^\/var\/run\/netns\/minicri-[0-9a-f]+$/);
     assert.equal(await readlink(info.netnsLink), info.netnsPath);
@@ -61,59 +47,59 @@ describe('pod sandboxes', () => {
     // The pause runs in the pod's network namespace.
     const { stdout: pauseNet } = await execa('nsenter', [`--net=${info.netnsPath}`, 'readlink', '/proc/self/ns/net']);
     assert.equal(await readlink(`/proc/${info.pid}/ns/net`), pauseNet);
-    assert.deepEqual(await net.allocatedIps(), [status.network!.ip]);
-    await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id });
-    await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
-    assert.deepEqual(await net.allocatedIps(), []);
+    assert.deepEqual(await pod.net.allocatedIps(), [status.network!.ip]);
+    await pod.daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id });
+    await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
+    assert.deepEqual(await pod.net.allocatedIps(), []);
   });
 
   it('lets two pods reach each other over the bridge', async () => {
-    const a = (await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('ping-a') })).pod_sandbox_id;
-    const b = (await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('ping-b') })).pod_sandbox_id;
+    const a = (await pod.daemon.client.runtime.call('RunPodSandbox', { config: podConfig('ping-a') })).pod_sandbox_id;
+    const b = (await pod.daemon.client.runtime.call('RunPodSandbox', { config: podConfig('ping-b') })).pod_sandbox_id;
     try {
-      const ipB = (await daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: b })).status!.network!.ip;
-      const out = await inNetns((await verbose(daemon, a)).netnsPath, 'busybox', 'ping', '-c', '1', '-W', '3', ipB);
+      const ipB = (await pod.daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: b })).status!.network!.ip;
+      const out = await inNetns((await verbose(pod.daemon, a)).netnsPath, 'busybox', 'ping', '-c', '1', '-W', '3', ipB);
       assert.match(out, /1 packets received/);
     } finally {
-      for (const id of [a, b]) await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
+      for (const id of [a, b]) await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
     }
   });
 
   it('writes the DNS config into the pod resolv.conf and the hostname', async () => {
     const config = podConfig('dns', (c) => { c.dns_config = { servers: ['10.96.0.10'], searches: ['minicri-test.svc.cluster.local'], options: ['ndots:5'] }; });
-    const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config });
+    const { pod_sandbox_id: id } = await pod.daemon.client.runtime.call('RunPodSandbox', { config });
     try {
-      const resolv = await readFile(`${dirs.rootDir}/sandboxes/${id}/resolv.conf`, 'utf8');
+      const resolv = await readFile(`${pod.dirs.rootDir}/sandboxes/${id}/resolv.conf`, 'utf8');
       assert.equal(resolv, 'search minicri-test.svc.cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n');
-      const pid = (await verbose(daemon, id)).pid;
+      const pid = (await verbose(pod.daemon, id)).pid;
       assert.equal((await execa('nsenter', ['-t', String(pid), '-u', 'hostname'])).stdout, 'dns');
     } finally {
-      await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
+      await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
     }
   });
 
   it('gives a host-network pod no netns and makes no CNI call', async () => {
     const config = podConfig('hostnet', (c) => { c.linux!.security_context!.namespace_options!.network = 'NODE'; });
-    const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config });
+    const { pod_sandbox_id: id } = await pod.daemon.client.runtime.call('RunPodSandbox', { config });
     try {
-      const info = await verbose(daemon, id);
+      const info = await verbose(pod.daemon, id);
       assert.equal(info.netnsPath, '');
       assert.deepEqual(info.cniResults, []);
-      assert.deepEqual(await net.allocatedIps(), []);
+      assert.deepEqual(await pod.net.allocatedIps(), []);
       assert.equal(await readlink(`/proc/${info.pid}/ns/net`), await readlink('/proc/self/ns/net'));
     } finally {
-      await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
+      await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
     }
   });
 
   it('refuses a second sandbox with the same name, namespace, uid and attempt, naming the holder', async () => {
     const config = podConfig('twice');
-    const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config });
+    const { pod_sandbox_id: id } = await pod.daemon.client.runtime.call('RunPodSandbox', { config });
     try {
-      await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config }),
+      await assert.rejects(pod.daemon.client.runtime.call('RunPodSandbox', { config }),
         (err: grpc.ServiceError) => err.code === grpc.status.ALREADY_EXISTS && err.details.includes(id));
     } finally {
-      await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
+      await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
     }
   });
 
@@ -124,53 +110,53 @@ describe('pod sandboxes', () => {
       podConfig('badsysctl', (c) => { c.linux!.sysctls = { 'kernel.panic': '1' }; }),
     ];
     for (const config of cases) {
-      await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config }), (err: grpc.ServiceError) => err.code === grpc.status.INVALID_ARGUMENT);
+      await assert.rejects(pod.daemon.client.runtime.call('RunPodSandbox', { config }), (err: grpc.ServiceError) => err.code === grpc.status.INVALID_ARGUMENT);
     }
-    await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config: podConfig('handler'), runtime_handler: 'kata' }),
+    await assert.rejects(pod.daemon.client.runtime.call('RunPodSandbox', { config: podConfig('handler'), runtime_handler: 'kata' }),
       (err: grpc.ServiceError) => err.code === grpc.status.INVALID_ARGUMENT && /kata/.test(err.details));
-    assert.deepEqual((await daemon.client.runtime.call('ListPodSandbox', {})).items, []);
+    assert.deepEqual((await pod.daemon.client.runtime.call('ListPodSandbox', {})).items, []);
   });
 
   it('lists with filters and answers NOT_FOUND for unknown ids; stop and remove are idempotent', async () => {
-    const a = (await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('list-a') })).pod_sandbox_id;
-    const b = (await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('list-b') })).pod_sandbox_id;
-    await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: b });
-    await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: b });
-    const list = (filter: object) => daemon.client.runtime.call('ListPodSandbox', { filter }).then((r) => r.items.map((i) => i.id).sort());
+    const a = (await pod.daemon.client.runtime.call('RunPodSandbox', { config: podConfig('list-a') })).pod_sandbox_id;
+    const b = (await pod.daemon.client.runtime.call('RunPodSandbox', { config: podConfig('list-b') })).pod_sandbox_id;
+    await pod.daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: b });
+    await pod.daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: b });
+    const list = (filter: object) => pod.daemon.client.runtime.call('ListPodSandbox', { filter }).then((r) => r.items.map((i) => i.id).sort());
     assert.deepEqual(await list({}), [a, b].sort());
     assert.deepEqual(await list({ state: { state: 'SANDBOX_READY' } }), [a]);
     assert.deepEqual(await list({ state: { state: 'SANDBOX_NOTREADY' } }), [b]);
     assert.deepEqual(await list({ label_selector: { app: 'list-b' } }), [b]);
     assert.deepEqual(await list({ id: a.slice(0, 10) }), [a]);
-    assert.equal((await daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: a.slice(0, 12) })).status!.id, a);
-    await assert.rejects(daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: 'f'.repeat(64) }), (err: grpc.ServiceError) => err.code === grpc.status.NOT_FOUND);
-    for (const id of [a, b, a, b]) await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
-    await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: 'f'.repeat(64) });
+    assert.equal((await pod.daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: a.slice(0, 12) })).status!.id, a);
+    await assert.rejects(pod.daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: 'f'.repeat(64) }), (err: grpc.ServiceError) => err.code === grpc.status.NOT_FOUND);
+    for (const id of [a, b, a, b]) await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
+    await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: 'f'.repeat(64) });
     assert.deepEqual(await list({}), []);
   });
 
   it('runs and removes 20 sandboxes in parallel and leaves nothing behind', async () => {
     const ids = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-      daemon.client.runtime.call('RunPodSandbox', { config: podConfig(`par${i}`) }).then((r) => r.pod_sandbox_id)));
-    const ips = new Set(await Promise.all(ids.map(async (id) => (await daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: id })).status!.network!.ip)));
+      pod.daemon.client.runtime.call('RunPodSandbox', { config: podConfig(`par${i}`) }).then((r) => r.pod_sandbox_id)));
+    const ips = new Set(await Promise.all(ids.map(async (id) => (await pod.daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: id })).status!.network!.ip)));
     assert.equal(ips.size, 20, 'every pod has its own IP');
-    await Promise.all(ids.map((id) => daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id })));
-    await Promise.all(ids.map((id) => daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id })));
-    assert.deepEqual(await net.allocatedIps(), []);
-    assert.deepEqual((await daemon.client.runtime.call('ListPodSandbox', {})).items, []);
+    await Promise.all(ids.map((id) => pod.daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id })));
+    await Promise.all(ids.map((id) => pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id })));
+    assert.deepEqual(await pod.net.allocatedIps(), []);
+    assert.deepEqual((await pod.daemon.client.runtime.call('ListPodSandbox', {})).items, []);
   });
 
   it('releases the IP through the CNI cache when stopped after a restart with the config gone', async () => {
-    const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('restart') });
-    assert.equal((await net.allocatedIps()).length, 1);
-    assert.equal(await daemon.stop(), 0);
-    await rm(net.confDir, { recursive: true, force: true });
-    daemon = await TestDaemon.start(dirs);
-    assert.equal((await daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: id })).status!.state, 'SANDBOX_READY');
-    await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id });
-    assert.deepEqual(await net.allocatedIps(), []);
-    await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
-    await net.writeBridgeConf({ extra: [{ type: 'portmap', capabilities: { portMappings: true } }] });
+    const { pod_sandbox_id: id } = await pod.daemon.client.runtime.call('RunPodSandbox', { config: podConfig('restart') });
+    assert.equal((await pod.net.allocatedIps()).length, 1);
+    assert.equal(await pod.daemon.stop(), 0);
+    await rm(pod.net.confDir, { recursive: true, force: true });
+    pod.daemon = await TestDaemon.start(pod.dirs);
+    assert.equal((await pod.daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: id })).status!.state, 'SANDBOX_READY');
+    await pod.daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id });
+    assert.deepEqual(await pod.net.allocatedIps(), []);
+    await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
+    await pod.net.writeBridgeConf({ extra: [PORTMAP] });
   });
 });
 
