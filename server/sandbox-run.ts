@@ -14,7 +14,7 @@ import { InvalidArgument } from './errors.js';
 import { nowNanos, sandboxReservation, type SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { podNetworkRequest, podNamespaceModes } from './sandbox-common.js';
-import { withUndo } from './undo.js';
+import { inParallel, withUndo } from './undo.js';
 import { checkPodSandboxConfig, checkSysctls } from './validation.js';
 
 export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
@@ -42,24 +42,26 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
         undo.push('sandbox record', () => deps.tables.sandboxes.delete(id));
         const save = () => deps.tables.sandboxes.put(record);
 
-        await mkdir(record.dir, { recursive: true, mode: 0o711 });
-        undo.push('pod directory', () => rm(record.dir, { recursive: true, force: true }));
         const hostNetwork = modes.network === 'NODE';
-        const [hostResolv, hostHosts] = await Promise.all([readFile('/etc/resolv.conf', 'utf8').catch(() => ''), readFile('/etc/hosts', 'utf8').catch(() => '')]);
-        await writePodFiles(record.dir, {
-          hostname: hostNetwork ? osHostname() : config.hostname || config.metadata.name,
-          resolvConf: resolvConf(config.dns_config, hostResolv),
-          hosts: hostsFile(hostNetwork, hostHosts),
-        });
-
-        if (modes.ipc !== 'NODE') {
-          record.shm = join(deps.config.state_dir, 'sandboxes', id, 'shm');
-          save();
-          await mountPodShm(record.shm);
-          undo.push('pod shm', () => unmountPodShm(record.shm!));
-        }
-
-        if (!hostNetwork) {
+        // The pod's files, its network and the pause's root filesystem do not depend on each other.
+        const podFiles = async () => {
+          await mkdir(record.dir, { recursive: true, mode: 0o711 });
+          undo.push('pod directory', () => rm(record.dir, { recursive: true, force: true }));
+          const [hostResolv, hostHosts] = await Promise.all([readFile('/etc/resolv.conf', 'utf8').catch(() => ''), readFile('/etc/hosts', 'utf8').catch(() => '')]);
+          await writePodFiles(record.dir, {
+            hostname: hostNetwork ? osHostname() : config.hostname || config.metadata.name,
+            resolvConf: resolvConf(config.dns_config, hostResolv),
+            hosts: hostsFile(hostNetwork, hostHosts),
+          });
+          if (modes.ipc !== 'NODE') {
+            record.shm = join(deps.config.state_dir, 'sandboxes', id, 'shm');
+            save();
+            await mountPodShm(record.shm);
+            undo.push('pod shm', () => unmountPodShm(record.shm!));
+          }
+        };
+        const network = async () => {
+          if (hostNetwork) return;
           // Named after the sandbox id, so a pin no record explains still says whose it was.
           record.netns = podNetnsPaths(config.metadata.name, { dir: deps.config.netns_dir, hex: id.slice(0, 16) });
           save();
@@ -67,23 +69,25 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
           await createPodNetns(config.metadata.name, { paths: record.netns });
           checkpoint('netns-created');
           await setNetnsSysctls(record.netns.path, sysctls.net);
-          const network = podNetworkRequest(record);
           record.networkAttached = true;
           save();
           undo.push('CNI attachment', () => tearDownNetwork(deps, record));
-          const status = await deps.cni.setUpPod(network);
+          const status = await deps.cni.setUpPod(podNetworkRequest(record));
           record.ips = status.ips;
           record.cniResults = status.results;
           save();
-        }
+        };
+        const pauseRootfs = async () => {
+          const rootfs = await deps.images.prepareRootfs(id, pause.id);
+          undo.push('pause rootfs', () => deps.images.removeRootfs(id));
+          checkpoint('pause-rootfs-mounted');
+          return { rootfs, host: await deps.hostFacts(rootfs.path) };
+        };
+        const [, , { rootfs, host }] = await inParallel([podFiles(), network(), pauseRootfs()]);
 
-        const rootfs = await deps.images.prepareRootfs(id, pause.id);
-        undo.push('pause rootfs', () => deps.images.removeRootfs(id));
-        checkpoint('pause-rootfs-mounted');
         const spec = buildPauseSpec({
           sandboxId: id, config, image: { name: pause.name, config: pause.config }, rootfs: rootfs.path,
-          netnsPath: record.netns?.path, shmPath: record.shm, cgroupDriver: deps.config.cgroup_driver,
-          host: await deps.hostFacts(rootfs.path),
+          netnsPath: record.netns?.path, shmPath: record.shm, cgroupDriver: deps.config.cgroup_driver, host,
         });
         await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));
         undo.push('pause container', () => runtime.delete(id, { force: true }));

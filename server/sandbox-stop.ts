@@ -5,6 +5,7 @@ import { unmountPodShm } from '../oci/runtime/pod/files.js';
 import { stopContainer } from './container-stop.js';
 import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
+import { inParallel } from './undo.js';
 import type { SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { tearDownNetwork } from './network-teardown.js';
@@ -15,20 +16,22 @@ const POD_STOP_GRACE_SECONDS = 0;
 
 /** The stop sequence, also used by RemovePodSandbox. Runs under the sandbox's lock. */
 export async function stopSandbox(deps: Deps, id: string, log: Logger): Promise<SandboxRecord> {
-  let record = deps.tables.sandboxes.find(id);
-  for (const container of deps.tables.containers.list().filter((c) => c.sandboxId === record.id)) {
-    await deps.locks.run(container.id, () => stopContainer(deps, container.id, POD_STOP_GRACE_SECONDS, log));
-  }
-  if (record.networkAttached) {
-    await tearDownNetwork(deps, record);
-    record = deps.tables.sandboxes.update(record.id, (r) => { r.networkAttached = false; });
-    checkpoint('sandbox-network-detached');
-  }
-  const runtime = deps.runtimes.get(record.runtimeHandler);
-  if (runtime && record.state === 'SANDBOX_READY') await runtime.stop(record.id, { timeoutSec: 0, signal: 'SIGKILL' });
-  if (record.netns) await removePodNetns(record.netns);
-  if (record.shm) await unmountPodShm(record.shm);
-  record = deps.tables.sandboxes.update(record.id, (r) => { r.state = 'SANDBOX_NOTREADY'; });
+  const found = deps.tables.sandboxes.find(id);
+  const containers = deps.tables.containers.list().filter((c) => c.sandboxId === found.id);
+  await inParallel(containers.map((c) => deps.locks.run(c.id, () => stopContainer(deps, c.id, POD_STOP_GRACE_SECONDS, log))));
+  // The pinned netns outlives the pause, so detaching the network and killing the pause can overlap.
+  const runtime = deps.runtimes.get(found.runtimeHandler);
+  await inParallel([
+    (async () => {
+      if (!found.networkAttached) return;
+      await tearDownNetwork(deps, found);
+      deps.tables.sandboxes.update(found.id, (r) => { r.networkAttached = false; });
+      checkpoint('sandbox-network-detached');
+    })(),
+    runtime && found.state === 'SANDBOX_READY' ? runtime.stop(found.id, { timeoutSec: 0, signal: 'SIGKILL' }) : undefined,
+  ]);
+  await inParallel([found.netns && removePodNetns(found.netns), found.shm && unmountPodShm(found.shm)]);
+  const record = deps.tables.sandboxes.update(found.id, (r) => { r.state = 'SANDBOX_NOTREADY'; });
   log.info('sandbox stopped');
   return record;
 }

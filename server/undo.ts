@@ -36,6 +36,17 @@ export class UndoStack {
 }
 
 /**
+ * Runs independent steps at once. It waits for every one of them, so that no step is still changing
+ * the host when an undo runs, then throws the first failure.
+ */
+export async function inParallel<T extends readonly unknown[]>(steps: readonly [...{ [K in keyof T]: T[K] | Promise<T[K]> }]): Promise<T> {
+  const results = await Promise.allSettled(steps);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
+
+/**
  * Runs `body` with an undo stack; if it throws, unwinds the stack and rethrows the body's error
  * (the first error), with any undo failures logged.
  */

@@ -7,6 +7,7 @@ const RESCAN_MS = 5000;
 
 export class ExitWatcher {
   private exited = new Set<string>();
+  private readonly waiters = new Map<string, Set<() => void>>();
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
 
@@ -26,6 +27,31 @@ export class ExitWatcher {
     clearInterval(this.timer);
   }
 
+  /**
+   * Resolves true as soon as the container's exit file appears, false after `timeoutMs`. Only
+   * meaningful once started; callers fall back to polling otherwise.
+   */
+  waitFor(id: string, timeoutMs: number): Promise<boolean> {
+    if (this.exited.has(id)) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiters = this.waiters.get(id) ?? new Set();
+      this.waiters.set(id, waiters);
+      const done = (seen: boolean) => {
+        clearTimeout(timer);
+        waiters.delete(wake);
+        if (waiters.size === 0) this.waiters.delete(id);
+        resolve(seen);
+      };
+      const wake = () => done(true);
+      const timer = setTimeout(() => done(this.exited.has(id)), timeoutMs);
+      waiters.add(wake);
+    });
+  }
+
+  get running(): boolean {
+    return this.watcher !== undefined;
+  }
+
   /** Whether the container may have exited: its exit file exists (or the watcher is not running). */
   mayHaveExited(id: string): boolean {
     return this.watcher === undefined || this.exited.has(id);
@@ -36,6 +62,9 @@ export class ExitWatcher {
       this.exited = new Set(readdirSync(this.exitDir));
     } catch {
       this.exited = new Set();
+    }
+    for (const [id, waiters] of this.waiters) {
+      if (this.exited.has(id)) for (const wake of [...waiters]) wake();
     }
   }
 }

@@ -329,6 +329,8 @@ export class OciRuntime {
   /** Wait for conmon's exit file; true once present. Falls back to runc state when conmon is gone. */
   private async waitForExit(id: string, timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
+    // With the exit watcher running, the exit file's appearance wakes us; polling is the fallback.
+    if (this.exits.running && await this.exits.waitFor(id, timeoutMs)) return true;
     for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
       if (await exists(join(this.exitDir, id))) return true;
       if (Date.now() >= deadline) {

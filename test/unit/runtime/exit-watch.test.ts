@@ -25,3 +25,20 @@ it('knows exit files present at start and those written later', async () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+it('wakes a waiter when the exit file appears, and times out when it does not', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'minicri-exits-'));
+  const watcher = new ExitWatcher(dir);
+  watcher.start();
+  try {
+    const started = Date.now();
+    const waiting = watcher.waitFor('c1', 5000);
+    setTimeout(() => writeFileSync(join(dir, 'c1'), '0'), 20);
+    assert.equal(await waiting, true);
+    assert.ok(Date.now() - started < 2000, 'woken by the event, not the timeout');
+    assert.equal(await watcher.waitFor('never', 50), false);
+  } finally {
+    watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KeyedLock } from '../../../server/locks.js';
 import { silentLogger } from '../../../server/log.js';
-import { withUndo } from '../../../server/undo.js';
+import { inParallel, withUndo } from '../../../server/undo.js';
 
 describe('undo', () => {
   it('unwinds in reverse, keeps going past a failing undo, and rethrows the first error', async () => {
@@ -41,5 +41,20 @@ describe('keyed lock', () => {
     const lock = new KeyedLock();
     await assert.rejects(lock.run('k', async () => { throw new Error('boom'); }));
     assert.equal(await lock.run('k', async () => 1), 1);
+  });
+});
+
+describe('inParallel', () => {
+  it('waits for every step before throwing the first failure', async () => {
+    let slowDone = false;
+    await assert.rejects(inParallel([
+      Promise.reject(new Error('fast failure')),
+      new Promise<void>((r) => setTimeout(() => { slowDone = true; r(); }, 30)),
+    ]), /fast failure/);
+    assert.equal(slowDone, true, 'the slow step finished before the error surfaced');
+  });
+
+  it('returns the results in order, plain values included', async () => {
+    assert.deepEqual(await inParallel([Promise.resolve(1), 'two', undefined]), [1, 'two', undefined]);
   });
 });
