@@ -3,7 +3,7 @@
 //   RunPodSandbox    ip netns add, lo up, the bridge CNI plugin's ADD, the pause bundle, runc create + start
 //   CreateContainer  an overlay mount of the image's layer, the bundle, runc create
 //   StartContainer   runc start
-//   StopContainer    runc kill TERM, until the process is gone
+//   StopContainer    runc kill KILL (the bench image's stop signal), until the process is gone
 //   RemoveContainer  runc delete, unmount, remove the bundle
 //   StopPodSandbox   runc kill KILL of the pause, until gone; the plugin's DEL
 //   RemovePodSandbox runc delete of the pause, ip netns del, remove the bundle
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { PAUSE_BINARY } from '../server/pause-image.js';
 import { makeBusyboxRootfs } from '../test/support/rootfs.js';
-import { CGROUP_PARENT, CNI_BIN, NETWORK, RUNC, type BenchEnv } from './lib/env.js';
+import { CGROUP_PARENT, CNI_BIN, FLOOR_NETNS_PREFIX, NETWORK, RUNC, type BenchEnv } from './lib/env.js';
 import { lifecycleSummary, type LifecycleResult, type LifecycleSamples } from './lifecycle.js';
 import { SLEEPER } from './lib/pods.js';
 import { exited } from './lib/proc.js';
@@ -82,7 +82,7 @@ async function pidOf(file: string): Promise<number> {
 
 /** One lifecycle by hand; whatever it made is undone even when a step fails. */
 async function oneFloor(env: BenchEnv, d: FloorDirs, i: number, into: LifecycleSamples): Promise<void> {
-  const pod = `mcb-floor-${process.pid}-${i}`;
+  const pod = `${FLOOR_NETNS_PREFIX}${i}`;
   const ctr = `${pod}-app`;
   const nsPath = `/var/run/netns/${pod}`;
   const podDir = join(d.dir, pod);
@@ -119,7 +119,7 @@ async function oneFloor(env: BenchEnv, d: FloorDirs, i: number, into: LifecycleS
     await timed(local, 'StartContainer', () => runc(d, ['start', ctr]));
     await timed(local, 'StopContainer', async () => {
       const pid = await pidOf(join(ctrDir, 'pid'));
-      await runc(d, ['kill', ctr, 'TERM']);
+      await runc(d, ['kill', ctr, 'KILL']);
       await waitExited(pid);
     });
     await timed(local, 'RemoveContainer', async () => {

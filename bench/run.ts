@@ -77,16 +77,23 @@ let env: BenchEnv | undefined;
 const running = new Map<TargetName, Target>();
 
 async function cleanup(): Promise<void> {
+  log('cleaning up');
   for (const t of running.values()) await t.stop().catch((err: unknown) => log(`stopping ${t.name}: ${(err as Error).message}`));
   running.clear();
   await env?.cleanup();
   env = undefined;
+  log('cleaned up');
 }
 
+// A listener that stays (not `once`): execa's exit hook re-raises a signal nobody else listens to, which would
+// kill the bench halfway through its cleanup.
+let stopping = false;
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(sig, () => {
-    log(`${sig}: cleaning up`);
-    void cleanup().finally(() => process.exit(130));
+  process.on(sig, () => {
+    if (stopping) return;
+    stopping = true;
+    log(`${sig}: stopping`);
+    void cleanup().catch((err: unknown) => log(`cleanup: ${(err as Error).stack}`)).finally(() => process.exit(130));
   });
 }
 

@@ -18,6 +18,8 @@ export const RUNC = '/usr/sbin/runc';
 /** Parent cgroup of every bench pod (cgroupfs driver), for every target. */
 export const CGROUP_PARENT = '/minicri-bench';
 const CGROUP_ROOT = '/sys/fs/cgroup';
+/** Names of the floor's network namespaces (this process's only). */
+export const FLOOR_NETNS_PREFIX = `mcb-floor-${process.pid}-`;
 
 export interface BenchEnv {
   base: string;
@@ -57,6 +59,11 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
   const confDir = join(base, 'net.d');
   const ipamDir = join(base, 'ipam');
   const cleanup = async () => {
+    // What an interrupted floor run left: its containers and namespaces.
+    await removeRuncState(join(base, 'floor', 'runc'));
+    for (const ns of await readdir('/var/run/netns').catch(() => [] as string[])) {
+      if (ns.startsWith(FLOOR_NETNS_PREFIX)) await execa('ip', ['netns', 'del', ns], { reject: false });
+    }
     await execa('ip', ['link', 'del', BRIDGE], { reject: false });
     await unmountUnder(base);
     await removeCgroups(CGROUP_PARENT);
@@ -67,7 +74,7 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
     registry = await startRegistry();
     const host = registry.host;
     log(`registry at ${registry.url}; pushing busybox, pause and a ~100 MB image`);
-    const bb = await buildImage([{ entries: await busyboxEntries() }], { Env: ['PATH=/bin'], Cmd: ['sh'] });
+    const bb = await buildImage([{ entries: await busyboxEntries() }], { Env: ['PATH=/bin'], Cmd: ['sh'], StopSignal: 'SIGKILL' });
     await pushImage(registry, 'bench/busybox', ['bench'], bb);
     const pause = await buildImage(
       [{ entries: [{ name: 'pause', data: await readFile(PAUSE_BINARY), mode: 0o755 }] }],
@@ -84,6 +91,12 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
     await cleanup();
     throw err;
   }
+}
+
+/** Force-deletes every container runc knows under `root`. */
+export async function removeRuncState(root: string): Promise<void> {
+  const out = await execa(RUNC, ['--root', root, 'list', '-q'], { reject: false });
+  for (const id of String(out.stdout).split('\n').filter(Boolean)) await execa(RUNC, ['--root', root, 'delete', '--force', id], { reject: false });
 }
 
 /** Unmounts everything mounted at or below `dir`, deepest first (what a killed daemon may leave). */

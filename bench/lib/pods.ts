@@ -4,10 +4,10 @@ import type { PodSandboxConfig } from '../../gen/runtime/v1/PodSandboxConfig.js'
 import { CGROUP_PARENT } from './env.js';
 
 /**
- * A long-running container that exits at once on SIGTERM, so StopContainer measures the stop, not a grace
- * period: PID 1 in its own pid namespace ignores signals it does not handle, and `wait` returns on a trapped one.
+ * A long-running container. The bench image's stop signal is SIGKILL, so StopContainer measures the stop itself,
+ * with no grace period and no race with the shell installing a trap (PID 1 ignores an unhandled SIGTERM).
  */
-export const SLEEPER = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'];
+export const SLEEPER = ['sleep', '3600'];
 
 let seq = 0;
 

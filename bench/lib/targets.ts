@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { CriClient } from '../../test/support/cri-client.js';
 import { MAIN } from '../../test/support/daemon.js';
-import { CNI_BIN, RUNC, unmountUnder, type BenchEnv } from './env.js';
+import { CNI_BIN, RUNC, removeRuncState, unmountUnder, type BenchEnv } from './env.js';
 import { findProcesses } from './proc.js';
 import { pool } from './stats.js';
 
@@ -85,11 +85,6 @@ async function killAll(pids: number[]): Promise<void> {
     try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
   }
   if (pids.length) await new Promise((r) => setTimeout(r, 200));
-}
-
-async function removeRuncState(root: string): Promise<void> {
-  const out = await execa(RUNC, ['--root', root, 'list', '-q'], { reject: false });
-  for (const id of String(out.stdout).split('\n').filter(Boolean)) await execa(RUNC, ['--root', root, 'delete', '--force', id], { reject: false });
 }
 
 export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Promise<Target> {
