@@ -38,7 +38,8 @@ export interface FootprintResult {
   perPodRssKiB: number;
 }
 
-async function sample(target: Target): Promise<FootprintSample> {
+/** The daemon's memory and CPU (over a few seconds) and its helpers' memory, now. */
+export async function sample(target: Target): Promise<FootprintSample> {
   const helpers = await target.helpers();
   const [daemon, daemonCpuPercent, helperMem] = await Promise.all([memoryOf(target.pid), cpuPercent(target.pid, CPU_WINDOW_MS), sumMemory(helpers)]);
   return { daemon, daemonCpuPercent: round(daemonCpuPercent, 2), helpers: { count: helpers.length, ...helperMem } };

@@ -16,7 +16,7 @@ import { medianOf, table, type Json, type Row } from './lib/report.js';
 import { ensureContainerd, startContainerd, startMinicri, type Target, type TargetName } from './lib/targets.js';
 import { LIFECYCLE_STEPS, lifecycleBench } from './lifecycle.js';
 import { pullBench } from './pull.js';
-import { relistBench } from './relist.js';
+import { relistBench, sample, type FootprintSample } from './relist.js';
 import { stormBench } from './storm.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
@@ -75,6 +75,8 @@ async function machine(): Promise<Record<string, string | number>> {
 
 let env: BenchEnv | undefined;
 const running = new Map<TargetName, Target>();
+/** Each daemon just started, with its images pulled and nothing else done yet. */
+const fresh = new Map<TargetName, FootprintSample>();
 
 async function cleanup(): Promise<void> {
   log('cleaning up');
@@ -109,6 +111,7 @@ async function main(): Promise<void> {
     log(`starting ${name}`);
     running.set(name, name === 'minicri' ? await startMinicri(env, { cpuProfDir: args['cpu-prof'] ? profDir : undefined }) : await startContainerd(env));
   }
+  for (const [name, t] of running) fresh.set(name, await sample(t));
   for (let round = 1; round <= rounds; round++) {
     // Alternate who goes first, so neither always runs on a warmer (or more fragmented) host.
     const order = round % 2 ? daemons : [...daemons].reverse();
@@ -126,7 +129,7 @@ async function main(): Promise<void> {
         if (bench === 'relist') {
           const { relist, footprint } = await relistBench(t, env.busybox, logRoot, relistPods, relistIterations);
           record('relist', name, round, relist);
-          record('footprint', name, round, footprint);
+          record('footprint', name, round, { fresh: fresh.get(name), ...footprint });
         }
       }
     }
@@ -171,8 +174,10 @@ function rows(): Row[] {
   }
   r.push({ metric: `relist ${relistPods} pods: any call p99 (ms)`, bench: 'relist', path: 'allCalls.p99' });
   r.push({ metric: `relist ${relistPods} pods: whole relist p50 (ms)`, bench: 'relist', path: 'relist.p50' });
-  r.push({ metric: 'daemon RSS idle (MiB)', bench: 'footprint', path: 'idle.daemon.rssKiB', scale: 1024 });
-  r.push({ metric: 'daemon CPU idle (% of a core)', bench: 'footprint', path: 'idle.daemonCpuPercent' });
+  r.push({ metric: 'daemon RSS just started (MiB)', bench: 'footprint', path: 'fresh.daemon.rssKiB', scale: 1024 });
+  r.push({ metric: 'daemon CPU just started, idle (% of a core)', bench: 'footprint', path: 'fresh.daemonCpuPercent' });
+  r.push({ metric: 'daemon RSS idle after the other benches (MiB)', bench: 'footprint', path: 'idle.daemon.rssKiB', scale: 1024 });
+  r.push({ metric: 'daemon CPU idle after the other benches (% of a core)', bench: 'footprint', path: 'idle.daemonCpuPercent' });
   r.push({ metric: `daemon RSS, ${relistPods} pods (MiB)`, bench: 'footprint', path: 'loaded.daemon.rssKiB', scale: 1024 });
   r.push({ metric: `daemon CPU, ${relistPods} pods idle (% of a core)`, bench: 'footprint', path: 'loaded.daemonCpuPercent' });
   r.push({ metric: `helper processes, ${relistPods} pods`, bench: 'footprint', path: 'loaded.helpers.count' });
@@ -199,6 +204,14 @@ Machine: ${Object.entries(mach).map(([k, v]) => `${k} ${v}`).join('; ')}.
 Options: \`${JSON.stringify(options)}\`
 
 ${table(present, summaries)}
+
+Reading it:
+- containerd runs \`runc create\` in StartContainer, minicri (and the floor) in CreateContainer: compare
+  CreateContainer + StartContainer, or the whole lifecycle, rather than each alone.
+- StopContainer uses the image's stop signal, SIGKILL for the bench image, so it measures the stop and not a grace period.
+- Host memory per pod is the daemon's PSS growth from idle to ${relistPods} pods plus the PSS of its per-pod processes
+  (conmon for each pause and container with minicri, one runc shim per pod with containerd), over the pods.
+- Tails (p99) on a 2-core VM that runs anything else are noisy; the p50s are the figures to hold against each other.
 `;
 }
 
