@@ -4,7 +4,7 @@
 // Flags: --rounds N, --lifecycle N, --storm 50,110, --relist-pods N, --relist-iterations N,
 // --only lifecycle,pull,storm,relist, --targets minicri,containerd,floor, --cpu-prof, --no-md.
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, release, totalmem } from 'node:os';
+import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -59,7 +59,10 @@ async function version(cmd: string, flag = '--version'): Promise<string> {
   return String(r.stdout).split('\n')[0] ?? '';
 }
 
-async function machine(): Promise<Record<string, string | number>> {
+/** Load averages (1, 5, 15 min): other work on the machine during the run shows here. */
+const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
+
+async function machine(loadAtStart: string): Promise<Record<string, string | number>> {
   const cgroup = (await execa('stat', ['-fc', '%T', '/sys/fs/cgroup'], { reject: false })).stdout === 'cgroup2fs' ? 'v2' : 'v1 (hybrid)';
   return {
     cpu: `${cpus().length} x ${cpus()[0]?.model ?? '?'}`,
@@ -70,6 +73,8 @@ async function machine(): Promise<Record<string, string | number>> {
     runc: await version('runc'),
     conmon: await version('conmon'),
     containerd: await version('containerd'),
+    'load average at start': loadAtStart,
+    'load average at end': load(),
   };
 }
 
@@ -102,6 +107,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 async function main(): Promise<void> {
   const before = await hostSnapshot();
   const started = new Date();
+  const loadAtStart = load();
   if (wanted.has('containerd')) await ensureContainerd(log);
   const profDir = join(BENCH_DIR, 'results', 'profiles');
   if (args['cpu-prof']) await mkdir(profDir, { recursive: true });
@@ -143,7 +149,7 @@ async function main(): Promise<void> {
   for (const { bench, target } of entries) {
     (summaries[bench] ??= {})[target] ??= medianOf(entries.filter((e) => e.bench === bench && e.target === target).map((e) => e.result));
   }
-  const mach = await machine();
+  const mach = await machine(loadAtStart);
   const stamp = started.toISOString().replace(/[:.]/g, '-');
   const options = { rounds, lifecycle: lifecycleN, storm: stormSizes, relistPods, relistIterations, only: [...only], targets: [...wanted] };
   await mkdir(join(BENCH_DIR, 'results'), { recursive: true });
