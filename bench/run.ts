@@ -13,7 +13,7 @@ import { hostSnapshot } from '../test/support/leaks.js';
 import { floorBench } from './floor.js';
 import { makeBenchEnv, type BenchEnv } from './lib/env.js';
 import { medianOf, table, type Json, type Row } from './lib/report.js';
-import { ensureContainerd, startContainerd, startMinicri, type Target, type TargetName } from './lib/targets.js';
+import { ensurePackages, startContainerd, startMinicri, type Target, type TargetName } from './lib/targets.js';
 import { LIFECYCLE_STEPS, lifecycleBench } from './lifecycle.js';
 import { pullBench } from './pull.js';
 import { relistBench, sample, type FootprintSample } from './relist.js';
@@ -108,7 +108,7 @@ async function main(): Promise<void> {
   const before = await hostSnapshot();
   const started = new Date();
   const loadAtStart = load();
-  if (wanted.has('containerd')) await ensureContainerd(log);
+  await ensurePackages(log);
   const profDir = join(BENCH_DIR, 'results', 'profiles');
   if (args['cpu-prof']) await mkdir(profDir, { recursive: true });
   env = await makeBenchEnv(log);

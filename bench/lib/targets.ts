@@ -175,13 +175,27 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 `;
 }
 
-/** Installs Debian's containerd when missing (as scripts/setup.sh does for its packages); never enables the service. */
-export async function ensureContainerd(log: (msg: string) => void): Promise<void> {
-  const status = await execa('dpkg-query', ['-W', '-f=${Status}', 'containerd'], { reject: false });
-  if (String(status.stdout).includes('install ok installed')) return;
-  log('installing Debian containerd');
+/** What the bench runs besides minicri's own needs: the peer, the registry, and busybox for the test image. */
+const BENCH_PACKAGES = ['containerd', 'docker-registry', 'busybox', 'runc', 'conmon', 'containernetworking-plugins', 'iproute2'];
+
+/**
+ * Installs the Debian packages the bench needs that are missing (as scripts/setup.sh does for its own).
+ * containerd's service is never started: the bench runs its own containerd with its own config.
+ */
+export async function ensurePackages(log: (msg: string) => void): Promise<void> {
+  const missing: string[] = [];
+  for (const p of BENCH_PACKAGES) {
+    const status = await execa('dpkg-query', ['-W', '-f=${Status}', p], { reject: false });
+    if (!String(status.stdout).includes('install ok installed')) missing.push(p);
+  }
+  if (missing.length === 0) return;
+  log(`installing ${missing.join(' ')}`);
   await execa('apt-get', ['update', '-qq']);
-  await execa('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'containerd'], { env: { DEBIAN_FRONTEND: 'noninteractive' } });
+  await execa('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env: { DEBIAN_FRONTEND: 'noninteractive' } });
+  // Under systemd the package starts its own service; the machine did not have it before, so it goes again.
+  if (missing.includes('containerd') && existsSync('/run/systemd/system')) {
+    await execa('systemctl', ['disable', '--now', 'containerd'], { reject: false });
+  }
 }
 
 /** Where containerd 1.6's shims put their sockets whatever the config says; removed after if the bench made it. */
