@@ -1,50 +1,92 @@
 // Pull benchmark: a ~100 MB image of random data in several layers from a local docker-registry, pulled cold
-// (empty store) and warm (everything present). Prints JSON. Run: npx tsc -p . && node dist/bench/pull.js
+// (empty store) and warm (everything present), through a CRI endpoint's PullImage. Run on its own
+// (`node dist/bench/pull.js`) it pulls with minicri's image service in-process, without a daemon, and prints JSON.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Images } from '../oci/image/images.js';
 import { silentLogger } from '../server/log.js';
+import type { CriClient } from '../test/support/cri-client.js';
 import { MemoryImageRepository } from '../test/support/image-repo.js';
-import { startRegistry } from '../test/support/registry.js';
+import { startRegistry, type TestRegistry } from '../test/support/registry.js';
 import { buildImage, pushImage } from '../test/support/test-images.js';
+import { now, round, since } from './lib/stats.js';
 
 const LAYERS = 5;
 const FILES_PER_LAYER = 4;
 const FILE_BYTES = 5 << 20;
 
-async function main(): Promise<void> {
+export interface BigImage {
+  ref: string;
+  layers: number;
+  /** Compressed bytes of config and layers: what a pull transfers. */
+  bytes: number;
+}
+
+export interface PullResult {
+  image: { layers: number; mb: number };
+  cold: { seconds: number; mbPerSecond: number };
+  warm: { seconds: number };
+}
+
+/** Pushes the random multi-layer image to `reg`. */
+export async function pushBigImage(reg: TestRegistry): Promise<BigImage> {
+  const layers = Array.from({ length: LAYERS }, (_, l) => ({
+    entries: Array.from({ length: FILES_PER_LAYER }, (_, f) => ({ name: `data/l${l}/f${f}`, data: randomBytes(FILE_BYTES) })),
+    compression: 'gzip' as const,
+  }));
+  const img = await buildImage(layers, { Cmd: ['/bin/true'] });
+  await pushImage(reg, 'bench/random', ['v1'], img);
+  return { ref: `${reg.host}/bench/random:v1`, layers: LAYERS, bytes: [...img.blobs.values()].reduce((a, b) => a + b.length, 0) };
+}
+
+function result(image: BigImage, coldMs: number, warmMs: number): PullResult {
+  const mb = image.bytes / 1e6;
+  return {
+    image: { layers: image.layers, mb: round(mb) },
+    cold: { seconds: round(coldMs / 1000), mbPerSecond: round(mb / (coldMs / 1000)) },
+    warm: { seconds: round(warmMs / 1000) },
+  };
+}
+
+/** Cold then warm PullImage on a CRI endpoint; the image is removed before and after. */
+export async function pullBench(client: CriClient, image: BigImage): Promise<PullResult> {
+  const spec = { image: image.ref };
+  await client.image.call('RemoveImage', { image: spec });
+  const time = async () => {
+    const t0 = now();
+    await client.image.call('PullImage', { image: spec }, { timeoutMs: 600_000 });
+    return since(t0);
+  };
+  try {
+    const cold = await time();
+    const warm = await time();
+    return result(image, cold, warm);
+  } finally {
+    await client.image.call('RemoveImage', { image: spec });
+  }
+}
+
+async function inProcess(): Promise<void> {
   const reg = await startRegistry();
   const rootDir = await mkdtemp(join(tmpdir(), 'minicri-image-bench-'));
   try {
-    const layers = Array.from({ length: LAYERS }, (_, l) => ({
-      entries: Array.from({ length: FILES_PER_LAYER }, (_, f) => ({ name: `data/l${l}/f${f}`, data: randomBytes(FILE_BYTES) })),
-      compression: 'gzip' as const,
-    }));
-    const img = await buildImage(layers, { Cmd: ['/bin/true'] });
-    await pushImage(reg, 'bench/random', ['v1'], img);
-    const bytes = [...img.blobs.values()].reduce((a, b) => a + b.length, 0);
-    const ref = `${reg.host}/bench/random:v1`;
+    const image = await pushBigImage(reg);
     const images = await Images.open({ rootDir, repo: new MemoryImageRepository(), registries: { mirrors: {}, insecure: [] }, log: silentLogger });
     const time = async () => {
-      const t0 = process.hrtime.bigint();
-      await images.pull(ref);
-      return Number(process.hrtime.bigint() - t0) / 1e9;
+      const t0 = now();
+      await images.pull(image.ref);
+      return since(t0);
     };
     const cold = await time();
     const warm = await time();
-    const round = (n: number) => Number(n.toFixed(3));
-    console.log(JSON.stringify({
-      bench: 'pull',
-      image: { layers: LAYERS, bytes, mb: round(bytes / 1e6) },
-      cold: { seconds: round(cold), mbPerSecond: round(bytes / 1e6 / cold) },
-      warm: { seconds: round(warm) },
-    }));
+    console.log(JSON.stringify({ bench: 'pull', target: 'minicri-in-process', ...result(image, cold, warm) }));
   } finally {
     await rm(rootDir, { recursive: true, force: true });
     await reg.stop();
   }
 }
 
-await main();
+if (process.argv[1] === fileURLToPath(import.meta.url)) await inProcess();

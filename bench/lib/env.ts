@@ -1,0 +1,117 @@
+// The bench environment shared by every target: a temp dir, a local registry holding busybox, minicri's pause
+// and a ~100 MB image, and a private CNI bridge network (mcri-bench0 on 10.235.0.0/16, no route out).
+// `cleanup` removes all of it, plus whatever a crashed target left under the temp dir (mounts, cgroups).
+import { mkdir, mkdtemp, readFile, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { PAUSE_BINARY } from '../../server/pause-image.js';
+import { startRegistry, type TestRegistry } from '../../test/support/registry.js';
+import { buildImage, pushImage, type TarEntry } from '../../test/support/test-images.js';
+import { pushBigImage, type BigImage } from '../pull.js';
+
+export const BRIDGE = 'mcri-bench0';
+export const SUBNET = '10.235.0.0/16';
+export const NETWORK = 'mcri-bench';
+export const CNI_BIN = '/usr/lib/cni';
+export const RUNC = '/usr/sbin/runc';
+/** Parent cgroup of every bench pod (cgroupfs driver), for every target. */
+export const CGROUP_PARENT = '/minicri-bench';
+const CGROUP_ROOT = '/sys/fs/cgroup';
+/** Names of the floor's network namespaces (this process's only). */
+export const FLOOR_NETNS_PREFIX = `mcb-floor-${process.pid}-`;
+
+export interface BenchEnv {
+  base: string;
+  registry: TestRegistry;
+  confDir: string;
+  ipamDir: string;
+  busybox: string;
+  pause: string;
+  big: BigImage;
+  /** The bridge plugin's configuration as the conflist holds it (the floor runs it by hand). */
+  bridgeConf: Record<string, unknown>;
+  cleanup(): Promise<void>;
+}
+
+/** busybox plus a symlink per applet and the shared libraries `ldd` lists: a runnable image layer. */
+async function busyboxEntries(): Promise<TarEntry[]> {
+  const applets = (await execa('/bin/busybox', ['--list'])).stdout.split('\n').map((s) => s.trim()).filter((s) => s && s !== 'busybox');
+  const ldd = await execa('ldd', ['/bin/busybox'], { reject: false });
+  const libs = ldd.exitCode !== 0 ? [] : [...ldd.stdout.matchAll(/(\/\S+) \(0x[0-9a-f]+\)/g)].map((m) => m[1]!);
+  const dirs = new Set<string>(['bin', 'etc', 'tmp', 'proc', 'sys', 'dev', 'root', 'run']);
+  for (const lib of libs) {
+    const parts = lib.slice(1).split('/').slice(0, -1);
+    for (let i = 1; i <= parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
+  }
+  return [
+    ...[...dirs].sort().map((d): TarEntry => ({ name: `${d}/`, type: 'directory', mode: d === 'tmp' ? 0o1777 : 0o755 })),
+    { name: 'bin/busybox', data: await readFile('/bin/busybox'), mode: 0o755 },
+    ...applets.map((a): TarEntry => ({ name: `bin/${a}`, type: 'symlink', linkname: 'busybox' })),
+    ...await Promise.all(libs.map(async (l): Promise<TarEntry> => ({ name: l.slice(1), data: await readFile(l), mode: 0o755 }))),
+    { name: 'etc/passwd', data: 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' },
+  ];
+}
+
+export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv> {
+  const base = await mkdtemp(join(tmpdir(), 'minicri-bench-'));
+  let registry: TestRegistry | undefined;
+  const confDir = join(base, 'net.d');
+  const ipamDir = join(base, 'ipam');
+  const cleanup = async () => {
+    // What an interrupted floor run left: its containers and namespaces.
+    await removeRuncState(join(base, 'floor', 'runc'));
+    for (const ns of await readdir('/var/run/netns').catch(() => [] as string[])) {
+      if (ns.startsWith(FLOOR_NETNS_PREFIX)) await execa('ip', ['netns', 'del', ns], { reject: false });
+    }
+    await execa('ip', ['link', 'del', BRIDGE], { reject: false });
+    await unmountUnder(base);
+    await removeCgroups(CGROUP_PARENT);
+    await registry?.stop();
+    await rm(base, { recursive: true, force: true });
+  };
+  try {
+    registry = await startRegistry();
+    const host = registry.host;
+    log(`registry at ${registry.url}; pushing busybox, pause and a ~100 MB image`);
+    const bb = await buildImage([{ entries: await busyboxEntries() }], { Env: ['PATH=/bin'], Cmd: ['sh'], StopSignal: 'SIGKILL' });
+    await pushImage(registry, 'bench/busybox', ['bench'], bb);
+    const pause = await buildImage(
+      [{ entries: [{ name: 'pause', data: await readFile(PAUSE_BINARY), mode: 0o755 }] }],
+      { Entrypoint: ['/pause'], User: '65535:65535', StopSignal: 'SIGINT' },
+    );
+    await pushImage(registry, 'minicri/pause', ['bench'], pause);
+    const big = await pushBigImage(registry);
+    await mkdir(confDir, { recursive: true });
+    // No gateway and no masquerade: pods reach each other over the bridge and nothing else.
+    const bridgeConf = { type: 'bridge', bridge: BRIDGE, isGateway: false, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet: SUBNET }]], dataDir: ipamDir } };
+    await writeFile(join(confDir, '10-mcri-bench.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: NETWORK, plugins: [bridgeConf] }));
+    return { base, registry, confDir, ipamDir, busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, bridgeConf, cleanup };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** Force-deletes every container runc knows under `root`. */
+export async function removeRuncState(root: string): Promise<void> {
+  const out = await execa(RUNC, ['--root', root, 'list', '-q'], { reject: false });
+  for (const id of String(out.stdout).split('\n').filter(Boolean)) await execa(RUNC, ['--root', root, 'delete', '--force', id], { reject: false });
+}
+
+/** Unmounts everything mounted at or below `dir`, deepest first (what a killed daemon may leave). */
+export async function unmountUnder(dir: string): Promise<void> {
+  const mounts = (await readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '')
+    .map((m) => m.replace(/\\040/g, ' ')).filter((m) => m === dir || m.startsWith(`${dir}/`));
+  for (const m of mounts.sort((a, b) => b.length - a.length)) await execa('umount', ['-l', m], { reject: false });
+}
+
+/** Removes the cgroup `path` and everything below it in every v1 controller (they must be empty of tasks). */
+export async function removeCgroups(path: string): Promise<void> {
+  const rmTree = async (dir: string): Promise<void> => {
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) if (e.isDirectory()) await rmTree(join(dir, e.name));
+    await rmdir(dir).catch(() => undefined);
+  };
+  for (const c of await readdir(CGROUP_ROOT).catch(() => [] as string[])) await rmTree(join(CGROUP_ROOT, c, path));
+}

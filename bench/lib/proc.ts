@@ -1,0 +1,59 @@
+// Process accounting from /proc: memory (RSS and PSS) and CPU time of a daemon and its helper processes.
+import { readdir, readFile } from 'node:fs/promises';
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux x86-64
+
+export interface Memory {
+  rssKiB: number;
+  pssKiB: number;
+}
+
+/** RSS and PSS of one process (PSS shares a page among the processes that map it: honest for 110 shims). */
+export async function memoryOf(pid: number): Promise<Memory> {
+  const text = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0);
+  return { rssKiB: field('Rss'), pssKiB: field('Pss') };
+}
+
+export async function sumMemory(pids: readonly number[]): Promise<Memory> {
+  const all = await Promise.all(pids.map(memoryOf));
+  return { rssKiB: all.reduce((a, m) => a + m.rssKiB, 0), pssKiB: all.reduce((a, m) => a + m.pssKiB, 0) };
+}
+
+/** User plus system CPU seconds the process has used. */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After the command: state is field 3, utime 14 and stime 15 (1-based in proc(5)).
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** Percent of one core the process used over `ms`. */
+export async function cpuPercent(pid: number, ms: number): Promise<number> {
+  const before = await cpuSeconds(pid);
+  await new Promise((r) => setTimeout(r, ms));
+  return ((await cpuSeconds(pid)) - before) / (ms / 1000) * 100;
+}
+
+/** Live processes whose argv[0] ends with `name` and whose command line contains `needle`. */
+export async function findProcesses(name: string, needle: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const [cmdline, stat] = await Promise.all([readFile(`/proc/${entry}/cmdline`, 'utf8'), readFile(`/proc/${entry}/stat`, 'utf8')]);
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      const argv0 = cmdline.split('\0')[0] ?? '';
+      if (state !== 'Z' && (argv0 === name || argv0.endsWith(`/${name}`)) && cmdline.includes(needle)) found.push(Number(entry));
+    } catch {
+      // gone while we looked
+    }
+  }
+  return found;
+}
+
+/** Whether the process is gone or a zombie (exited, waiting for its reaper). */
+export async function exited(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat === '' || stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+}

@@ -1,0 +1,235 @@
+// The CRI endpoints under test, each started fresh by the bench with its own config, root, state and socket
+// under the bench dir and the bench's CNI network, and stopped after: minicri (this checkout) and Debian's containerd.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, openSync, closeSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { CriClient } from '../../test/support/cri-client.js';
+import { MAIN } from '../../test/support/daemon.js';
+import { CNI_BIN, RUNC, removeRuncState, unmountUnder, type BenchEnv } from './env.js';
+import { findProcesses } from './proc.js';
+import { pool } from './stats.js';
+
+export type TargetName = 'minicri' | 'containerd';
+
+export interface Target {
+  name: TargetName;
+  client: CriClient;
+  /** The daemon's pid, for its memory and CPU. */
+  pid: number;
+  /** The per-pod helper processes it starts (conmon for minicri, shims for containerd). */
+  helpers(): Promise<number[]>;
+  /** Removes every pod and container, stops the daemon and anything it left. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Directory for a V8 CPU profile of the daemon (minicri only), written when it exits. */
+  cpuProfDir?: string;
+}
+
+async function waitServing(client: CriClient, child: ChildProcess, what: string, logFile: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited during start: see ${logFile}`);
+    try {
+      await client.runtime.call('Version', {}, { timeoutMs: 1000 });
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`${what} did not answer Version within 30 s: see ${logFile}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** Stops and removes every pod sandbox and container the endpoint knows. */
+export async function drain(client: CriClient, concurrency = 8): Promise<void> {
+  const pods = (await client.runtime.call('ListPodSandbox', {})).items;
+  await pool(pods, concurrency, async (p) => {
+    await client.runtime.call('StopPodSandbox', { pod_sandbox_id: p.id });
+    await client.runtime.call('RemovePodSandbox', { pod_sandbox_id: p.id });
+  });
+  for (const c of (await client.runtime.call('ListContainers', {})).containers) {
+    await client.runtime.call('RemoveContainer', { container_id: c.id });
+  }
+}
+
+function spawnLogged(cmd: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  const fd = openSync(logFile, 'a');
+  try {
+    const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], env });
+    child.on('error', () => undefined); // surfaces as an exit during start
+    return child;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function terminate(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function pullAll(client: CriClient, refs: string[]): Promise<void> {
+  for (const image of refs) await client.image.call('PullImage', { image: { image } }, { timeoutMs: 300_000 });
+}
+
+/** Kills the given processes (left by a daemon that died) and waits a moment for them to go. */
+async function killAll(pids: number[]): Promise<void> {
+  for (const pid of pids) {
+    try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+  }
+  if (pids.length) await new Promise((r) => setTimeout(r, 200));
+}
+
+export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Promise<Target> {
+  const dir = join(env.base, 'minicri');
+  await mkdir(dir, { recursive: true });
+  const socket = join(dir, 'run', 'minicri.sock');
+  const configPath = join(dir, 'minicri.toml');
+  const runcRoot = join(dir, 'run', 'runtime', 'runc-root');
+  await writeFile(configPath, [
+    `socket = "${socket}"`,
+    `root_dir = "${join(dir, 'root')}"`,
+    `state_dir = "${join(dir, 'run')}"`,
+    'log_level = "info"',
+    'cgroup_driver = "cgroupfs"',
+    `[runtimes.runc]`,
+    `path = "${RUNC}"`,
+    `root = "${runcRoot}"`,
+    '[cni]',
+    `conf_dir = "${env.confDir}"`,
+    `cache_dir = "${join(dir, 'cni-cache')}"`,
+    `bin_dirs = ["${CNI_BIN}"]`,
+    'write_default_network = false',
+  ].join('\n'));
+  const logFile = join(dir, 'minicri.log');
+  const nodeArgs = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`] : [];
+  const child = spawnLogged(process.execPath, [...nodeArgs, MAIN, 'serve', '--config', configPath], logFile);
+  const client = new CriClient(socket);
+  const helpers = () => findProcesses('conmon', `${dir}/`);
+  const stop = async () => {
+    try {
+      if (child.exitCode === null) await drain(client);
+    } finally {
+      client.close();
+      await terminate(child);
+      await killAll(await helpers());
+      await removeRuncState(runcRoot);
+      await unmountUnder(dir);
+    }
+  };
+  try {
+    await waitServing(client, child, 'minicri', logFile);
+    await pullAll(client, [env.busybox]);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { name: 'minicri', client, pid: child.pid!, helpers, stop };
+}
+
+/** containerd 1.6's own config: CRI plugin on the bench network, runc v2 shims, the local registry over HTTP. */
+function containerdConfig(env: BenchEnv, dir: string, socket: string): string {
+  const cri = 'plugins."io.containerd.grpc.v1.cri"';
+  const registryHost = env.registry.host;
+  return `version = 2
+root = "${join(dir, 'root')}"
+state = "${join(dir, 'state')}"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+
+[grpc]
+  address = "${socket}"
+[ttrpc]
+  address = "${socket}.ttrpc"
+[debug]
+  level = "info"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "${join(dir, 'opt')}"
+[${cri}]
+  sandbox_image = "${env.pause}"
+  disable_tcp_service = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  # The bound set here lacks CAP_SYS_RESOURCE: the pause's default -998 would fail in runc; clamp to our own.
+  restrict_oom_score_adj = true
+[${cri}.containerd]
+  snapshotter = "overlayfs"
+  default_runtime_name = "runc"
+[${cri}.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[${cri}.containerd.runtimes.runc.options]
+  BinaryName = "${RUNC}"
+  Root = "${join(dir, 'runc')}"
+  SystemdCgroup = false
+[${cri}.cni]
+  bin_dir = "${CNI_BIN}"
+  conf_dir = "${env.confDir}"
+[${cri}.registry.mirrors."${registryHost}"]
+  endpoint = ["http://${registryHost}"]
+`;
+}
+
+/** What the bench runs besides minicri's own needs: the peer, the registry, and busybox for the test image. */
+const BENCH_PACKAGES = ['containerd', 'docker-registry', 'busybox', 'runc', 'conmon', 'containernetworking-plugins', 'iproute2'];
+
+/**
+ * Installs the Debian packages the bench needs that are missing (as scripts/setup.sh does for its own).
+ * containerd's service is never started: the bench runs its own containerd with its own config.
+ */
+export async function ensurePackages(log: (msg: string) => void): Promise<void> {
+  const missing: string[] = [];
+  for (const p of BENCH_PACKAGES) {
+    const status = await execa('dpkg-query', ['-W', '-f=${Status}', p], { reject: false });
+    if (!String(status.stdout).includes('install ok installed')) missing.push(p);
+  }
+  if (missing.length === 0) return;
+  log(`installing ${missing.join(' ')}`);
+  await execa('apt-get', ['update', '-qq']);
+  await execa('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env: { DEBIAN_FRONTEND: 'noninteractive' } });
+  // Under systemd the package starts its own service; the machine did not have it before, so it goes again.
+  if (missing.includes('containerd') && existsSync('/run/systemd/system')) {
+    await execa('systemctl', ['disable', '--now', 'containerd'], { reject: false });
+  }
+}
+
+/** Where containerd 1.6's shims put their sockets whatever the config says; removed after if the bench made it. */
+const SHIM_SOCKET_DIR = '/run/containerd';
+
+export async function startContainerd(env: BenchEnv): Promise<Target> {
+  const dir = join(env.base, 'containerd');
+  await mkdir(dir, { recursive: true });
+  const socket = join(dir, 'containerd.sock');
+  const configPath = join(dir, 'config.toml');
+  await writeFile(configPath, containerdConfig(env, dir, socket));
+  const hadShimDir = existsSync(SHIM_SOCKET_DIR);
+  const logFile = join(dir, 'containerd.log');
+  const child = spawnLogged('containerd', ['--config', configPath], logFile);
+  const client = new CriClient(socket);
+  const helpers = () => findProcesses('containerd-shim-runc-v2', socket);
+  const stop = async () => {
+    try {
+      if (child.exitCode === null) await drain(client);
+    } finally {
+      client.close();
+      await terminate(child);
+      await killAll(await helpers());
+      await removeRuncState(join(dir, 'runc', 'k8s.io'));
+      await unmountUnder(dir);
+      if (!hadShimDir) await rm(SHIM_SOCKET_DIR, { recursive: true, force: true });
+    }
+  };
+  try {
+    await waitServing(client, child, 'containerd', logFile);
+    await pullAll(client, [env.pause, env.busybox]);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { name: 'containerd', client, pid: child.pid!, helpers, stop };
+}

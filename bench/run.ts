@@ -1,0 +1,230 @@
+// `npm run bench`: every benchmark against minicri and containerd (and the floor, for the lifecycle) in one run,
+// the targets alternating within each round; prints each result as a JSON line, writes them all to
+// bench/results/<time>.json, and the medians and ratios as a table to bench/RESULTS.md.
+// Flags: --rounds N, --lifecycle N, --storm 50,110, --relist-pods N, --relist-iterations N,
+// --only lifecycle,pull,storm,relist, --targets minicri,containerd,floor, --cpu-prof, --no-md.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { execa } from 'execa';
+import { hostSnapshot } from '../test/support/leaks.js';
+import { floorBench } from './floor.js';
+import { makeBenchEnv, type BenchEnv } from './lib/env.js';
+import { medianOf, table, type Json, type Row } from './lib/report.js';
+import { ensurePackages, startContainerd, startMinicri, type Target, type TargetName } from './lib/targets.js';
+import { LIFECYCLE_STEPS, lifecycleBench } from './lifecycle.js';
+import { pullBench } from './pull.js';
+import { relistBench, sample, type FootprintSample } from './relist.js';
+import { stormBench } from './storm.js';
+
+const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
+const BENCHES = ['lifecycle', 'pull', 'storm', 'relist'] as const;
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    lifecycle: { type: 'string', default: '30' },
+    storm: { type: 'string', default: '50,110' },
+    'relist-pods': { type: 'string', default: '110' },
+    'relist-iterations': { type: 'string', default: '10' },
+    only: { type: 'string', default: BENCHES.join(',') },
+    targets: { type: 'string', default: 'minicri,containerd,floor' },
+    'cpu-prof': { type: 'boolean', default: false },
+    'no-md': { type: 'boolean', default: false },
+  },
+});
+const rounds = Number(args.rounds);
+const lifecycleN = Number(args.lifecycle);
+const stormSizes = args.storm.split(',').filter(Boolean).map(Number);
+const relistPods = Number(args['relist-pods']);
+const relistIterations = Number(args['relist-iterations']);
+const only = new Set(args.only.split(','));
+const wanted = new Set(args.targets.split(','));
+const daemons = (['minicri', 'containerd'] as TargetName[]).filter((t) => wanted.has(t));
+
+const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+interface Entry { bench: string; target: string; round: number; result: Json }
+const entries: Entry[] = [];
+function record(bench: string, target: string, round: number, result: unknown): void {
+  const entry = { bench, target, round, result: result as Json };
+  entries.push(entry);
+  console.log(JSON.stringify(entry));
+}
+
+async function version(cmd: string, flag = '--version'): Promise<string> {
+  const r = await execa(cmd, [flag], { reject: false });
+  return String(r.stdout).split('\n')[0] ?? '';
+}
+
+/** Load averages (1, 5, 15 min): other work on the machine during the run shows here. */
+const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
+
+async function machine(loadAtStart: string): Promise<Record<string, string | number>> {
+  const cgroup = (await execa('stat', ['-fc', '%T', '/sys/fs/cgroup'], { reject: false })).stdout === 'cgroup2fs' ? 'v2' : 'v1 (hybrid)';
+  return {
+    cpu: `${cpus().length} x ${cpus()[0]?.model ?? '?'}`,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    kernel: release(),
+    cgroup,
+    node: process.version,
+    runc: await version('runc'),
+    conmon: await version('conmon'),
+    containerd: await version('containerd'),
+    'load average at start': loadAtStart,
+    'load average at end': load(),
+  };
+}
+
+let env: BenchEnv | undefined;
+const running = new Map<TargetName, Target>();
+/** Each daemon just started, with its images pulled and nothing else done yet. */
+const fresh = new Map<TargetName, FootprintSample>();
+
+async function cleanup(): Promise<void> {
+  log('cleaning up');
+  for (const t of running.values()) await t.stop().catch((err: unknown) => log(`stopping ${t.name}: ${(err as Error).message}`));
+  running.clear();
+  await env?.cleanup();
+  env = undefined;
+  log('cleaned up');
+}
+
+// A listener that stays (not `once`): execa's exit hook re-raises a signal nobody else listens to, which would
+// kill the bench halfway through its cleanup.
+let stopping = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    if (stopping) return;
+    stopping = true;
+    log(`${sig}: stopping`);
+    void cleanup().catch((err: unknown) => log(`cleanup: ${(err as Error).stack}`)).finally(() => process.exit(130));
+  });
+}
+
+async function main(): Promise<void> {
+  const before = await hostSnapshot();
+  const started = new Date();
+  const loadAtStart = load();
+  await ensurePackages(log);
+  const profDir = join(BENCH_DIR, 'results', 'profiles');
+  if (args['cpu-prof']) await mkdir(profDir, { recursive: true });
+  env = await makeBenchEnv(log);
+  const logRoot = join(env.base, 'logs');
+  for (const name of daemons) {
+    log(`starting ${name}`);
+    running.set(name, name === 'minicri' ? await startMinicri(env, { cpuProfDir: args['cpu-prof'] ? profDir : undefined }) : await startContainerd(env));
+  }
+  for (const [name, t] of running) fresh.set(name, await sample(t));
+  for (let round = 1; round <= rounds; round++) {
+    // Alternate who goes first, so neither always runs on a warmer (or more fragmented) host.
+    const order = round % 2 ? daemons : [...daemons].reverse();
+    for (const bench of BENCHES.filter((b) => only.has(b))) {
+      if (bench === 'lifecycle' && wanted.has('floor')) {
+        log(`round ${round}: lifecycle x${lifecycleN} on the floor`);
+        record('lifecycle', 'floor', round, await floorBench(env, lifecycleN));
+      }
+      for (const name of order) {
+        const t = running.get(name)!;
+        log(`round ${round}: ${bench} on ${name}`);
+        if (bench === 'lifecycle') record('lifecycle', name, round, await lifecycleBench(t.client, env.busybox, logRoot, lifecycleN));
+        if (bench === 'pull') record('pull', name, round, await pullBench(t.client, env.big));
+        if (bench === 'storm') for (const n of stormSizes) record(`storm${n}`, name, round, await stormBench(t.client, env.busybox, logRoot, n));
+        if (bench === 'relist') {
+          const { relist, footprint } = await relistBench(t, env.busybox, logRoot, relistPods, relistIterations);
+          record('relist', name, round, relist);
+          record('footprint', name, round, { fresh: fresh.get(name), ...footprint });
+        }
+      }
+    }
+  }
+  await cleanup();
+  const after = await hostSnapshot();
+  const leftover = { netns: after.netns.filter((n) => !before.netns.includes(n)), mounts: after.mounts.filter((m) => !before.mounts.includes(m)) };
+  if (leftover.netns.length || leftover.mounts.length) log(`warning: the host has new netns or mounts (another user of the machine, or a leak): ${JSON.stringify(leftover)}`);
+
+  const summaries: Record<string, Record<string, Json>> = {};
+  for (const { bench, target } of entries) {
+    (summaries[bench] ??= {})[target] ??= medianOf(entries.filter((e) => e.bench === bench && e.target === target).map((e) => e.result));
+  }
+  const mach = await machine(loadAtStart);
+  const stamp = started.toISOString().replace(/[:.]/g, '-');
+  const options = { rounds, lifecycle: lifecycleN, storm: stormSizes, relistPods, relistIterations, only: [...only], targets: [...wanted] };
+  await mkdir(join(BENCH_DIR, 'results'), { recursive: true });
+  const file = join(BENCH_DIR, 'results', `${stamp}.json`);
+  await writeFile(file, JSON.stringify({ started: started.toISOString(), machine: mach, options, summaries, entries }, null, 1));
+  const md = markdown(started, mach, options, summaries);
+  console.log(md);
+  if (!args['no-md']) await writeFile(join(BENCH_DIR, 'RESULTS.md'), md);
+  log(`results in ${file}${args['no-md'] ? '' : ' and bench/RESULTS.md'}`);
+}
+
+function rows(): Row[] {
+  const r: Row[] = [];
+  for (const s of LIFECYCLE_STEPS) r.push({ metric: `lifecycle ${s} p50 (ms)`, bench: 'lifecycle', path: `rpc.${s}.p50` });
+  for (const p of ['p50', 'p90', 'p99']) r.push({ metric: `lifecycle whole ${p} (ms)`, bench: 'lifecycle', path: `whole.${p}` });
+  for (const s of LIFECYCLE_STEPS) r.push({ metric: `lifecycle ${s} p99 (ms)`, bench: 'lifecycle', path: `rpc.${s}.p99` });
+  r.push({ metric: 'lifecycle errors (all rounds)', bench: 'lifecycle', path: 'errors' });
+  for (const n of stormSizes) {
+    r.push({ metric: `storm ${n}: all running (s)`, bench: `storm${n}`, path: 'allRunningSeconds' });
+    r.push({ metric: `storm ${n}: per pod p50 (ms)`, bench: `storm${n}`, path: 'perPod.p50' });
+    r.push({ metric: `storm ${n}: per pod p99 (ms)`, bench: `storm${n}`, path: 'perPod.p99' });
+    r.push({ metric: `storm ${n}: errors (all rounds)`, bench: `storm${n}`, path: 'errors' });
+    r.push({ metric: `storm ${n}: teardown (s)`, bench: `storm${n}`, path: 'teardownSeconds' });
+  }
+  for (const rpc of ['ListPodSandbox', 'ListContainers', 'PodSandboxStatus', 'ContainerStatus']) {
+    r.push({ metric: `relist ${relistPods} pods: ${rpc} p50 (ms)`, bench: 'relist', path: `rpc.${rpc}.p50` });
+    r.push({ metric: `relist ${relistPods} pods: ${rpc} p99 (ms)`, bench: 'relist', path: `rpc.${rpc}.p99` });
+  }
+  r.push({ metric: `relist ${relistPods} pods: any call p99 (ms)`, bench: 'relist', path: 'allCalls.p99' });
+  r.push({ metric: `relist ${relistPods} pods: whole relist p50 (ms)`, bench: 'relist', path: 'relist.p50' });
+  r.push({ metric: 'daemon RSS just started (MiB)', bench: 'footprint', path: 'fresh.daemon.rssKiB', scale: 1024 });
+  r.push({ metric: 'daemon CPU just started, idle (% of a core)', bench: 'footprint', path: 'fresh.daemonCpuPercent' });
+  r.push({ metric: 'daemon RSS idle after the other benches (MiB)', bench: 'footprint', path: 'idle.daemon.rssKiB', scale: 1024 });
+  r.push({ metric: 'daemon CPU idle after the other benches (% of a core)', bench: 'footprint', path: 'idle.daemonCpuPercent' });
+  r.push({ metric: `daemon RSS, ${relistPods} pods (MiB)`, bench: 'footprint', path: 'loaded.daemon.rssKiB', scale: 1024 });
+  r.push({ metric: `daemon CPU, ${relistPods} pods idle (% of a core)`, bench: 'footprint', path: 'loaded.daemonCpuPercent' });
+  r.push({ metric: `helper processes, ${relistPods} pods`, bench: 'footprint', path: 'loaded.helpers.count' });
+  r.push({ metric: `helpers PSS, ${relistPods} pods (MiB)`, bench: 'footprint', path: 'loaded.helpers.pssKiB', scale: 1024 });
+  r.push({ metric: 'host memory per pod, PSS (KiB)', bench: 'footprint', path: 'perPodPssKiB' });
+  r.push({ metric: 'host memory per pod, RSS (KiB)', bench: 'footprint', path: 'perPodRssKiB' });
+  r.push({ metric: 'pull cold (s)', bench: 'pull', path: 'cold.seconds' });
+  r.push({ metric: 'pull cold (MB/s)', bench: 'pull', path: 'cold.mbPerSecond' });
+  r.push({ metric: 'pull warm (s)', bench: 'pull', path: 'warm.seconds' });
+  return r;
+}
+
+function markdown(started: Date, mach: Record<string, string | number>, options: object, summaries: Record<string, Record<string, Json>>): string {
+  const present = rows().filter((r) => summaries[r.bench]);
+  return `# minicri benchmark results
+
+Produced by \`npm run bench\` (bench/run.ts) on ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC.
+Every figure is the median over ${rounds} round(s); within a round the targets alternate. Error rows count
+errors over all rounds. Lower is better except MB/s. "floor" is the same lifecycle done directly with
+ip netns, the bridge CNI plugin, mount and runc (see bench/floor.ts), the least work each RPC must do.
+
+Machine: ${Object.entries(mach).map(([k, v]) => `${k} ${v}`).join('; ')}.
+
+Options: \`${JSON.stringify(options)}\`
+
+${table(present, summaries)}
+
+Reading it:
+- containerd runs \`runc create\` in StartContainer, minicri (and the floor) in CreateContainer: compare
+  CreateContainer + StartContainer, or the whole lifecycle, rather than each alone.
+- StopContainer uses the image's stop signal, SIGKILL for the bench image, so it measures the stop and not a grace period.
+- Host memory per pod is the daemon's PSS growth from idle to ${relistPods} pods plus the PSS of its per-pod processes
+  (conmon for each pause and container with minicri, one runc shim per pod with containerd), over the pods.
+- Tails (p99) on a 2-core VM that runs anything else are noisy; the p50s are the figures to hold against each other.
+`;
+}
+
+try {
+  await main();
+} catch (err) {
+  log(`failed: ${(err as Error).stack ?? String(err)}`);
+  await cleanup().catch((e: unknown) => log(`cleanup: ${(e as Error).message}`));
+  process.exitCode = 1;
+}
