@@ -108,16 +108,21 @@ export class CniManager {
       const caps = capabilityArgs({ ...r, podCidr: this.podCidr });
       const inv = (ifName: string): Invocation => ({ containerId: r.sandboxId, netns: r.netnsPath, ifName, args, caps });
       const started = performance.now();
-      const lo = await this.attach(LOOPBACK_NETWORK, inv(LOOPBACK_IFNAME));
-      let main: CniResult;
-      try {
-        main = await this.attach(net, inv(POD_IFNAME));
-      } catch (err) {
-        await this.detach(LOOPBACK_NETWORK, inv(LOOPBACK_IFNAME), lo).catch((e: unknown) =>
-          this.log.warn({ sandbox: r.sandboxId, err: (e as Error).message }, 'undoing loopback after a failed pod network setup failed'),
-        );
-        throw err;
+      // lo and eth0 are separate interfaces set up by separate plugins: they can be attached at once.
+      const [loSettled, mainSettled] = await Promise.allSettled([this.attach(LOOPBACK_NETWORK, inv(LOOPBACK_IFNAME)), this.attach(net, inv(POD_IFNAME))]);
+      if (mainSettled.status === 'rejected' || loSettled.status === 'rejected') {
+        // attach() already undid itself; undo the one that succeeded.
+        const done = mainSettled.status === 'fulfilled' ? { list: net, ifName: POD_IFNAME, result: mainSettled.value }
+          : loSettled.status === 'fulfilled' ? { list: LOOPBACK_NETWORK, ifName: LOOPBACK_IFNAME, result: loSettled.value } : undefined;
+        if (done) {
+          await this.detach(done.list, inv(done.ifName), done.result).catch((e: unknown) =>
+            this.log.warn({ sandbox: r.sandboxId, err: (e as Error).message }, 'undoing half of a failed pod network setup failed'),
+          );
+        }
+        throw mainSettled.status === 'rejected' ? mainSettled.reason : (loSettled as PromiseRejectedResult).reason;
       }
+      const lo = loSettled.value;
+      const main = mainSettled.value;
       this.log.debug({ sandbox: r.sandboxId, network: net.name, ms: Math.round(performance.now() - started) }, 'pod network set up');
       return { ips: podIps(main), results: [lo.raw, main.raw] };
     });
@@ -139,14 +144,9 @@ export class CniManager {
       // An interface without a cache entry (cache lost, or setup died midway): DEL through the current config.
       if (this.defaultNet) fallback(this.defaultNet, POD_IFNAME);
       fallback(LOOPBACK_NETWORK, LOOPBACK_IFNAME);
-      const errors: Error[] = [];
-      for (const job of delOrder(jobs)) {
-        try {
-          await this.detach(job.list, job.inv, job.prev);
-        } catch (err) {
-          errors.push(err as Error);
-        }
-      }
+      // Each interface's DEL is independent of the others': run them at once.
+      const settled = await Promise.allSettled(jobs.map((job) => this.detach(job.list, job.inv, job.prev)));
+      const errors = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => s.reason as Error);
       throwAll(errors, `tearing down network of pod ${r.namespace}/${r.name}`);
     });
   }

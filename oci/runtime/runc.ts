@@ -16,6 +16,7 @@ import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, NotFound,
 import { launchConmon } from './conmon.js';
 import { runcExecSync, type ExecSyncResult } from './exec.js';
 import { ExitWatcher } from './exit-watch.js';
+import { readRuncState } from './runc-state.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
 
 export interface OciRuntimeOptions {
@@ -150,14 +151,9 @@ export class OciRuntime {
   /** runc's view of the container, or undefined when runc does not know it. */
   async state(id: string): Promise<ContainerState | undefined> {
     checkId(id);
-    const r = await execa(this.opts.runtimePath, [...this.globalArgs, 'state', id], { reject: false });
-    if (r.exitCode !== 0) {
-      const text = runcErrorText(r.stderr);
-      if (isNotExist(text)) return undefined;
-      throw new Internal(`runc state of container "${id}" failed: ${text}`);
-    }
-    const s = JSON.parse(r.stdout) as { status: string; pid: number; bundle: string };
-    return { status: s.status, pid: s.pid, bundle: s.bundle };
+    // Read from runc's state directory: a `runc state` process per call is the costliest part of a
+    // relist or a stop, since every spawn forks the whole daemon.
+    return readRuncState(this.opts.root, id);
   }
 
   /** Send a signal (name like "SIGTERM"/"TERM" or number) to the container's init process. */
