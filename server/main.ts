@@ -1,5 +1,7 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=2
 // The `minicri` command: `serve` (the default) runs the daemon, `config` prints the effective configuration.
+// A small young generation keeps the daemon's RSS down, and with it the cost of every fork it makes
+// to run runc, conmon or a CNI plugin; the daemon's allocations are small and short-lived.
 import { parseArgs } from 'node:util';
 import { stringify } from 'smol-toml';
 import { CONFIG_FLAGS, ConfigError, loadConfig, type Config } from './config.js';

@@ -109,8 +109,9 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     'write_default_network = false',
   ].join('\n'));
   const logFile = join(dir, 'minicri.log');
-  const nodeArgs = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`] : [];
-  const child = spawnLogged(process.execPath, [...nodeArgs, MAIN, 'serve', '--config', configPath], logFile);
+  // The command itself, so its shebang's node flags apply; profiling flags come through NODE_OPTIONS.
+  const profiling = opts.cpuProfDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${opts.cpuProfDir}` } : {};
+  const child = spawnLogged(MAIN, ['serve', '--config', configPath], logFile, { ...process.env, ...profiling });
   const client = new CriClient(socket);
   const helpers = () => findProcesses('conmon', `${dir}/`);
   const stop = async () => {

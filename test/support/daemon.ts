@@ -71,7 +71,8 @@ export class TestDaemon {
 
   /** Starts the daemon and waits until it answers Version. */
   static async start(dirs: DaemonDirs = makeDaemonDirs(), env: Record<string, string> = {}): Promise<TestDaemon> {
-    const child = spawn(process.execPath, [MAIN, 'serve', '--config', dirs.configPath], {
+    // Run as the command itself, so its shebang's node flags apply as they do in production.
+    const child = spawn(MAIN, ['serve', '--config', dirs.configPath], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -108,7 +109,7 @@ export class TestDaemon {
 /** Runs the minicri command to completion: exit code and output. */
 export function runMinicri(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(MAIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
