@@ -1,4 +1,5 @@
 // StartContainer: `runc start` on a CREATED container; conmon already holds its stdio and log.
+import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import { FailedPrecondition } from './errors.js';
 import { nowNanos } from './records.js';
@@ -18,6 +19,7 @@ export function containerStartHandlers(deps: Deps): RuntimeHandlers {
         const startedAt = nowNanos();
         try {
           await runtimeOf(deps, record).start(id);
+          checkpoint('container-started');
         } catch (err) {
           // A container that failed to start is over; kubelet reads the reason and creates a new one.
           deps.tables.containers.update(id, (r) => {

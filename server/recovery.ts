@@ -7,6 +7,7 @@ import { refreshContainer } from './container-common.js';
 import { removeContainer } from './container-remove.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
+import { nowNanos } from './records.js';
 import { tearDownNetwork } from './network-teardown.js';
 import { removeSandbox } from './sandbox-remove.js';
 
@@ -31,6 +32,15 @@ export async function recover(deps: Deps, log: Logger): Promise<void> {
   await each(sandboxes.list().filter((s) => s.creating), log, (s) => s.id, async (s) => {
     log.warn({ sandboxId: s.id }, 'sandbox creation was cut off: undoing it');
     await removeSandbox(deps, s.id, log);
+  });
+
+  // A start cut off after `runc start` left a running container recorded as created.
+  await each(containers.list().filter((c) => c.state === 'CONTAINER_CREATED'), log, (c) => c.id, async (c) => {
+    const state = await deps.runtimes.get(sandboxes.get(c.sandboxId)?.runtimeHandler ?? deps.config.default_runtime)?.state(c.id);
+    if (state && state.status !== 'created') {
+      log.warn({ containerId: c.id, status: state.status }, 'container was started while its start was cut off: recording it as started');
+      containers.update(c.id, (r) => { r.state = 'CONTAINER_RUNNING'; r.startedAt = nowNanos(); });
+    }
   });
 
   // Exit files outlive the daemon: containers that exited meanwhile get their codes.

@@ -73,6 +73,25 @@ describe('crash recovery', () => {
         await daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: containerConfig('app', PAUSE_IMAGE, ['/pause']) });
       }));
   }
+  it('records a container as running when the daemon died right after starting it', async () => {
+    const dirs = makeDaemonDirs('', net);
+    let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: 'container-started' });
+    try {
+      const config = podConfig('startcrash');
+      const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config });
+      const { container_id: cid } = await daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: containerConfig('app', PAUSE_IMAGE, ['/pause']) });
+      await assert.rejects(daemon.client.runtime.call('StartContainer', { container_id: cid }));
+      assert.equal(await daemon.exited, -1);
+      daemon = await TestDaemon.start(dirs);
+      assert.equal((await daemon.client.runtime.call('ContainerStatus', { container_id: cid })).status!.state, 'CONTAINER_RUNNING');
+      await converge(daemon);
+      await assertDaemonClean(net, dirs, daemon);
+    } finally {
+      await daemon.stop();
+      removeDirs(dirs);
+    }
+  });
+
   for (const point of ['cni-del:portmap', 'cni-del:bridge', 'sandbox-network-detached']) {
     it(`leaves nothing when the daemon dies at ${point} during StopPodSandbox`, () =>
       crashAt(point, async (daemon) => {
