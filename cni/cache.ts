@@ -57,6 +57,12 @@ export class ResultCache {
     }
   }
 
+  /** Drops temp files a write cut off before its rename left (a crash mid-write); call before use. */
+  async removeStaleTemps(): Promise<void> {
+    const names = await fs.readdir(this.dir).catch(() => [] as string[]);
+    await Promise.all(names.filter((n) => n.startsWith('.tmp-')).map((n) => fs.rm(path.join(this.dir, n), { force: true })));
+  }
+
   async remove(network: string, containerId: string, ifName: string): Promise<void> {
     await fs.rm(this.file(network, containerId, ifName), { force: true });
   }

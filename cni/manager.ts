@@ -83,6 +83,7 @@ export class CniManager {
   static async create(o: CniManagerOptions): Promise<CniManager> {
     if (o.binDirs.length === 0) throw new InvalidArgument('CNI manager needs at least one plugin bin dir');
     const m = new CniManager(o);
+    await m.cache.removeStaleTemps();
     await m.sync();
     if (o.watch !== false) m.startWatch();
     return m;

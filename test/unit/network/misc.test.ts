@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseCacheEntry } from '../../../cni/cache.js';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseCacheEntry, ResultCache } from '../../../cni/cache.js';
 import { parseCniError, pluginEnv } from '../../../cni/exec.js';
 import { compareVersions, versionAtLeast } from '../../../cni/version.js';
 import { isMountPoint, netnsPinName, netnsSymlinkName, validateNetSysctls } from '../../../netns/names.js';
@@ -65,4 +68,18 @@ test('only net.* sysctls with sane values', () => {
   assert.throws(() => validateNetSysctls({ 'kernel.shm_rmid_forced': '1' }), InvalidArgument);
   assert.throws(() => validateNetSysctls({ 'net.ipv4/../../kernel/x': '1' }), InvalidArgument);
   assert.throws(() => validateNetSysctls({ 'net.ipv4.ip_forward': '1\nkernel.x=1' }), InvalidArgument);
+});
+
+test('the result cache drops temp files a crash left mid-write, and nothing else', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'minicri-cache-'));
+  try {
+    const cache = new ResultCache(root);
+    await mkdir(cache.dir, { recursive: true });
+    await writeFile(join(cache.dir, '.tmp-0123456789ab'), '{"kind":');
+    await writeFile(join(cache.dir, 'net-abc-eth0'), '{}');
+    await cache.removeStaleTemps();
+    assert.deepEqual(await readdir(cache.dir), ['net-abc-eth0']);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
 });
