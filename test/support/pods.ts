@@ -1,4 +1,7 @@
 // CRI request builders for tests: a plausible pod and container as kubelet would send them.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { VERSION } from '../../server/daemon.js';
 import { builtinPauseName } from '../../server/pause-image.js';
 import type { ContainerConfig } from '../../gen/runtime/v1/ContainerConfig.js';
@@ -6,11 +9,15 @@ import type { PodSandboxConfig } from '../../gen/runtime/v1/PodSandboxConfig.js'
 
 let counter = 0;
 
+/** Pods' log directories live under one temp dir per test process, removed when it exits. */
+export const POD_LOG_ROOT = mkdtempSync(join(tmpdir(), 'minicri-test-logs-'));
+process.on('exit', () => rmSync(POD_LOG_ROOT, { recursive: true, force: true }));
+
 export function podConfig(name = `pod${++counter}`, change: (c: PodSandboxConfig) => void = () => {}): PodSandboxConfig {
   const config: PodSandboxConfig = {
     metadata: { name, namespace: 'minicri-test', uid: `uid-${name}-${process.pid}`, attempt: 0 },
     hostname: name,
-    log_directory: `/tmp/minicri-test-logs/${name}`,
+    log_directory: join(POD_LOG_ROOT, name),
     labels: { app: name, 'minicri.test': 'yes' },
     annotations: { 'minicri.test/annotation': name },
     linux: { cgroup_parent: '/minicri-test', security_context: { namespace_options: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } } },

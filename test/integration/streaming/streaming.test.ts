@@ -14,7 +14,7 @@ import { execa } from 'execa';
 import { makeTestNet, waitFor, type TestNet } from '../../support/cni-env.js';
 import { startFakeApiServer } from '../../support/fake-apiserver.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { containerConfig, podConfig } from '../../support/pods.js';
+import { containerConfig, POD_LOG_ROOT, podConfig } from '../../support/pods.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
 import { pushBusybox } from '../../support/busybox-image.js';
 import {
@@ -80,7 +80,7 @@ describe('streaming: exec, attach, port-forward', () => {
       await daemon?.stop();
       await net?.cleanup();
       await registry?.stop();
-      await rm('/tmp/minicri-test-logs/stream', { recursive: true, force: true });
+      await rm(join(POD_LOG_ROOT, 'stream'), { recursive: true, force: true });
     }
     try {
       await assertNothingOurs(dirs.base, netnsPath);
