@@ -114,17 +114,7 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
   const child = spawnLogged(MAIN, ['serve', '--config', configPath], logFile, { ...process.env, ...profiling });
   const client = new CriClient(socket);
   const helpers = () => findProcesses('conmon', `${dir}/`);
-  const stop = async () => {
-    try {
-      if (child.exitCode === null) await drain(client);
-    } finally {
-      client.close();
-      await terminate(child);
-      await killAll(await helpers());
-      await removeRuncState(runcRoot);
-      await unmountUnder(dir);
-    }
-  };
+  const stop = stopper({ child, client, helpers, runcRoot, dir });
   try {
     await waitServing(client, child, 'minicri', logFile);
     await pullAll(client, [env.busybox]);
@@ -202,6 +192,24 @@ export async function ensurePackages(log: (msg: string) => void): Promise<void> 
 /** Where containerd 1.6's shims put their sockets whatever the config says; removed after if the bench made it. */
 const SHIM_SOCKET_DIR = '/run/containerd';
 
+/** Stops a runtime under test: drains its pods, ends it and its helpers, removes what they left. */
+function stopper(t: {
+  child: ChildProcess; client: CriClient; helpers: () => Promise<number[]>; runcRoot: string; dir: string; after?: () => Promise<void>;
+}): () => Promise<void> {
+  return async () => {
+    try {
+      if (t.child.exitCode === null) await drain(t.client);
+    } finally {
+      t.client.close();
+      await terminate(t.child);
+      await killAll(await t.helpers());
+      await removeRuncState(t.runcRoot);
+      await unmountUnder(t.dir);
+      await t.after?.();
+    }
+  };
+}
+
 export async function startContainerd(env: BenchEnv): Promise<Target> {
   const dir = join(env.base, 'containerd');
   await mkdir(dir, { recursive: true });
@@ -213,18 +221,10 @@ export async function startContainerd(env: BenchEnv): Promise<Target> {
   const child = spawnLogged('containerd', ['--config', configPath], logFile);
   const client = new CriClient(socket);
   const helpers = () => findProcesses('containerd-shim-runc-v2', socket);
-  const stop = async () => {
-    try {
-      if (child.exitCode === null) await drain(client);
-    } finally {
-      client.close();
-      await terminate(child);
-      await killAll(await helpers());
-      await removeRuncState(join(dir, 'runc', 'k8s.io'));
-      await unmountUnder(dir);
-      if (!hadShimDir) await rm(SHIM_SOCKET_DIR, { recursive: true, force: true });
-    }
-  };
+  const stop = stopper({
+    child, client, helpers, runcRoot: join(dir, 'runc', 'k8s.io'), dir,
+    after: async () => { if (!hadShimDir) await rm(SHIM_SOCKET_DIR, { recursive: true, force: true }); },
+  });
   try {
     await waitServing(client, child, 'containerd', logFile);
     await pullAll(client, [env.pause, env.busybox]);
