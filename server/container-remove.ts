@@ -1,6 +1,7 @@
 // RemoveContainer: force-stop, runc delete, unmount and remove its rootfs, its directory and record.
 // Idempotent: an unknown id is not an error.
 import { rm } from 'node:fs/promises';
+import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
 import type { RuntimeHandlers } from './runtime-service.js';
@@ -13,6 +14,7 @@ export async function removeContainer(deps: Deps, id: string, log: Logger): Prom
   if (!record) return;
   await stopContainer(deps, id, 0, log);
   await runtimeOf(deps, record).delete(id, { force: true });
+  checkpoint('container-runc-deleted');
   await deps.images.removeRootfs(id);
   await rm(record.dir, { recursive: true, force: true });
   deps.tables.containers.delete(id);

@@ -1,4 +1,5 @@
 // StopContainer: the image's stop signal, then SIGKILL after the timeout. Idempotent.
+import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
 import type { RuntimeHandlers } from './runtime-service.js';
@@ -11,6 +12,7 @@ export async function stopContainer(deps: Deps, id: string, timeoutSec: number, 
   const runtime = runtimeOf(deps, record);
   if (record.state === 'CONTAINER_RUNNING') {
     await runtime.stop(id, { timeoutSec, signal: record.stopSignal });
+    checkpoint('container-stopped');
     await refreshContainer(deps, record);
   } else {
     // Created but never started: there is no process to signal; it simply never ran.

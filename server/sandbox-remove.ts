@@ -2,6 +2,7 @@
 // Idempotent: an unknown id is not an error.
 import { rm } from 'node:fs/promises';
 import { removeContainer } from './container-remove.js';
+import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
 import type { RuntimeHandlers } from './runtime-service.js';
@@ -14,7 +15,9 @@ export async function removeSandbox(deps: Deps, id: string, log: Logger): Promis
     await deps.locks.run(container.id, () => removeContainer(deps, container.id, log));
   }
   await deps.runtimes.get(record.runtimeHandler)?.delete(record.id, { force: true });
+  checkpoint('pause-deleted');
   await deps.images.removeRootfs(record.id);
+  checkpoint('pause-rootfs-removed');
   await rm(record.dir, { recursive: true, force: true });
   if (record.shm) await rm(record.shm, { recursive: true, force: true });
   deps.tables.sandboxes.delete(record.id);

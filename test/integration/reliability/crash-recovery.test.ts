@@ -73,6 +73,33 @@ describe('crash recovery', () => {
         await daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: containerConfig('app', PAUSE_IMAGE, ['/pause']) });
       }));
   }
+  /** A ready pod running one container (the pause image serves as its image). */
+  async function podWithContainer(daemon: TestDaemon, name: string): Promise<{ pod: string; container: string }> {
+    const config = podConfig(name);
+    const { pod_sandbox_id: pod } = await daemon.client.runtime.call('RunPodSandbox', { config });
+    const { container_id: container } = await daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: pod, sandbox_config: config, config: containerConfig('app', PAUSE_IMAGE, ['/pause']) });
+    await daemon.client.runtime.call('StartContainer', { container_id: container });
+    return { pod, container };
+  }
+
+  it('leaves nothing when the daemon dies at container-stopped during StopContainer', () =>
+    crashAt('container-stopped', async (daemon) => {
+      const { container } = await podWithContainer(daemon, 'ctrstopcrash');
+      await daemon.client.runtime.call('StopContainer', { container_id: container, timeout: 0 });
+    }));
+  it('leaves nothing when the daemon dies at container-runc-deleted during RemoveContainer', () =>
+    crashAt('container-runc-deleted', async (daemon) => {
+      const { container } = await podWithContainer(daemon, 'ctrrmcrash');
+      await daemon.client.runtime.call('RemoveContainer', { container_id: container });
+    }));
+  for (const point of ['pause-deleted', 'pause-rootfs-removed']) {
+    it(`leaves nothing when the daemon dies at ${point} during RemovePodSandbox`, () =>
+      crashAt(point, async (daemon) => {
+        const { pod } = await podWithContainer(daemon, `rmcrash-${point}`);
+        await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod });
+      }));
+  }
+
   it('records a container as running when the daemon died right after starting it', async () => {
     const dirs = makeDaemonDirs('', net);
     let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: 'container-started' });
