@@ -4,6 +4,7 @@ import { rm } from 'node:fs/promises';
 import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
+import { attemptRemoval } from './retrier.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { runtimeOf } from './container-common.js';
 import { stopContainer } from './container-stop.js';
@@ -25,7 +26,7 @@ export function containerRemoveHandlers(deps: Deps): RuntimeHandlers {
   return {
     RemoveContainer: async (request, ctx) => {
       const found = deps.tables.containers.lookup(request.container_id);
-      if (found) await deps.locks.run(found.id, () => removeContainer(deps, found.id, ctx.log));
+      if (found) await deps.locks.run(found.id, () => attemptRemoval(deps.tables.containers, found.id, () => removeContainer(deps, found.id, ctx.log)));
       return {};
     },
   };

@@ -18,7 +18,7 @@ import { KeyedLock } from './locks.js';
 import { pauseImageSource } from './pause-image.js';
 import { loadCri } from './proto.js';
 import { openTables } from './records.js';
-import { TeardownRetrier } from './network-teardown.js';
+import { Retrier } from './retrier.js';
 import { recover } from './recovery.js';
 import { runtimeService } from './runtime-service.js';
 import { bindService } from './service.js';
@@ -87,7 +87,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     };
     const cri = loadCri();
     await recover(deps, log.child({ module: 'recovery' }));
-    const retrier = new TeardownRetrier(deps, log.child({ module: 'teardown-retry' }));
+    const retrier = new Retrier(deps, log.child({ module: 'retry' }));
     retrier.start();
     const server = new grpc.Server({
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,

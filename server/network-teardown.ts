@@ -4,7 +4,6 @@
 // lists what is pending.
 import type { PodNetworkRequest } from '../cni/manager.js';
 import type { Deps } from './deps.js';
-import type { Logger } from './log.js';
 import type { SandboxRecord } from './records.js';
 import { podNetworkRequest } from './sandbox-common.js';
 
@@ -21,7 +20,7 @@ export interface PendingTeardown {
 const FIRST_RETRY_MS = 1000;
 const MAX_RETRY_MS = 5 * 60_000;
 
-function backoff(attempts: number): number {
+export function backoff(attempts: number): number {
   return Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1));
 }
 
@@ -42,49 +41,4 @@ export async function tearDownNetwork(deps: Deps, sandbox: SandboxRecord): Promi
     throw err;
   }
   deps.tables.teardowns.delete(sandbox.id);
-}
-
-/** Retries deferred teardowns in the background until each succeeds. */
-export class TeardownRetrier {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-
-  constructor(private readonly deps: Deps, private readonly log: Logger, private readonly tickMs = 500) {}
-
-  start(): void {
-    this.schedule();
-  }
-
-  async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
-  }
-
-  private schedule(): void {
-    this.timer = setTimeout(() => {
-      this.running = this.tick().finally(() => { if (this.timer) this.schedule(); });
-    }, this.tickMs);
-    this.timer.unref();
-  }
-
-  /** One pass over the pending teardowns that are due. */
-  async tick(): Promise<void> {
-    const due = this.deps.tables.teardowns.list().filter((t) => t.nextAt <= Date.now());
-    for (const pending of due) {
-      await this.deps.locks.run(pending.id, async () => {
-        if (!this.deps.tables.teardowns.get(pending.id)) return;
-        try {
-          await this.deps.cni.tearDownPod(pending.request);
-        } catch (err) {
-          deferTeardown(this.deps, pending.request, err);
-          this.log.warn({ sandboxId: pending.id, attempts: pending.attempts + 1, err: (err as Error).message }, 'pod network teardown failed again; will retry');
-          return;
-        }
-        this.deps.tables.teardowns.delete(pending.id);
-        if (this.deps.tables.sandboxes.get(pending.id)) this.deps.tables.sandboxes.update(pending.id, (r) => { r.networkAttached = false; });
-        this.log.info({ sandboxId: pending.id, attempts: pending.attempts + 1 }, 'deferred pod network teardown completed');
-      });
-    }
-  }
 }

@@ -11,6 +11,8 @@ export interface SandboxRecord {
   state: SandboxState;
   /** Set until RunPodSandbox finished: a sandbox found so at start was cut off mid-way and is undone. */
   creating?: boolean;
+  /** Set once its removal began; a removal that failed or was cut off is finished in the background. */
+  removing?: PendingRemoval;
   /** Unix time in nanoseconds, as a decimal string (CRI int64). */
   createdAt: string;
   config: PodSandboxConfig__Output & { metadata: NonNullable<PodSandboxConfig__Output['metadata']> };
@@ -30,6 +32,13 @@ export interface SandboxRecord {
   pauseImage: { id: string; name: string };
 }
 
+/** A removal under way or to retry: how often it failed, when to try again, and why it failed. */
+export interface PendingRemoval {
+  attempts: number;
+  nextAt: number;
+  lastError: string;
+}
+
 export type ContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
 
 export interface ContainerRecord {
@@ -38,6 +47,8 @@ export interface ContainerRecord {
   state: ContainerState;
   /** Set until CreateContainer finished: a container found so at start was cut off mid-way and is undone. */
   creating?: boolean;
+  /** Set once its removal began; a removal that failed or was cut off is finished in the background. */
+  removing?: PendingRemoval;
   createdAt: string;
   startedAt: string;
   finishedAt: string;

@@ -9,6 +9,7 @@ import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
 import { nowNanos } from './records.js';
 import { tearDownNetwork } from './network-teardown.js';
+import { attemptRemoval } from './retrier.js';
 import { removeSandbox } from './sandbox-remove.js';
 
 /** Runs one step for each item; a failure is logged and the rest go on (recovery must not stop a start). */
@@ -33,6 +34,10 @@ export async function recover(deps: Deps, log: Logger): Promise<void> {
     log.warn({ sandboxId: s.id }, 'sandbox creation was cut off: undoing it');
     await removeSandbox(deps, s.id, log);
   });
+
+  // Removals that failed or were cut off are finished now.
+  await each(containers.list().filter((c) => c.removing), log, (c) => c.id, (c) => attemptRemoval(containers, c.id, () => removeContainer(deps, c.id, log)));
+  await each(sandboxes.list().filter((s) => s.removing), log, (s) => s.id, (s) => attemptRemoval(sandboxes, s.id, () => removeSandbox(deps, s.id, log)));
 
   // A start cut off after `runc start` left a running container recorded as created.
   await each(containers.list().filter((c) => c.state === 'CONTAINER_CREATED'), log, (c) => c.id, async (c) => {

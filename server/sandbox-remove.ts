@@ -5,6 +5,7 @@ import { removeContainer } from './container-remove.js';
 import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
+import { attemptRemoval } from './retrier.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { stopSandbox } from './sandbox-stop.js';
 
@@ -28,7 +29,7 @@ export function sandboxRemoveHandlers(deps: Deps): RuntimeHandlers {
   return {
     RemovePodSandbox: async (request, ctx) => {
       const found = deps.tables.sandboxes.lookup(request.pod_sandbox_id);
-      if (found) await deps.locks.run(found.id, () => removeSandbox(deps, found.id, ctx.log));
+      if (found) await deps.locks.run(found.id, () => attemptRemoval(deps.tables.sandboxes, found.id, () => removeSandbox(deps, found.id, ctx.log)));
       return {};
     },
   };

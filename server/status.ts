@@ -24,6 +24,8 @@ export function statusHandlers(deps: Deps): RuntimeHandlers {
         const podCidr = deps.store.getMeta('pod_cidr');
         if (podCidr) info.podCidr = podCidr;
         info.pendingTeardowns = JSON.stringify(deps.tables.teardowns.list().map((t) => ({ sandboxId: t.id, attempts: t.attempts, lastError: t.lastError })));
+        const removing = [...deps.tables.sandboxes.list(), ...deps.tables.containers.list()].filter((r) => r.removing);
+        info.pendingRemovals = JSON.stringify(removing.map((r) => ({ id: r.id, ...r.removing })));
       }
       return { status: { conditions }, info, runtime_handlers: [] };
     },

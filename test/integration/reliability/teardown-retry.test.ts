@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { describe, it } from 'node:test';
 import { podDaemon } from '../../support/pod-daemon.js';
-import { podConfig } from '../../support/pods.js';
+import { execa } from 'execa';
+import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
 
 describe('teardown that cannot be forgotten', () => {
   const pod = podDaemon(66, 'the teardown retry test', {
@@ -26,5 +27,33 @@ describe('teardown that cannot be forgotten', () => {
     }
     const dels = Number(await readFile(`${pod.net.recordDir}/del.${deferred.sandboxId}`, 'utf8'));
     assert.equal(dels, 3, 'two failed DELs, then the retry that succeeded');
+  });
+});
+
+describe('removal that cannot be forgotten', () => {
+  const pod = podDaemon(76, 'the removal retry test');
+
+  it('keeps a container whose removal failed, lists it as pending, and finishes the removal by itself', async () => {
+    const config = podConfig('undeletable');
+    const { pod_sandbox_id: sandbox } = await pod.daemon.client.runtime.call('RunPodSandbox', { config });
+    const { container_id: id } = await pod.daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: sandbox, sandbox_config: config, config: containerConfig('app', PAUSE_IMAGE, ['/pause']) });
+    // An immutable file in the container's directory makes its removal fail, as a busy or broken filesystem would.
+    const stuck = `${pod.dirs.rootDir}/containers/${id}/config.json`;
+    await execa('chattr', ['+i', stuck]);
+    try {
+      await assert.rejects(pod.daemon.client.runtime.call('RemoveContainer', { container_id: id }));
+      const pending = JSON.parse((await pod.daemon.client.runtime.call('Status', { verbose: true })).info.pendingRemovals) as { id: string; attempts: number; lastError: string }[];
+      assert.equal(pending[0]?.id, id);
+      assert.equal(pending[0]?.attempts, 1);
+      assert.match(pending[0]!.lastError, /config\.json|operation not permitted|EPERM/i);
+    } finally {
+      await execa('chattr', ['-i', stuck]);
+    }
+    const deadline = Date.now() + 15_000;
+    while ((await pod.daemon.client.runtime.call('ListContainers', {})).containers.length > 0) {
+      assert.ok(Date.now() < deadline, 'the deferred removal did not complete within 15 s');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: sandbox });
   });
 });
