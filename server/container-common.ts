@@ -2,10 +2,11 @@
 import type { Container } from '../gen/runtime/v1/Container.js';
 import type { ContainerStatus } from '../gen/runtime/v1/ContainerStatus.js';
 import type { ImageRecord } from '../oci/image/types.js';
+import type { ExitStatus } from '../oci/runtime/runc.js';
 import type { ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
 import type { Deps } from './deps.js';
 import { FailedPrecondition } from './errors.js';
-import type { ContainerRecord } from './records.js';
+import { nowNanos, type ContainerRecord } from './records.js';
 
 /** The image config in the shape the spec builders read (OCI field names). */
 export function specImageConfig(image: ImageRecord): SpecImageConfig {
@@ -32,12 +33,24 @@ export async function refreshContainer(deps: Deps, record: ContainerRecord): Pro
   // No exit file yet (the watcher knows without a read): still running.
   if (!runtime?.exits.mayHaveExited(record.id)) return record;
   const exit = await runtime.exitStatus(record.id);
-  if (!exit) return record;
-  return deps.tables.containers.update(record.id, (r) => {
+  // A concurrent RemoveContainer may have deleted the record meanwhile: answer with what we had.
+  if (!exit || !deps.tables.containers.get(record.id)) return record;
+  return recordExit(deps, record.id, exit);
+}
+
+/**
+ * Records a container as exited: with conmon's exit status, or, when there is none (conmon died, or
+ * runc lost the container), as exit code 255 with reason Unknown, so it never stays RUNNING.
+ */
+export function recordExit(deps: Deps, id: string, exit: ExitStatus | undefined): ContainerRecord {
+  return deps.tables.containers.update(id, (r) => {
     r.state = 'CONTAINER_EXITED';
-    r.exitCode = exit.exitCode;
-    r.finishedAt = (BigInt(exit.finishedAt.getTime()) * 1_000_000n).toString();
-    r.reason = exitReason(exit.exitCode, exit.oomKilled);
+    r.exitCode = exit?.exitCode ?? 255;
+    // The exit file's time has millisecond precision: never report a finish before the start.
+    const finished = exit ? BigInt(exit.finishedAt.getTime()) * 1_000_000n : BigInt(nowNanos());
+    r.finishedAt = (finished > BigInt(r.startedAt) ? finished : BigInt(r.startedAt)).toString();
+    r.reason = exit ? exitReason(exit.exitCode, exit.oomKilled) : 'Unknown';
+    if (!exit) r.message = 'the container stopped without an exit status from conmon';
   });
 }
 

@@ -10,9 +10,10 @@ import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
 import { FailedPrecondition, InvalidArgument } from './errors.js';
-import { containerReservation, nowNanos, type ContainerRecord } from './records.js';
+import { nowNanos, type ContainerRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { specImageConfig } from './container-common.js';
+import { refreshContainer, specImageConfig } from './container-common.js';
+import { refreshSandbox } from './sandbox-common.js';
 import { withUndo } from './undo.js';
 import { checkContainerConfig } from './validation.js';
 
@@ -33,7 +34,8 @@ type CheckedConfig = ContainerRecord['config'];
 async function createContainer(
   deps: Deps, sandboxId: string, config: CheckedConfig, requestSandboxConfig: PodSandboxConfig__Output | null, parentLog: Logger,
 ): Promise<CreateContainerResponse> {
-  const sandbox = deps.tables.sandboxes.find(sandboxId);
+  // Refreshed: a container must never join the namespaces of a pause that has died (its pid may be reused).
+  const sandbox = await refreshSandbox(deps, deps.tables.sandboxes.find(sandboxId));
   if (sandbox.state !== 'SANDBOX_READY') {
     throw new FailedPrecondition(`sandbox ${sandbox.id} is not ready (state ${sandbox.state}): start a new sandbox and create the container there`);
   }
@@ -54,9 +56,11 @@ async function createContainer(
     image: { id: image.id, name: config.image!.image, ref: image.repoDigests[0] ?? image.id },
     dir: join(deps.config.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: imageConfig.StopSignal || 'SIGTERM',
   };
-  return deps.locks.run(containerReservation(record), () => withUndo(log, async (undo) => {
+  // Under the sandbox's lock already (so no two creations in a pod overlap); the id lock makes a
+  // Stop or Remove of the container (listed as soon as its record exists) wait for the creation.
+  return deps.locks.run(id, () => withUndo(log, async (undo) => {
     deps.tables.containers.put(record);
-    undo.push('container record', () => deps.tables.containers.delete(id));
+    undo.pushRecord('container record', () => deps.tables.containers.delete(id));
     await mkdir(record.dir, { recursive: true, mode: 0o711 });
     undo.push('container directory', () => rm(record.dir, { recursive: true, force: true }));
     const rootfs = await deps.images.prepareRootfs(id, image.id);
@@ -77,7 +81,13 @@ async function createContainer(
       }) };
     }
     const target = config.linux?.security_context?.namespace_options?.target_id;
-    if (target) host.targetPid = deps.tables.containers.find(target).pid;
+    if (target) {
+      const targetRecord = await refreshContainer(deps, deps.tables.containers.find(target));
+      if (targetRecord.sandboxId !== sandbox.id || targetRecord.state !== 'CONTAINER_RUNNING') {
+        throw new FailedPrecondition(`PID namespace target ${target} must be a running container of sandbox ${sandbox.id}`);
+      }
+      host.targetPid = targetRecord.pid;
+    }
     const spec = buildContainerSpec({
       id, sandboxId: sandbox.id, config: { ...config, mounts: await resolveMountSources(config.mounts) }, sandboxConfig, image: { name: record.image.name, config: imageConfig },
       rootfs: rootfs.path, cgroupDriver: deps.config.cgroup_driver, host, volumeDirs,

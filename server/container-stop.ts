@@ -3,17 +3,23 @@ import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { refreshContainer, runtimeOf } from './container-common.js';
+import { recordExit, refreshContainer, runtimeOf } from './container-common.js';
+import { NotFound } from './errors.js';
 
 /** Stops one container (the caller holds its lock); a container that is not running is left as is. */
 export async function stopContainer(deps: Deps, id: string, timeoutSec: number, log: Logger): Promise<void> {
-  const record = await refreshContainer(deps, deps.tables.containers.find(id));
+  // Looked up under the lock: a Remove that held it before us may have taken the container away.
+  const found = deps.tables.containers.get(id);
+  if (!found) return;
+  const record = await refreshContainer(deps, found);
   if (record.state === 'CONTAINER_EXITED') return;
   const runtime = runtimeOf(deps, record);
   if (record.state === 'CONTAINER_RUNNING') {
-    await runtime.stop(id, { timeoutSec, signal: record.stopSignal });
+    // runc no longer knowing the container means it is not running: stopped is what was asked.
+    await runtime.stop(id, { timeoutSec, signal: record.stopSignal }).catch((err: unknown) => { if (!(err instanceof NotFound)) throw err; });
     checkpoint('container-stopped');
-    await refreshContainer(deps, record);
+    // Read directly, not through the exit watcher, which may not have seen the file yet.
+    recordExit(deps, id, await runtime.exitStatus(id));
   } else {
     // Created but never started: there is no process to signal; it simply never ran.
     await runtime.delete(id, { force: true });

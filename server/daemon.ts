@@ -100,12 +100,15 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
 
     return {
       stop: async () => {
-        await listener.close();
+        // Stop accepting, then let grpc-js finish in-flight calls and close the connections it holds;
+        // the listener's close completes only once those connections are gone, so it is awaited last.
+        const closed = listener.close();
         await streaming?.stop();
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => { server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
           server.tryShutdown(() => { clearTimeout(force); resolve(); });
         });
+        await closed;
         await retrier.stop();
         for (const runtime of runtimes.values()) runtime.close();
         cni?.close();

@@ -30,10 +30,10 @@ export async function pauseImageSource(config: Config, images: Images, version: 
   return async (log) => {
     const present = images.status(config.pause_image);
     if (present) return { id: present.id, name: config.pause_image, config: specImageConfig(present) };
-    pulling ??= images.pull(config.pause_image).then(
-      (record) => { log.info({ image: config.pause_image }, 'pause image pulled'); return { id: record.id, name: config.pause_image, config: specImageConfig(record) }; },
-      (err: unknown) => { pulling = undefined; throw err; },
-    );
+    // One pull at a time; once it settles the next sandbox looks again (the image may since be removed).
+    pulling ??= images.pull(config.pause_image)
+      .then((record) => { log.info({ image: config.pause_image }, 'pause image pulled'); return { id: record.id, name: config.pause_image, config: specImageConfig(record) }; })
+      .finally(() => { pulling = undefined; });
     return pulling;
   };
 }

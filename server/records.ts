@@ -93,7 +93,10 @@ export function openTables(store: Store): Tables {
   };
 }
 
-/** Now as CRI timestamps are: nanoseconds since the epoch, as a decimal string. */
+/** The wall clock at an arbitrary point, in nanoseconds, minus the monotonic clock then. */
+const EPOCH_OFFSET = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();
+
+/** Now as CRI timestamps are: nanoseconds since the epoch, as a decimal string; never goes backwards. */
 export function nowNanos(): string {
-  return (BigInt(Date.now()) * 1_000_000n + process.hrtime.bigint() % 1_000_000n).toString();
+  return (EPOCH_OFFSET + process.hrtime.bigint()).toString();
 }

@@ -2,6 +2,7 @@
 import type { PodSandboxStatus } from '../gen/runtime/v1/PodSandboxStatus.js';
 import type { PodNetworkRequest } from '../cni/manager.js';
 import { podNamespaceModes } from '../oci/runtime/spec/common.js';
+import type { Deps } from './deps.js';
 import type { SandboxRecord } from './records.js';
 
 export { podNamespaceModes };
@@ -22,6 +23,18 @@ export function podNetworkRequest(r: SandboxRecord): PodNetworkRequest {
     annotations: r.config.annotations,
     cgroupParent: r.config.linux?.cgroup_parent || undefined,
   };
+}
+
+/**
+ * A ready sandbox whose pause has exited (OOM-killed, killed by hand) is NOTREADY, so kubelet makes a
+ * new one; found through the pause's exit file, which the exit watcher sees without a read.
+ */
+export async function refreshSandbox(deps: Deps, r: SandboxRecord): Promise<SandboxRecord> {
+  const runtime = deps.runtimes.get(r.runtimeHandler);
+  if (r.state !== 'SANDBOX_READY' || !runtime?.exits.mayHaveExited(r.id)) return r;
+  if (!(await runtime.exitStatus(r.id)) || !deps.tables.sandboxes.get(r.id)) return r;
+  deps.log.warn({ sandboxId: r.id }, 'the pause container exited: sandbox is NOTREADY');
+  return deps.tables.sandboxes.update(r.id, (s) => { s.state = 'SANDBOX_NOTREADY'; });
 }
 
 export function sandboxStatus(r: SandboxRecord): PodSandboxStatus {

@@ -1,6 +1,7 @@
 // RemovePodSandbox: stop it if needed, remove its containers, the pause, its rootfs, dirs and record.
 // Idempotent: an unknown id is not an error.
 import { rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { removeContainer } from './container-remove.js';
 import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
@@ -12,6 +13,7 @@ import { stopSandbox } from './sandbox-stop.js';
 /** Removes one sandbox and everything it holds (the caller holds its lock). Also used by recovery. */
 export async function removeSandbox(deps: Deps, id: string, log: Logger): Promise<void> {
   const record = await stopSandbox(deps, id, log);
+  if (!record) return;
   for (const container of deps.tables.containers.list().filter((c) => c.sandboxId === record.id)) {
     await deps.locks.run(container.id, () => removeContainer(deps, container.id, log));
   }
@@ -20,7 +22,7 @@ export async function removeSandbox(deps: Deps, id: string, log: Logger): Promis
   await deps.images.removeRootfs(record.id);
   checkpoint('pause-rootfs-removed');
   await rm(record.dir, { recursive: true, force: true });
-  if (record.shm) await rm(record.shm, { recursive: true, force: true });
+  if (record.shm) await rm(dirname(record.shm), { recursive: true, force: true });
   deps.tables.sandboxes.delete(record.id);
   log.info({ sandboxId: record.id }, 'sandbox removed');
 }

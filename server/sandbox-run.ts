@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createPodNetns, podNetnsPaths, removePodNetns, setNetnsSysctls } from '../netns/netns.js';
 import { buildPauseSpec, splitSysctls } from '../oci/runtime/spec/index.js';
 import { hostsFile, mountPodShm, resolvConf, unmountPodShm, writePodFiles } from '../oci/runtime/pod/files.js';
@@ -36,10 +36,12 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
         dir: join(deps.config.root_dir, 'sandboxes', id), networkAttached: false, ips: [], cniResults: [],
         pauseImage: { id: pause.id, name: pause.name },
       };
-      return deps.locks.run(sandboxReservation(record), () => withUndo(log, async (undo) => {
+      // The reservation lock orders creations of one pod name; the id lock makes a Stop or Remove of
+      // the sandbox (listed as soon as its record exists) wait until the creation is done or undone.
+      return deps.locks.run(sandboxReservation(record), () => deps.locks.run(id, () => withUndo(log, async (undo) => {
         // The record goes first: it reserves the pod's name and tells recovery what may exist.
         deps.tables.sandboxes.put(record);
-        undo.push('sandbox record', () => deps.tables.sandboxes.delete(id));
+        undo.pushRecord('sandbox record', () => deps.tables.sandboxes.delete(id));
         const save = () => deps.tables.sandboxes.put(record);
 
         const hostNetwork = modes.network === 'NODE';
@@ -56,8 +58,8 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
           if (modes.ipc !== 'NODE') {
             record.shm = join(deps.config.state_dir, 'sandboxes', id, 'shm');
             save();
+            undo.push('pod shm', async () => { await unmountPodShm(record.shm!); await rm(dirname(record.shm!), { recursive: true, force: true }); });
             await mountPodShm(record.shm);
-            undo.push('pod shm', () => unmountPodShm(record.shm!));
           }
         };
         const network = async () => {
@@ -101,7 +103,7 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
         save();
         log.info({ name: config.metadata.name, namespace: config.metadata.namespace, ips: record.ips }, 'sandbox ready');
         return { pod_sandbox_id: id };
-      }));
+      })));
     },
   };
 }

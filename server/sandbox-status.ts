@@ -2,12 +2,12 @@
 import type { Deps } from './deps.js';
 import { matchesLabels } from './filters.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { sandboxStatus } from './sandbox-common.js';
+import { refreshSandbox, sandboxStatus } from './sandbox-common.js';
 
 export function sandboxStatusHandlers(deps: Deps): RuntimeHandlers {
   return {
-    PodSandboxStatus: (request) => {
-      const record = deps.tables.sandboxes.find(request.pod_sandbox_id);
+    PodSandboxStatus: async (request) => {
+      const record = await refreshSandbox(deps, deps.tables.sandboxes.find(request.pod_sandbox_id));
       const info: Record<string, string> = {};
       if (request.verbose) {
         info.info = JSON.stringify({
@@ -22,9 +22,10 @@ export function sandboxStatusHandlers(deps: Deps): RuntimeHandlers {
       }
       return { status: sandboxStatus(record), info, containers_statuses: [], timestamp: '0' };
     },
-    ListPodSandbox: (request) => {
+    ListPodSandbox: async (request) => {
       const filter = request.filter;
-      const items = deps.tables.sandboxes.list().filter((r) =>
+      const fresh = await Promise.all(deps.tables.sandboxes.list().map((r) => refreshSandbox(deps, r)));
+      const items = fresh.filter((r) =>
         (!filter?.id || r.id.startsWith(filter.id))
         && (!filter?.state || r.state === filter.state.state)
         && matchesLabels(r.config.labels, filter?.label_selector));

@@ -15,8 +15,10 @@ import type { Logger } from './log.js';
 const POD_STOP_GRACE_SECONDS = 0;
 
 /** The stop sequence, also used by RemovePodSandbox. Runs under the sandbox's lock. */
-export async function stopSandbox(deps: Deps, id: string, log: Logger): Promise<SandboxRecord> {
-  const found = deps.tables.sandboxes.find(id);
+export async function stopSandbox(deps: Deps, id: string, log: Logger): Promise<SandboxRecord | undefined> {
+  // Looked up under the lock: a Remove that held it before us may have taken the sandbox away.
+  const found = deps.tables.sandboxes.get(id);
+  if (!found) return undefined;
   const containers = deps.tables.containers.list().filter((c) => c.sandboxId === found.id);
   await inParallel(containers.map((c) => deps.locks.run(c.id, () => stopContainer(deps, c.id, POD_STOP_GRACE_SECONDS, log))));
   // The pinned netns outlives the pause, so detaching the network and killing the pause can overlap.

@@ -5,6 +5,8 @@ import type { Logger } from './log.js';
 interface Step {
   what: string;
   undo: () => Promise<unknown> | unknown;
+  /** Skipped when an undo that ran before it failed (the record that explains the leftovers). */
+  onlyIfClean?: boolean;
 }
 
 export class UndoStack {
@@ -14,10 +16,22 @@ export class UndoStack {
     this.steps.push({ what, undo });
   }
 
+  /**
+   * Pushes the undo of the record that explains the steps after it: it runs only when their undos
+   * all succeeded, so whatever an undo failed to remove stays explained for recovery to finish.
+   */
+  pushRecord(what: string, undo: () => Promise<unknown> | unknown): void {
+    this.steps.push({ what, undo, onlyIfClean: true });
+  }
+
   /** Runs every inverse in reverse order; returns the undo errors (each also logged). */
   async unwind(log: Logger): Promise<Error[]> {
     const failures: Error[] = [];
     for (const step of this.steps.splice(0).reverse()) {
+      if (step.onlyIfClean && failures.length > 0) {
+        log.warn({ step: step.what }, 'kept: an undo before it failed, and recovery needs it to finish the job');
+        continue;
+      }
       try {
         await step.undo();
         log.debug({ step: step.what }, 'undone');

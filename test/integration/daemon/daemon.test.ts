@@ -6,6 +6,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { CriClient } from '../../support/cri-client.js';
 import { makeDaemonDirs, removeDirs, runMinicri, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 
 function grpcCode(err: unknown): number | undefined {
@@ -123,6 +124,23 @@ describe('daemon lifecycle', () => {
       assert.equal(s.info.podCidr, '10.244.7.0/24');
       assert.equal(await daemon.stop('SIGINT'), 0);
     } finally {
+      removeDirs(dirs);
+    }
+  });
+
+  it('exits promptly on SIGTERM while a client (as kubelet) keeps its connection open', { timeout: 20_000 }, async () => {
+    const dirs = makeDaemonDirs();
+    const daemon = await TestDaemon.start(dirs);
+    const kubelet = new CriClient(dirs.socket);
+    try {
+      await kubelet.runtime.call('Version', {});
+      const started = Date.now();
+      daemon.process.kill('SIGTERM');
+      assert.equal(await daemon.exited, 0);
+      assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
+    } finally {
+      kubelet.close();
+      await daemon.stop();
       removeDirs(dirs);
     }
   });

@@ -9,7 +9,7 @@ import { makeTestNet, recordedCalls } from '../../support/cni-env.js';
 import { makeDaemonDirs, removeDirs, TestDaemon } from '../../support/daemon.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
 import { podDaemon } from '../../support/pod-daemon.js';
-import { podConfig } from '../../support/pods.js';
+import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
 
 const PORTMAP = { type: 'portmap', capabilities: { portMappings: true } };
 
@@ -51,6 +51,23 @@ describe('pod sandboxes', () => {
     await pod.daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id });
     await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
     assert.deepEqual(await pod.net.allocatedIps(), []);
+  });
+
+  it('turns a sandbox NOTREADY when its pause dies, and refuses new containers in it', async () => {
+    const config = podConfig('pause-dies');
+    const { pod_sandbox_id: id } = await pod.daemon.client.runtime.call('RunPodSandbox', { config });
+    try {
+      process.kill((await verbose(pod.daemon, id)).pid, 'SIGKILL');
+      const deadline = Date.now() + 10_000;
+      while ((await pod.daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: id })).status!.state !== 'SANDBOX_NOTREADY') {
+        assert.ok(Date.now() < deadline, 'the sandbox did not turn NOTREADY within 10 s');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await assert.rejects(pod.daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: containerConfig('late', PAUSE_IMAGE, ['/pause']) }),
+        (err: grpc.ServiceError) => err.code === grpc.status.FAILED_PRECONDITION);
+    } finally {
+      await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
+    }
   });
 
   it('lets two pods reach each other over the bridge', async () => {

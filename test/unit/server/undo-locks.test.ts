@@ -58,3 +58,19 @@ describe('inParallel', () => {
     assert.deepEqual(await inParallel([Promise.resolve(1), 'two', undefined]), [1, 'two', undefined]);
   });
 });
+
+describe('undo of the record', () => {
+  it('keeps the record when an undo after it failed, and removes it when all succeeded', async () => {
+    const run = async (failing: boolean) => {
+      let recordRemoved = false;
+      await assert.rejects(withUndo(silentLogger, async (undo) => {
+        undo.pushRecord('record', () => { recordRemoved = true; });
+        undo.push('netns', () => { if (failing) throw new Error('umount: busy'); });
+        throw new Error('step failed');
+      }), /step failed/);
+      return recordRemoved;
+    };
+    assert.equal(await run(true), false, 'the record stays to explain the netns left behind');
+    assert.equal(await run(false), true);
+  });
+});
