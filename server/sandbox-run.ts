@@ -73,7 +73,10 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
           await setNetnsSysctls(record.netns.path, sysctls.net);
           record.networkAttached = true;
           save();
-          undo.push('CNI attachment', () => tearDownNetwork(deps, record));
+          // A DEL that fails here is deferred: the retrier owns it from then on, so it does not count as a
+          // failed undo (which would keep this half-made sandbox's record, visible to kubelet).
+          undo.push('CNI attachment', () => tearDownNetwork(deps, record).catch((err: unknown) =>
+            log.warn({ err: (err as Error).message }, 'pod network teardown failed; deferred to the background retry')));
           const status = await deps.cni.setUpPod(podNetworkRequest(record));
           record.ips = status.ips;
           record.cniResults = status.results;
