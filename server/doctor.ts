@@ -1,7 +1,7 @@
 // `minicri doctor`: every host object that belongs to minicri, held against the store. An object no
 // record explains is an orphan (a leak); a record whose host object is gone is missing. With repair,
 // orphans are removed: attachments through CNI DEL first, then what DEL could not release.
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CniManager } from '../cni/manager.js';
 import { cachedAttachmentIds, hostLocalReservations, portmapChains, removePortmapChain, removeReservation } from '../cni/inventory.js';
@@ -22,7 +22,7 @@ export interface Finding {
   /** The sandbox or container id the object belongs to, when it says. */
   owner?: string;
   status: 'ok' | 'orphan' | 'missing';
-  repair?: () => Promise<unknown>;
+  repair?: (images: Images) => Promise<unknown>;
 }
 
 /** Mount points below `dir` (a daemon's state or rootfs directory). */
@@ -37,7 +37,7 @@ export async function examine(config: Config, log: Logger): Promise<Finding[]> {
   const sandboxes = tables.sandboxes.list();
   const known = new Set([...sandboxes.map((s) => s.id), ...tables.containers.list().map((c) => c.id)]);
   const findings: Finding[] = [];
-  const add = (kind: Finding['kind'], object: string, owner: string | undefined, ok: boolean, repair: () => Promise<unknown>) =>
+  const add = (kind: Finding['kind'], object: string, owner: string | undefined, ok: boolean, repair: (images: Images) => Promise<unknown>) =>
     findings.push({ kind, object, owner, status: ok ? 'ok' : 'orphan', ...(ok ? {} : { repair }) });
 
   const pinned = new Set(sandboxes.flatMap((s) => (s.netns ? [s.netns.path] : [])));
@@ -54,10 +54,7 @@ export async function examine(config: Config, log: Logger): Promise<Finding[]> {
 
   const rootfsDir = join(config.root_dir, 'images', 'rootfs');
   for (const key of await readdir(rootfsDir).catch(() => [] as string[])) {
-    add('rootfs', join(rootfsDir, key), key, known.has(key), async () => {
-      for (const m of await mountsBelow(join(rootfsDir, key))) await unmountPodShm(m);
-      await rm(join(rootfsDir, key), { recursive: true, force: true });
-    });
+    add('rootfs', join(rootfsDir, key), key, known.has(key), (images) => images.removeRootfs(key));
   }
   for (const mount of await mountsBelow(join(config.state_dir, 'sandboxes'))) {
     const id = mount.slice(join(config.state_dir, 'sandboxes').length + 1).split('/')[0]!;
@@ -83,22 +80,22 @@ export async function repair(findings: Finding[], config: Config, log: Logger): 
   const order: Finding['kind'][] = ['conmon', 'runc', 'cni-attachment', 'ip-reservation', 'iptables-chain', 'netns', 'shm', 'rootfs'];
   const errors: string[] = [];
   const done = new Set<string>();
-  for (const kind of order) {
-    for (const f of findings.filter((x) => x.kind === kind && x.status === 'orphan')) {
-      // One CNI GC serves every orphaned attachment.
-      if (kind === 'cni-attachment' && done.has(kind)) continue;
-      done.add(kind);
-      try {
-        await f.repair?.();
-      } catch (err) {
-        errors.push(`${f.kind} ${f.object}: ${(err as Error).message}`);
-      }
-    }
-  }
-  // Images no record uses keep their layers; a rootfs removal may have freed some.
   const store = Store.open(join(config.root_dir, 'minicri.db'));
   try {
     const images = await Images.open({ rootDir: join(config.root_dir, 'images'), repo: store.table<ImageRecord>('image'), registries: { mirrors: {}, insecure: [] }, log });
+    for (const kind of order) {
+      for (const f of findings.filter((x) => x.kind === kind && x.status === 'orphan')) {
+        // One CNI GC serves every orphaned attachment.
+        if (kind === 'cni-attachment' && done.has(kind)) continue;
+        done.add(kind);
+        try {
+          await f.repair?.(images);
+        } catch (err) {
+          errors.push(`${f.kind} ${f.object}: ${(err as Error).message}`);
+        }
+      }
+    }
+    // Layers only a removed root filesystem used can go now.
     await images.gc();
   } finally {
     store.close();

@@ -8,8 +8,6 @@ import type { Logger } from './log.js';
 /** What a handler gets beside its request: a logger carrying the rpc name and request id. */
 export interface CallContext {
   log: Logger;
-  /** Aborted when the caller cancels or its deadline passes. */
-  signal: AbortSignal;
 }
 
 export type Unary<Req, Res> = (request: Req, ctx: CallContext) => Promise<Res> | Res;
@@ -29,10 +27,12 @@ function idsOf(request: unknown): Record<string, string> {
   return ids;
 }
 
-function callContext(name: string, request: unknown, log: Logger, call: { once(event: 'cancelled', listener: () => void): unknown }): CallContext {
-  const controller = new AbortController();
-  call.once('cancelled', () => controller.abort(new Error(`${name} cancelled by the caller`)));
-  return { log: log.child({ rpc: name, req: randomBytes(4).toString('hex'), ...idsOf(request) }), signal: controller.signal };
+/**
+ * Operations run to the end even when the caller gives up: a half-done RunPodSandbox would leave
+ * more behind than a finished one, so there is no cancellation to pass on.
+ */
+function callContext(name: string, request: unknown, log: Logger): CallContext {
+  return { log: log.child({ rpc: name, req: randomBytes(4).toString('hex'), ...idsOf(request) }) };
 }
 
 function logOutcome(ctx: CallContext, started: bigint, err?: unknown): grpc.ServiceError | null {
@@ -50,7 +50,7 @@ function logOutcome(ctx: CallContext, started: bigint, err?: unknown): grpc.Serv
 export function unary<Req, Res>(name: string, handler: Unary<Req, Res>, log: Logger): GrpcUnary {
   return (call, callback) => {
     const started = process.hrtime.bigint();
-    const ctx = callContext(name, call.request, log, call);
+    const ctx = callContext(name, call.request, log);
     Promise.resolve()
       .then(() => handler(call.request as Req, ctx))
       .then(
@@ -63,7 +63,7 @@ export function unary<Req, Res>(name: string, handler: Unary<Req, Res>, log: Log
 export function serverStream<Req, Res>(name: string, handler: ServerStream<Req, Res>, log: Logger): GrpcServerStream {
   return (call) => {
     const started = process.hrtime.bigint();
-    const ctx = callContext(name, call.request, log, call);
+    const ctx = callContext(name, call.request, log);
     Promise.resolve()
       .then(() => handler(call.request as Req, (response) => call.write(response), ctx))
       .then(

@@ -2,7 +2,7 @@
 import type { Deps } from './deps.js';
 import { matchesLabels } from './filters.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { refreshSandbox, sandboxStatus } from './sandbox-common.js';
+import { podNetworkRequest, refreshSandbox, sandboxStatus } from './sandbox-common.js';
 
 export function sandboxStatusHandlers(deps: Deps): RuntimeHandlers {
   return {
@@ -10,7 +10,12 @@ export function sandboxStatusHandlers(deps: Deps): RuntimeHandlers {
       const record = await refreshSandbox(deps, deps.tables.sandboxes.find(request.pod_sandbox_id));
       const info: Record<string, string> = {};
       if (request.verbose) {
+        // CNI CHECK, where the network's version has it: is the attachment still as ADD made it?
+        const networkCheck = record.state === 'SANDBOX_READY' && record.networkAttached
+          ? await deps.cni.checkPod(podNetworkRequest(record)).then(() => 'ok', (err: Error) => err.message)
+          : 'not attached';
         info.info = JSON.stringify({
+          networkCheck,
           pid: record.pausePid ?? 0,
           netnsPath: record.netns?.path ?? '',
           netnsLink: record.netns?.symlink ?? '',

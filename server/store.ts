@@ -48,11 +48,6 @@ export class RecordTable<T extends StoredRecord> {
     return [...this.cache.values()];
   }
 
-  /** The id holding a reservation key (a pod's name/namespace/uid/attempt, say), if any. */
-  holderOf(reservation: string): string | undefined {
-    return this.reservations.get(reservation);
-  }
-
   /** Writes a record; a reservation key held by another record is refused with ALREADY_EXISTS. */
   put(record: T): void {
     const key = this.reservationOf(record);

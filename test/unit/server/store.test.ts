@@ -33,7 +33,7 @@ describe('store', () => {
     assert.equal(pods.get('aaa1')?.state, 'NOTREADY');
     pods.delete('aaa1');
     pods.put({ id: 'bbb2', name: 'web', state: 'READY' });
-    assert.equal(pods.holderOf('web'), 'bbb2');
+    assert.throws(() => pods.put({ id: 'ccc4', name: 'web', state: 'READY' }), (err) => err instanceof AlreadyExists && /bbb2/.test(err.message));
     store.close();
   });
 
