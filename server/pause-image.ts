@@ -31,7 +31,7 @@ export async function pauseImageSource(config: Config, images: Images, version: 
     const present = images.status(config.pause_image);
     if (present) return { id: present.id, name: config.pause_image, config: specImageConfig(present) };
     // One pull at a time; once it settles the next sandbox looks again (the image may since be removed).
-    pulling ??= images.pull(config.pause_image)
+    pulling ??= images.pull(config.pause_image, undefined, { pinned: true })
       .then((record) => { log.info({ image: config.pause_image }, 'pause image pulled'); return { id: record.id, name: config.pause_image, config: specImageConfig(record) }; })
       .finally(() => { pulling = undefined; });
     return pulling;

@@ -67,7 +67,6 @@ export function checkPodSandboxConfig(config: PodSandboxConfig__Output | null): 
     if (isIP(server) === 0) throw new InvalidArgument(`DNS server "${server}" is not an IP address`);
   }
   checkLabels('sandbox', config.labels, config.annotations);
-  checkSysctls(config.linux?.sysctls ?? {});
 }
 
 export function checkContainerConfig(config: ContainerConfig__Output | null): asserts config is ContainerConfig__Output & { metadata: ContainerMetadata__Output } {

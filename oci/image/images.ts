@@ -140,7 +140,8 @@ export class Images {
 
   // ---- pull ----
 
-  async pull(reference: string, auth?: AuthConfig): Promise<ImageRecord> {
+  /** Pulls an image; `pinned` marks it as one kubelet's image GC must keep (the pause image). */
+  async pull(reference: string, auth?: AuthConfig, opts: { pinned?: boolean } = {}): Promise<ImageRecord> {
     const ref = parseReference(reference);
     const name = formatReference(ref);
     const started = Date.now();
@@ -199,7 +200,7 @@ export class Images {
         tag: ref.tag && !ref.digest ? `${refName(ref)}:${ref.tag}` : undefined,
         digest: `${refName(ref)}@${top.digest}`,
         size: manifest.config.size + manifest.layers.reduce((a, l) => a + l.size, 0),
-        config, layers: diffIds, blobs, pinned: false,
+        config, layers: diffIds, blobs, pinned: opts.pinned ?? false,
       }));
       const seconds = (Date.now() - started) / 1000;
       log.info({ id: record.id, bytes: downloaded, seconds, mbPerSecond: Number((downloaded / 1e6 / Math.max(seconds, 0.001)).toFixed(2)), from: endpoint?.url ?? 'content store' }, 'image pulled');

@@ -5,6 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
+import { pushBusybox } from '../../support/busybox-image.js';
+import { podConfig } from '../../support/pods.js';
 import { buildImage, busyboxLayer, pushImage, type BuiltImage } from '../../support/test-images.js';
 
 const isCode = (code: grpc.status, pattern?: RegExp) => (err: grpc.ServiceError) => err.code === code && (!pattern || pattern.test(err.details));
@@ -97,5 +99,26 @@ describe('image service RPCs', () => {
     assert.ok(fs.fs_id!.mountpoint.startsWith(dirs.rootDir), fs.fs_id!.mountpoint);
     assert.ok(Number(fs.used_bytes!.value) > 0);
     assert.ok(Number(fs.inodes_used!.value) > 0);
+  });
+});
+
+describe('a configured pause image', () => {
+  it('is pulled on the first sandbox and pinned, so kubelet image GC keeps it', async () => {
+    const registry = await startRegistry();
+    const pause = await pushBusybox(registry, 'pause', { Cmd: ['sleep', '3600'] });
+    const dirs = makeDaemonDirs(`pause_image = "${pause}"`);
+    const daemon = await TestDaemon.start(dirs);
+    try {
+      assert.equal((await daemon.client.image.call('ImageStatus', { image: { image: pause } })).image, null, 'not pulled before it is needed');
+      // A host-network pod needs no CNI network.
+      const config = podConfig('configured-pause', (c) => { c.linux!.security_context!.namespace_options!.network = 'NODE'; });
+      const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config });
+      assert.equal((await daemon.client.image.call('ImageStatus', { image: { image: pause } })).image?.pinned, true);
+      await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
+    } finally {
+      await daemon.stop();
+      removeDirs(dirs);
+      await registry.stop();
+    }
   });
 });
