@@ -1,5 +1,5 @@
 // Process accounting from /proc: memory (RSS and PSS) and CPU time of a daemon and its helper processes.
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux x86-64
 
@@ -33,23 +33,6 @@ export async function cpuPercent(pid: number, ms: number): Promise<number> {
   const before = await cpuSeconds(pid);
   await new Promise((r) => setTimeout(r, ms));
   return ((await cpuSeconds(pid)) - before) / (ms / 1000) * 100;
-}
-
-/** Live processes whose argv[0] ends with `name` and whose command line contains `needle`. */
-export async function findProcesses(name: string, needle: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const [cmdline, stat] = await Promise.all([readFile(`/proc/${entry}/cmdline`, 'utf8'), readFile(`/proc/${entry}/stat`, 'utf8')]);
-      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-      const argv0 = cmdline.split('\0')[0] ?? '';
-      if (state !== 'Z' && (argv0 === name || argv0.endsWith(`/${name}`)) && cmdline.includes(needle)) found.push(Number(entry));
-    } catch {
-      // gone while we looked
-    }
-  }
-  return found;
 }
 
 /** Whether the process is gone or a zombie (exited, waiting for its reaper). */

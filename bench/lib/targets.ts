@@ -8,7 +8,7 @@ import { execa } from 'execa';
 import { CriClient } from '../../test/support/cri-client.js';
 import { MAIN } from '../../test/support/daemon.js';
 import { CNI_BIN, RUNC, removeRuncState, unmountUnder, type BenchEnv } from './env.js';
-import { findProcesses } from './proc.js';
+import { liveProcesses } from '../../oci/runtime/processes.js';
 import { pool } from './stats.js';
 
 export type TargetName = 'minicri' | 'containerd';
@@ -113,7 +113,7 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
   const profiling = opts.cpuProfDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${opts.cpuProfDir}` } : {};
   const child = spawnLogged(MAIN, ['serve', '--config', configPath], logFile, { ...process.env, ...profiling });
   const client = new CriClient(socket);
-  const helpers = () => findProcesses('conmon', `${dir}/`);
+  const helpers = async () => (await liveProcesses('conmon', `${dir}/`)).map((p) => p.pid);
   const stop = stopper({ child, client, helpers, runcRoot, dir });
   try {
     await waitServing(client, child, 'minicri', logFile);
@@ -220,7 +220,7 @@ export async function startContainerd(env: BenchEnv): Promise<Target> {
   const logFile = join(dir, 'containerd.log');
   const child = spawnLogged('containerd', ['--config', configPath], logFile);
   const client = new CriClient(socket);
-  const helpers = () => findProcesses('containerd-shim-runc-v2', socket);
+  const helpers = async () => (await liveProcesses('containerd-shim-runc-v2', socket)).map((p) => p.pid);
   const stop = stopper({
     child, client, helpers, runcRoot: join(dir, 'runc', 'k8s.io'), dir,
     after: async () => { if (!hadShimDir) await rm(SHIM_SOCKET_DIR, { recursive: true, force: true }); },

@@ -6,9 +6,9 @@
 // _OCI_SYNCPIPE), where API version 1 writes one JSON line once runc create is done:
 //   {"data": <container pid>}   or   {"data": -1, "message": "<runc's error output>"}
 import { spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
 import type { Logger } from '../../server/log.js';
 import { DeadlineExceeded, Internal } from '../../server/errors.js';
+import { liveProcesses } from './processes.js';
 import { runcErrorText } from './runc-errors.js';
 
 export interface ConmonLaunch {
@@ -150,13 +150,8 @@ export function launchConmon(conmonPath: string, c: ConmonLaunch, opts: { log: L
 
 /** Running conmon processes whose command line mentions `marker` (a daemon's state dir), with their container ids. */
 export async function listConmons(marker: string): Promise<{ pid: number; id: string }[]> {
-  const out: { pid: number; id: string }[] = [];
-  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(entry)) continue;
-    const args = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if (!args[0]?.endsWith('conmon') || !args.some((a) => a.includes(marker))) continue;
-    const id = args[args.indexOf('-c') + 1];
-    if (id) out.push({ pid: Number(entry), id });
-  }
-  return out;
+  return (await liveProcesses('conmon', marker)).flatMap(({ pid, argv }) => {
+    const id = argv[argv.indexOf('-c') + 1];
+    return id ? [{ pid, id }] : [];
+  });
 }

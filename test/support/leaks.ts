@@ -1,7 +1,7 @@
 // What a test run may leave on the host: network namespaces, mounts, conmon processes, runc state.
 // Tests take a snapshot before and assert the same after, so a leak fails the test that made it.
 import { readdir, readFile } from 'node:fs/promises';
-import { execa } from 'execa';
+import { liveProcesses } from '../../oci/runtime/processes.js';
 
 export interface HostSnapshot {
   netns: string[];
@@ -14,9 +14,7 @@ export interface HostSnapshot {
  * PID 1 reaps it, which some VMs' init does late: a zombie holds nothing and is not a leak.
  */
 async function liveConmons(): Promise<string[]> {
-  const pids = (await execa('pgrep', ['-x', 'conmon'], { reject: false })).stdout.split('\n').filter(Boolean);
-  const states = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/stat`, 'utf8').then((s) => s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3), () => 'gone')));
-  return pids.filter((_, i) => states[i] !== 'Z' && states[i] !== 'gone');
+  return (await liveProcesses('conmon')).map((p) => String(p.pid));
 }
 
 export async function hostSnapshot(): Promise<HostSnapshot> {

@@ -1,10 +1,11 @@
 // Shared setup for the runtime integration tests: a private runc root and state dir per test,
 // busybox bundles with a hand-written minimal OCI config, and cleanup that removes everything made.
 import type { TestContext } from 'node:test';
-import { mkdtemp, mkdir, rm, writeFile, rmdir, readFile, readdir } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm, writeFile, rmdir, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { liveProcesses } from '../../../oci/runtime/processes.js';
 import { OciRuntime } from '../../../oci/runtime/runc.js';
 import { silentLogger } from '../../../server/log.js';
 import { makeBusyboxRootfs } from '../../support/rootfs.js';
@@ -125,19 +126,7 @@ export async function cgroupExists(id: string): Promise<boolean> {
 
 /** Live (non-zombie) conmon processes whose command line mentions `needle`. */
 export async function conmonsMentioning(needle: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const p of await readdir('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const [cmdline, stat] = await Promise.all([readFile(`/proc/${p}/cmdline`, 'utf8'), readFile(`/proc/${p}/stat`, 'utf8')]);
-      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-      const argv0 = cmdline.split('\0')[0] ?? '';
-      if (state !== 'Z' && (argv0 === 'conmon' || argv0.endsWith('/conmon')) && cmdline.includes(needle)) found.push(Number(p));
-    } catch {
-      // the process went away while we looked
-    }
-  }
-  return found;
+  return (await liveProcesses('conmon', needle)).map((p) => p.pid);
 }
 
 /** runc's list for a root, straight from runc. */
