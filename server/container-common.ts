@@ -2,11 +2,11 @@
 import type { Container } from '../gen/runtime/v1/Container.js';
 import type { ContainerStatus } from '../gen/runtime/v1/ContainerStatus.js';
 import type { ImageRecord } from '../oci/image/types.js';
-import type { ExitStatus } from '../oci/runtime/runc.js';
+import type { ExitStatus, OciRuntime } from '../oci/runtime/runc.js';
 import type { ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
 import type { Deps } from './deps.js';
 import { FailedPrecondition } from './errors.js';
-import { nowNanos, type ContainerRecord } from './records.js';
+import { nanosFromMillis, nowNanos, type ContainerRecord } from './records.js';
 
 /** The image config in the shape the spec builders read (OCI field names). */
 export function specImageConfig(image: ImageRecord): SpecImageConfig {
@@ -29,7 +29,7 @@ function exitReason(exitCode: number, oomKilled: boolean): string {
  */
 export async function refreshContainer(deps: Deps, record: ContainerRecord): Promise<ContainerRecord> {
   if (record.state !== 'CONTAINER_RUNNING') return record;
-  const runtime = deps.runtimes.get(deps.tables.sandboxes.get(record.sandboxId)?.runtimeHandler ?? deps.config.default_runtime);
+  const runtime = runtimeFor(deps, record);
   // No exit file yet (the watcher knows without a read): still running.
   if (!runtime?.exits.mayHaveExited(record.id)) return record;
   const exit = await runtime.exitStatus(record.id);
@@ -47,17 +47,27 @@ export function recordExit(deps: Deps, id: string, exit: ExitStatus | undefined)
     r.state = 'CONTAINER_EXITED';
     r.exitCode = exit?.exitCode ?? 255;
     // The exit file's time has millisecond precision: never report a finish before the start.
-    const finished = exit ? BigInt(exit.finishedAt.getTime()) * 1_000_000n : BigInt(nowNanos());
+    const finished = BigInt(exit ? nanosFromMillis(exit.finishedAt.getTime()) : nowNanos());
     r.finishedAt = (finished > BigInt(r.startedAt) ? finished : BigInt(r.startedAt)).toString();
     r.reason = exit ? exitReason(exit.exitCode, exit.oomKilled) : 'Unknown';
     if (!exit) r.message = 'the container stopped without an exit status from conmon';
   });
 }
 
-/** The runtime a container's sandbox runs under. */
-export function runtimeOf(deps: Deps, record: ContainerRecord) {
-  const handler = deps.tables.sandboxes.get(record.sandboxId)?.runtimeHandler ?? deps.config.default_runtime;
-  const runtime = deps.runtimes.get(handler);
+/** The runtime handler a container's sandbox runs under. */
+function handlerOf(deps: Deps, record: ContainerRecord): string {
+  return deps.tables.sandboxes.get(record.sandboxId)?.runtimeHandler ?? deps.config.default_runtime;
+}
+
+/** The runtime a container's sandbox runs under, if that handler is still configured. */
+export function runtimeFor(deps: Deps, record: ContainerRecord): OciRuntime | undefined {
+  return deps.runtimes.get(handlerOf(deps, record));
+}
+
+/** Like runtimeFor, but a handler no longer configured is FAILED_PRECONDITION. */
+export function runtimeOf(deps: Deps, record: ContainerRecord): OciRuntime {
+  const runtime = runtimeFor(deps, record);
+  const handler = handlerOf(deps, record);
   if (!runtime) throw new FailedPrecondition(`runtime handler "${handler}" of container ${record.id} is no longer configured: add it back to the config and restart`);
   return runtime;
 }

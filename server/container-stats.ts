@@ -6,12 +6,12 @@ import { nanoCores, readStatsForPid, type CgroupStats } from '../oci/runtime/sta
 import { diskUsage } from '../oci/runtime/usage.js';
 import type { Deps } from './deps.js';
 import { matchesLabels } from './filters.js';
-import type { ContainerRecord, SandboxRecord } from './records.js';
+import { nanosFromMillis, type ContainerRecord, type SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { refreshContainer } from './container-common.js';
 
 const value = (n: number) => ({ value: String(Math.max(0, Math.round(n))) });
-const nanos = (d: Date) => String(BigInt(d.getTime()) * 1_000_000n);
+const nanos = (d: Date) => nanosFromMillis(d.getTime());
 
 /** The CPU rate needs two samples: the last one of each container is kept here. */
 const previous = new Map<string, Pick<CgroupStats, 'timestamp' | 'cpuUsageNs'>>();

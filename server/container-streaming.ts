@@ -3,18 +3,12 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connectInNetns, runAttachSession, runExecSession } from '../oci/runtime/exec-session.js';
-import { refreshContainer } from './container-common.js';
+import { refreshContainer, runtimeOf } from './container-common.js';
 import type { Deps } from './deps.js';
 import { FailedPrecondition, InvalidArgument } from './errors.js';
 import type { ContainerRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import type { StreamingBackend } from './streaming/server.js';
-
-/** How to run the OCI runtime of a handler from outside OciRuntime: its binary and global flags. */
-export interface RuntimeCommand {
-  path: string;
-  args: string[];
-}
 
 async function runningContainer(deps: Deps, id: string, verb: string): Promise<ContainerRecord> {
   const record = await refreshContainer(deps, deps.tables.containers.find(id));
@@ -58,24 +52,19 @@ export function containerStreamingHandlers(deps: Deps): RuntimeHandlers {
 }
 
 /** Runs streaming sessions against the daemon's records and runtimes. */
-export function streamingBackend(deps: () => Deps, runtimeCommand: (handler: string) => RuntimeCommand | undefined): StreamingBackend {
+export function streamingBackend(deps: () => Deps): StreamingBackend {
   const workDir = async () => {
     const dir = join(deps().config.state_dir, 'streaming');
     await mkdir(dir, { recursive: true, mode: 0o700 });
     return dir;
-  };
-  const runtimeFor = (d: Deps, record: ContainerRecord) => {
-    const handler = d.tables.sandboxes.get(record.sandboxId)?.runtimeHandler ?? d.config.default_runtime;
-    const cmd = runtimeCommand(handler);
-    if (!cmd) throw new FailedPrecondition(`runtime handler "${handler}" of container "${record.id}" is no longer configured`);
-    return { handler, cmd };
   };
   return {
     exec: async (req, io) => {
       const d = deps();
       // Checked again: the container may have stopped between the CRI call and the connection.
       const record = await runningContainer(d, req.containerId, 'exec in');
-      const { cmd } = runtimeFor(d, record);
+      // Interactive exec runs the runtime itself (under the PTY helper), with the runtime's own global flags.
+      const cmd = runtimeOf(d, record).commandLine();
       return runExecSession({
         runtimePath: cmd.path, runtimeArgs: cmd.args, id: record.id, cmd: req.cmd, tty: req.tty,
         workDir: await workDir(), log: d.log.child({ module: 'exec' }),
@@ -84,8 +73,7 @@ export function streamingBackend(deps: () => Deps, runtimeCommand: (handler: str
     attach: async (req, io) => {
       const d = deps();
       const record = await runningContainer(d, req.containerId, 'attach to');
-      const { handler } = runtimeFor(d, record);
-      const runtime = d.runtimes.get(handler)!;
+      const runtime = runtimeOf(d, record);
       return runAttachSession({
         id: record.id, socketPath: runtime.attachSocketPath(record.id), ctlPath: join(record.dir, 'ctl'),
         log: d.log.child({ module: 'attach' }),

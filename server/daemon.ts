@@ -75,8 +75,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     streaming = await StreamingServer.start({
       address: config.streaming.address, port: config.streaming.port,
       idleTimeoutMs: config.streaming.idle_timeout_seconds * 1000, maxSessions: config.streaming.max_sessions,
-      // Interactive exec runs the runtime itself (under the PTY helper), with the runtime's own global flags.
-      backend: streamingBackend(() => deps!, (handler) => runtimes.get(handler)?.commandLine()),
+      backend: streamingBackend(() => deps!),
       log: log.child({ module: 'streaming' }),
     });
     deps = {

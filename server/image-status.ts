@@ -3,6 +3,7 @@ import type { Image } from '../gen/runtime/v1/Image.js';
 import { imageUser } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import type { Deps } from './deps.js';
+import { nanosFromMillis } from './records.js';
 import type { ImageHandlers } from './image-service.js';
 
 function criImage(r: ImageRecord): Image {
@@ -33,7 +34,7 @@ export function imageStatusHandlers(deps: Deps): ImageHandlers {
       const fs = await deps.images.fsInfo();
       return {
         image_filesystems: [{
-          timestamp: String(BigInt(fs.timestamp) * 1_000_000n), fs_id: { mountpoint: fs.mountpoint },
+          timestamp: nanosFromMillis(fs.timestamp), fs_id: { mountpoint: fs.mountpoint },
           used_bytes: { value: String(fs.usedBytes) }, inodes_used: { value: String(fs.inodesUsed) },
         }],
         container_filesystems: [],

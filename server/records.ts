@@ -96,6 +96,11 @@ export function openTables(store: Store): Tables {
 /** The wall clock at an arbitrary point, in nanoseconds, minus the monotonic clock then. */
 const EPOCH_OFFSET = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();
 
+/** A time in Unix milliseconds as a CRI timestamp (nanoseconds, decimal string). */
+export function nanosFromMillis(ms: number): string {
+  return (BigInt(Math.trunc(ms)) * 1_000_000n).toString();
+}
+
 /** Now as CRI timestamps are: nanoseconds since the epoch, as a decimal string; never goes backwards. */
 export function nowNanos(): string {
   return (EPOCH_OFFSET + process.hrtime.bigint()).toString();

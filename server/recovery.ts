@@ -3,7 +3,7 @@
 // NOTREADY; network attachments whose namespace vanished (a reboot) are released through the CNI
 // cache; runc containers and root filesystems no record explains are removed.
 import { netnsExists } from '../netns/netns.js';
-import { refreshContainer } from './container-common.js';
+import { refreshContainer, runtimeFor } from './container-common.js';
 import { removeContainer } from './container-remove.js';
 import type { Deps } from './deps.js';
 import type { Logger } from './log.js';
@@ -41,7 +41,7 @@ export async function recover(deps: Deps, log: Logger): Promise<void> {
 
   // A start cut off after `runc start` left a running container recorded as created.
   await each(containers.list().filter((c) => c.state === 'CONTAINER_CREATED'), log, (c) => c.id, async (c) => {
-    const state = await deps.runtimes.get(sandboxes.get(c.sandboxId)?.runtimeHandler ?? deps.config.default_runtime)?.state(c.id);
+    const state = await runtimeFor(deps, c)?.state(c.id);
     if (state && state.status !== 'created') {
       log.warn({ containerId: c.id, status: state.status }, 'container was started while its start was cut off: recording it as started');
       containers.update(c.id, (r) => { r.state = 'CONTAINER_RUNNING'; r.startedAt = nowNanos(); });
@@ -51,7 +51,7 @@ export async function recover(deps: Deps, log: Logger): Promise<void> {
   // Exit files outlive the daemon: containers that exited meanwhile get their codes.
   await each(containers.list().filter((c) => c.state === 'CONTAINER_RUNNING'), log, (c) => c.id, async (c) => {
     const fresh = await refreshContainer(deps, c);
-    const runtime = deps.runtimes.get(sandboxes.get(c.sandboxId)?.runtimeHandler ?? deps.config.default_runtime);
+    const runtime = runtimeFor(deps, c);
     if (fresh.state === 'CONTAINER_RUNNING' && runtime && !(await runtime.state(c.id))) {
       // No exit file and no runc state: the host lost it (a reboot emptied /run).
       containers.update(c.id, (r) => { r.state = 'CONTAINER_EXITED'; r.exitCode = 255; r.reason = 'Unknown'; r.message = 'the container was lost while minicri was down (host reboot?)'; });
