@@ -9,6 +9,7 @@ import type { Logger } from './log.js';
 import { attemptRemoval } from './retrier.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { stopSandbox } from './sandbox-stop.js';
+import { inParallel } from './undo.js';
 
 /** Removes one sandbox and everything it holds (the caller holds its lock). Also used by recovery. */
 export async function removeSandbox(deps: Deps, id: string, log: Logger): Promise<void> {
@@ -17,12 +18,12 @@ export async function removeSandbox(deps: Deps, id: string, log: Logger): Promis
   for (const container of deps.tables.containers.list().filter((c) => c.sandboxId === record.id)) {
     await deps.locks.run(container.id, () => removeContainer(deps, container.id, log));
   }
-  await deps.runtimes.get(record.runtimeHandler)?.delete(record.id, { force: true });
-  checkpoint('pause-deleted');
-  await deps.images.removeRootfs(record.id);
-  checkpoint('pause-rootfs-removed');
-  await rm(record.dir, { recursive: true, force: true });
-  if (record.shm) await rm(dirname(record.shm), { recursive: true, force: true });
+  // The pause is dead (stopped above), so its runc state and its root filesystem can go at once.
+  await inParallel([
+    deps.runtimes.get(record.runtimeHandler)?.delete(record.id, { force: true }).then(() => checkpoint('pause-deleted')),
+    deps.images.removeRootfs(record.id).then(() => checkpoint('pause-rootfs-removed')),
+  ]);
+  await inParallel([rm(record.dir, { recursive: true, force: true }), record.shm && rm(dirname(record.shm), { recursive: true, force: true })]);
   deps.tables.sandboxes.delete(record.id);
   log.info({ sandboxId: record.id }, 'sandbox removed');
 }

@@ -1,4 +1,4 @@
-// RunPodSandbox: pod directory and files, /dev/shm, network namespace, CNI, then the pause container.
+// RunPodSandbox: pod directory and files, /dev/shm, network namespace, then CNI and the pause container.
 // Every step that changes the host pushes its inverse, so a failure leaves nothing behind.
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -45,7 +45,7 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
         const save = () => deps.tables.sandboxes.put(record);
 
         const hostNetwork = modes.network === 'NODE';
-        // The pod's files, its network and the pause's root filesystem do not depend on each other.
+        // The pod's files, its network namespace and the pause's root filesystem do not depend on each other.
         const podFiles = async () => {
           await mkdir(record.dir, { recursive: true, mode: 0o711 });
           undo.push('pod directory', () => rm(record.dir, { recursive: true, force: true }));
@@ -62,7 +62,7 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
             await mountPodShm(record.shm);
           }
         };
-        const network = async () => {
+        const netns = async () => {
           if (hostNetwork) return;
           // Named after the sandbox id, so a pin no record explains still says whose it was.
           record.netns = podNetnsPaths(config.metadata.name, { dir: deps.config.netns_dir, hex: id.slice(0, 16) });
@@ -71,6 +71,9 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
           await createPodNetns(config.metadata.name, { paths: record.netns });
           checkpoint('netns-created');
           await setNetnsSysctls(record.netns.path, sysctls.net);
+        };
+        const attachNetwork = async () => {
+          if (hostNetwork) return;
           record.networkAttached = true;
           save();
           // A DEL that fails here is deferred: the retrier owns it from then on, so it does not count as a
@@ -88,19 +91,26 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
           checkpoint('pause-rootfs-mounted');
           return { rootfs, host: await deps.hostFacts(rootfs.path) };
         };
-        const [, , { rootfs, host }] = await inParallel([podFiles(), network(), pauseRootfs()]);
-
-        const spec = buildPauseSpec({
-          sandboxId: id, config, image: { name: pause.name, config: pause.config }, rootfs: rootfs.path,
-          netnsPath: record.netns?.path, shmPath: record.shm, cgroupDriver: deps.config.cgroup_driver, host,
-        });
-        await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));
-        undo.push('pause container', () => runtime.delete(id, { force: true }));
-        const { pid } = await runtime.create({ id, bundle: record.dir, logPath: '/dev/null' });
-        checkpoint('pause-created');
-        await runtime.start(id);
-        checkpoint('pause-started');
-        record.pausePid = pid;
+        const startPause = async ({ rootfs, host }: Awaited<ReturnType<typeof pauseRootfs>>) => {
+          const spec = buildPauseSpec({
+            sandboxId: id, config, image: { name: pause.name, config: pause.config }, rootfs: rootfs.path,
+            netnsPath: record.netns?.path, shmPath: record.shm, cgroupDriver: deps.config.cgroup_driver, host,
+          });
+          await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));
+          undo.push('pause container', () => runtime.delete(id, { force: true }));
+          const { pid } = await runtime.create({ id, bundle: record.dir, logPath: '/dev/null' });
+          checkpoint('pause-created');
+          await runtime.start(id);
+          checkpoint('pause-started');
+          record.pausePid = pid;
+        };
+        // The pause only needs the namespace to join, not the network in it: CNI ADD runs while
+        // the pause is created and started, which takes the plugins off the critical path.
+        const netnsMade = netns();
+        await inParallel([
+          netnsMade.then(attachNetwork),
+          inParallel([podFiles(), netnsMade, pauseRootfs()]).then(([, , made]) => startPause(made)),
+        ]);
         record.state = 'SANDBOX_READY';
         delete record.creating;
         save();
