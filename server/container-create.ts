@@ -65,7 +65,7 @@ async function createContainer(
     undo.push('container directory', () => rm(record.dir, { recursive: true, force: true }));
     const rootfs = await deps.images.prepareRootfs(id, image.id);
     undo.push('container rootfs', () => deps.images.removeRootfs(id));
-    record.rootfsUpper = rootfs.mount.options.find((o) => o.startsWith('upperdir='))?.slice('upperdir='.length);
+    record.rootfsUpper = rootfs.mount?.options.find((o) => o.startsWith('upperdir='))?.slice('upperdir='.length);
     checkpoint('container-rootfs-mounted');
 
     const volumeDirs: Record<string, string> = {};

@@ -2,6 +2,7 @@
 // imported as a one-file image so it is listed, pinned, like any other.
 import { fileURLToPath } from 'node:url';
 import type { Images } from '../oci/image/images.js';
+import { defaultMountRoots } from '../oci/runtime/spec/index.js';
 import type { Config } from './config.js';
 import { specImageConfig } from './container-common.js';
 import type { PauseImage } from './deps.js';
@@ -19,7 +20,8 @@ export async function pauseImageSource(config: Config, images: Images, version: 
     const name = builtinPauseName(version);
     const record = images.status(name) ?? await images.importLocal(
       name,
-      [{ path: '/pause', source: PAUSE_BINARY, mode: 0o755 }],
+      // With the runtime's mount points in place, every pause can share this layer as its read-only root.
+      [{ path: '/pause', source: PAUSE_BINARY, mode: 0o755 }, ...defaultMountRoots().map((path) => ({ path, directory: true }))],
       { entrypoint: ['/pause'], cmd: [], env: [], workingDir: '/', user: '65535:65535', exposedPorts: [], volumes: [], stopSignal: 'SIGINT', labels: {} },
       { pinned: true },
     );

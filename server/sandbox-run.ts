@@ -5,7 +5,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createPodNetns, podNetnsPaths, removePodNetns, setNetnsSysctls } from '../netns/netns.js';
-import { buildPauseSpec, splitSysctls } from '../oci/runtime/spec/index.js';
+import { buildPauseSpec, defaultMountRoots, splitSysctls } from '../oci/runtime/spec/index.js';
 import { hostsFile, mountPodShm, resolvConf, unmountPodShm, writePodFiles } from '../oci/runtime/pod/files.js';
 import { checkpoint } from './checkpoint.js';
 import type { Deps } from './deps.js';
@@ -86,14 +86,15 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
           save();
         };
         const pauseRootfs = async () => {
-          const rootfs = await deps.images.prepareRootfs(id, pause.id);
+          // The pause never writes its root, so one that already has the mount points is used as it is.
+          const rootfs = await deps.images.prepareRootfs(id, pause.id, { readOnlyWith: defaultMountRoots() });
           undo.push('pause rootfs', () => deps.images.removeRootfs(id));
           checkpoint('pause-rootfs-mounted');
           return { rootfs, host: await deps.hostFacts(rootfs.path) };
         };
         const startPause = async ({ rootfs, host }: Awaited<ReturnType<typeof pauseRootfs>>) => {
           const spec = buildPauseSpec({
-            sandboxId: id, config, image: { name: pause.name, config: pause.config }, rootfs: rootfs.path,
+            sandboxId: id, config, image: { name: pause.name, config: pause.config }, rootfs: rootfs.path, rootfsShared: rootfs.readOnly,
             netnsPath: record.netns?.path, shmPath: record.shm, cgroupDriver: deps.config.cgroup_driver, host,
           });
           await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));

@@ -1,7 +1,7 @@
 // The CRI endpoints under test, each started fresh by the bench with its own config, root, state and socket
 // under the bench dir and the bench's CNI network, and stopped after: minicri (this checkout) and Debian's containerd.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, openSync, closeSync } from 'node:fs';
+import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -53,6 +53,13 @@ export async function drain(client: CriClient, concurrency = 8): Promise<void> {
   for (const c of (await client.runtime.call('ListContainers', {})).containers) {
     await client.runtime.call('RemoveContainer', { container_id: c.id });
   }
+}
+
+/** The node flags of a script's `#!/usr/bin/env -S node ...` line. Pure. */
+export function shebangNodeFlags(script: string): string[] {
+  const first = script.slice(0, script.indexOf('\n'));
+  const words = first.replace(/^#!\S*\s+(-S\s+)?/, '').split(/\s+/).filter(Boolean);
+  return words[0] === 'node' ? words.slice(1) : [];
 }
 
 function spawnLogged(cmd: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
@@ -109,9 +116,12 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     'write_default_network = false',
   ].join('\n'));
   const logFile = join(dir, 'minicri.log');
-  // The command itself, so its shebang's node flags apply; profiling flags come through NODE_OPTIONS.
-  const profiling = opts.cpuProfDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${opts.cpuProfDir}` } : {};
-  const child = spawnLogged(MAIN, ['serve', '--config', configPath], logFile, { ...process.env, ...profiling });
+  // The command itself, so its shebang's node flags apply. Node refuses --cpu-prof in NODE_OPTIONS, so a
+  // profiled daemon is started by node with the shebang's flags plus the profiler's.
+  const serve = ['serve', '--config', configPath];
+  const child = opts.cpuProfDir
+    ? spawnLogged(process.execPath, [...shebangNodeFlags(readFileSync(MAIN, 'utf8')), '--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, MAIN, ...serve], logFile)
+    : spawnLogged(MAIN, serve, logFile);
   const client = new CriClient(socket);
   const helpers = async () => (await liveProcesses('conmon', `${dir}/`)).map((p) => p.pid);
   const stop = stopper({ child, client, helpers, runcRoot, dir });

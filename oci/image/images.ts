@@ -12,7 +12,7 @@ import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, ty
 import { formatPlatform, HOST_PLATFORM, selectPlatform } from './platform.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
 import { RegistryClient, type Endpoint } from './registry.js';
-import { diskUsage, LayerStore, type Rootfs } from './snapshot.js';
+import { diskUsage, LayerStore, type Rootfs, type RootfsOptions } from './snapshot.js';
 import type { AuthConfig, ImageConfig, ImageRecord, ImageRepository, RegistryHostsConfig } from './types.js';
 
 export interface ImagesOptions {
@@ -29,13 +29,14 @@ export interface ImagesOptions {
   fetch?: typeof fetch;
 }
 
-/** A file of a locally built image: content from a host file or given bytes. */
+/** A file of a locally built image: content from a host file or given bytes; or an empty directory. */
 export interface LocalFile {
   /** Absolute path inside the image. */
   path: string;
   source?: string;
   data?: Buffer | string;
   mode?: number;
+  directory?: boolean;
 }
 
 export interface FsInfo { mountpoint: string; usedBytes: number; inodesUsed: number; timestamp: number }
@@ -371,11 +372,15 @@ export class Images {
 
   // ---- root filesystems ----
 
-  async prepareRootfs(key: string, imageRefOrId: string): Promise<Rootfs> {
-    return this.mutex.lock(() => {
+  /** The root filesystem `key` for an image, made usable; see LayerStore.reserveRootfs. */
+  async prepareRootfs(key: string, imageRefOrId: string, opts: RootfsOptions = {}): Promise<Rootfs> {
+    // The lock covers the lookup and the metadata that keeps the layers from gc. The mount, the slow part,
+    // runs outside it, so a storm of pods mounts its root filesystems side by side.
+    const reserved = await this.mutex.lock(() => {
       const r = this.resolve(imageRefOrId);
-      return this.layers.prepareRootfs(key, r.id, r.layers);
+      return this.layers.reserveRootfs(key, r.id, r.layers, opts);
     });
+    return this.layers.mountRootfs(reserved);
   }
 
   async removeRootfs(key: string): Promise<void> {
@@ -440,13 +445,14 @@ async function buildLayer(files: LocalFile[]): Promise<Buffer> {
   for (const f of [...files].sort((a, b) => a.path.localeCompare(b.path))) {
     if (!f.path.startsWith('/') || f.path.split('/').includes('..')) throw new InvalidArgument(`local image file "${f.path}" must be an absolute path without ".."`);
     const parts = f.path.split('/').filter(Boolean);
-    for (let i = 1; i < parts.length; i++) {
+    for (let i = 1; i <= (f.directory ? parts.length : parts.length - 1); i++) {
       const dir = parts.slice(0, i).join('/');
       if (!dirs.has(dir)) {
         dirs.add(dir);
-        pack.entry({ name: `${dir}/`, type: 'directory', mode: 0o755, mtime, uid: 0, gid: 0 });
+        pack.entry({ name: `${dir}/`, type: 'directory', mode: i === parts.length ? f.mode ?? 0o755 : 0o755, mtime, uid: 0, gid: 0 });
       }
     }
+    if (f.directory) continue;
     const data = f.data !== undefined ? Buffer.from(f.data) : f.source ? await readFile(f.source) : undefined;
     if (data === undefined) throw new InvalidArgument(`local image file "${f.path}" needs a source or data`);
     pack.entry({ name: parts.join('/'), type: 'file', mode: f.mode ?? 0o644, mtime, uid: 0, gid: 0 }, data);

@@ -20,12 +20,26 @@ export interface RootfsMount { type: 'overlay'; source: 'overlay'; options: stri
 export interface Rootfs {
   key: string;
   imageId: string;
-  /** The merged directory: the container's root filesystem. */
+  /** The container's root filesystem: the overlay's merged directory, or the layer itself when read-only. */
   path: string;
-  mount: RootfsMount;
+  /** The overlay; absent for a read-only root, which needs no mount. */
+  mount?: RootfsMount;
   layers: string[];
   mounted: boolean;
+  /** The image's only layer, shared: the container must get it read-only. */
+  readOnly: boolean;
 }
+
+export interface RootfsOptions {
+  /**
+   * Use the image's layer itself as a read-only root, with no overlay to mount, when the image has one layer
+   * holding each of these directories (the mount points the runtime would otherwise create in it).
+   */
+  readOnlyWith?: string[];
+}
+
+/** A rootfs whose metadata is written (so gc keeps its layers) but which may still need its mount. */
+export interface ReservedRootfs { rootfs: Rootfs; created: boolean }
 
 /**
  * Lowerdirs top first, each layer once. overlayfs refuses a directory listed twice, and an image may repeat a
@@ -37,7 +51,7 @@ export function lowerOrder(layers: readonly string[]): string[] {
 
 export interface Usage { bytes: number; inodes: number }
 
-interface RootfsMeta { imageId: string; layers: string[]; createdAt: number }
+interface RootfsMeta { imageId: string; layers: string[]; createdAt: number; readOnly?: boolean }
 
 export class LayerStore {
   private readonly layersDir: string;
@@ -124,10 +138,11 @@ export class LayerStore {
   }
 
   /**
-   * Mounts the overlay for `key` over `layers` (bottom first). Idempotent for the same image: an existing rootfs
-   * is mounted again if needed (after a reboot) and returned; one for another image is AlreadyExists.
+   * Writes the metadata of rootfs `key` for an image's `layers` (bottom first), which keeps those layers from gc;
+   * mountRootfs() then makes it usable. Idempotent for the same image: an existing rootfs is returned (to be
+   * mounted again after a reboot); one for another image is AlreadyExists.
    */
-  async prepareRootfs(key: string, imageId: string, layers: string[]): Promise<Rootfs> {
+  async reserveRootfs(key: string, imageId: string, layers: string[], opts: RootfsOptions = {}): Promise<ReservedRootfs> {
     const dir = this.rootfsPath(key);
     const existing = await this.readMeta(key);
     if (existing && existing.imageId !== imageId) {
@@ -136,34 +151,40 @@ export class LayerStore {
     for (const l of layers) {
       if (!(await this.has(l))) throw new FailedPrecondition(`layer ${l} of image ${imageId} is missing: pull the image again`);
     }
-    const started = Date.now();
-    let created = false;
+    if (existing) return { rootfs: await this.describe(key, existing), created: false };
+    const readOnly = opts.readOnlyWith !== undefined && layers.length === 1 && await hasDirs(this.dir(layers[0]!), opts.readOnlyWith);
+    const meta: RootfsMeta = { imageId, layers, createdAt: Date.now(), ...(readOnly ? { readOnly } : {}) };
+    await mkdir(dir);
     try {
-      if (!existing) {
-        await mkdir(dir);
-        created = true;
-        const meta: RootfsMeta = { imageId, layers, createdAt: Date.now() };
-        await writeFile(join(dir, 'meta.json'), JSON.stringify(meta));
-        for (const d of ['upper', 'work', 'merged', 'empty']) await mkdir(join(dir, d), { mode: 0o755 });
-      }
-      const rootfs = await this.describe(key, existing ?? { imageId, layers, createdAt: 0 });
-      if (!rootfs.mounted) {
-        const lower: string[] = [];
-        for (const l of lowerOrder(layers)) lower.push(await this.link(l));
-        if (lower.length === 0) lower.push(join(dir, 'empty'));
-        const data = `lowerdir=${lower.join(':')},upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`;
-        if (data.length > MAX_MOUNT_DATA) {
-          throw new ResourceExhausted(`image ${imageId} has too many layers (${layers.length}) for one overlay mount`);
-        }
-        // Relative lowerdirs resolve against mount(8)'s cwd, the link dir.
-        await execa('mount', ['-t', 'overlay', 'overlay', '-o', data, rootfs.path], { cwd: this.linkDir });
-        rootfs.mounted = true;
-      }
-      this.log.debug({ key, imageId, layers: layers.length, ms: Date.now() - started }, 'rootfs prepared');
-      return rootfs;
+      await writeFile(join(dir, 'meta.json'), JSON.stringify(meta));
+      if (!readOnly) for (const d of ['upper', 'work', 'merged', 'empty']) await mkdir(join(dir, d), { mode: 0o755 });
+      return { rootfs: await this.describe(key, meta), created: true };
     } catch (err) {
-      if (created) await rm(dir, { recursive: true, force: true });
-      if (err instanceof Error && 'stderr' in err) throw new Internal(`mounting rootfs "${key}" failed: ${String(err.stderr).trim()}`, { cause: err });
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** Mounts a reserved rootfs's overlay unless it is mounted (or needs none); a new one is removed on failure. */
+  async mountRootfs({ rootfs, created }: ReservedRootfs): Promise<Rootfs> {
+    if (rootfs.mounted || !rootfs.mount) return rootfs;
+    const started = Date.now();
+    try {
+      const lower: string[] = [];
+      for (const l of lowerOrder(rootfs.layers)) lower.push(await this.link(l));
+      const dir = this.rootfsPath(rootfs.key);
+      if (lower.length === 0) lower.push(join(dir, 'empty'));
+      const data = `lowerdir=${lower.join(':')},upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`;
+      if (data.length > MAX_MOUNT_DATA) {
+        throw new ResourceExhausted(`image ${rootfs.imageId} has too many layers (${rootfs.layers.length}) for one overlay mount`);
+      }
+      // Relative lowerdirs resolve against mount(8)'s cwd, the link dir.
+      await execa('mount', ['-t', 'overlay', 'overlay', '-o', data, rootfs.path], { cwd: this.linkDir });
+      this.log.debug({ key: rootfs.key, imageId: rootfs.imageId, layers: rootfs.layers.length, ms: Date.now() - started }, 'rootfs mounted');
+      return { ...rootfs, mounted: true };
+    } catch (err) {
+      if (created) await rm(this.rootfsPath(rootfs.key), { recursive: true, force: true });
+      if (err instanceof Error && 'stderr' in err) throw new Internal(`mounting rootfs "${rootfs.key}" failed: ${String(err.stderr).trim()}`, { cause: err });
       throw err;
     }
   }
@@ -208,6 +229,9 @@ export class LayerStore {
   }
 
   private async describe(key: string, meta: RootfsMeta): Promise<Rootfs> {
+    if (meta.readOnly) {
+      return { key, imageId: meta.imageId, path: this.dir(meta.layers[0]!), layers: meta.layers, mounted: true, readOnly: true };
+    }
     const dir = this.rootfsPath(key);
     const lower = meta.layers.length ? lowerOrder(meta.layers).map((l) => this.dir(l)) : [join(dir, 'empty')];
     const path = join(dir, 'merged');
@@ -218,8 +242,15 @@ export class LayerStore {
       layers: meta.layers,
       mount: { type: 'overlay', source: 'overlay', options: [`lowerdir=${lower.join(':')}`, `upperdir=${join(dir, 'upper')}`, `workdir=${join(dir, 'work')}`] },
       mounted: await isMountpoint(path),
+      readOnly: false,
     };
   }
+}
+
+/** Whether each of `paths` (absolute, inside `root`) is a real directory there, not a symlink. */
+async function hasDirs(root: string, paths: string[]): Promise<boolean> {
+  const found = await Promise.all(paths.map((p) => lstat(join(root, p)).then((st) => st.isDirectory(), () => false)));
+  return found.every(Boolean);
 }
 
 /** du-like: allocated bytes and distinct inodes under `path`, not crossing into anything but plain dirs. */

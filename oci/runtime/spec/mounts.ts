@@ -42,6 +42,11 @@ export function defaultMounts(): Mount[] {
   ];
 }
 
+/** The top-level directories the default mounts go on: a root filesystem holding them needs no mkdir by runc. */
+export function defaultMountRoots(): string[] {
+  return [...new Set(defaultMounts().map((m) => `/${m.destination.split('/')[1]}`))];
+}
+
 export function withDefaultMounts(): SpecOpt {
   return (spec) => { spec.mounts = defaultMounts(); };
 }

@@ -30,6 +30,8 @@ export interface PauseSpecInput {
   /** The pause image. */
   image: ImageInfo;
   rootfs: string;
+  /** The root filesystem is shared (the pause image's own layer) and must stay read-only. */
+  rootfsShared?: boolean;
   /** The pod's network namespace; none for host networking. */
   netnsPath?: string;
   /** The pod's /dev/shm on the host; bound read-only (the pause never writes it). */
@@ -63,7 +65,7 @@ export function pauseSpecOpts(input: PauseSpecInput): SpecOpt[] {
     withNoNewPrivileges(true),
     withDefaultMounts(),
     withPodShm(input.shmPath),
-    withReadonlyRootfs(sc?.readonly_rootfs ?? false),
+    withReadonlyRootfs(input.rootfsShared || (sc?.readonly_rootfs ?? false)),
     withMaskedPaths([], []),
     ...(privileged ? [withoutMaskedPaths(), withWritableSysfs()] : []),
     withSeccomp(seccomp),

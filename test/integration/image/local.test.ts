@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { InvalidArgument } from '../../../server/errors.js';
@@ -31,4 +31,31 @@ test('a local image (the pause image) is imported, pinned, listed and runs as a 
   assert.equal(await readFile(join(fs.path, 'etc/hostname'), 'utf8'), 'pause\n');
   await assert.rejects(images.importLocal('x@sha256:' + 'a'.repeat(64), files, pauseConfig), InvalidArgument);
   await assert.rejects(images.importLocal('x', [{ path: 'rel', data: '' }], pauseConfig), InvalidArgument);
+});
+
+test('a one-layer image with the mount points becomes a shared read-only root; otherwise an overlay', async (t) => {
+  const { images } = await imageEnv(t);
+  const dirs = ['/proc', '/dev', '/sys'];
+  const withDirs = await images.importLocal('local/ro:1', [{ path: '/pause', data: 'x', mode: 0o755 }, ...dirs.map((path) => ({ path, directory: true }))], pauseConfig);
+  const without = await images.importLocal('local/rw:1', [{ path: '/pause', data: 'x', mode: 0o755 }, { path: '/proc', directory: true }], pauseConfig);
+
+  const shared = await images.prepareRootfs('ro-1', withDirs.id, { readOnlyWith: dirs });
+  t.after(() => images.removeRootfs('ro-1'));
+  assert.equal(shared.readOnly, true);
+  assert.equal(shared.mount, undefined);
+  assert.deepEqual((await readdir(shared.path)).sort(), ['dev', 'pause', 'proc', 'sys']);
+  assert.equal((await images.prepareRootfs('ro-1', withDirs.id)).path, shared.path, 'idempotent');
+  // Its layer is kept while the rootfs exists, even with the image gone, and goes with the rootfs.
+  await images.remove(withDirs.id);
+  assert.equal((await readdir(shared.path)).length, 4);
+  await images.removeRootfs('ro-1');
+  await images.gc();
+  await assert.rejects(stat(shared.path), { code: 'ENOENT' });
+
+  const overlay = await images.prepareRootfs('rw-1', without.id, { readOnlyWith: dirs });
+  t.after(() => images.removeRootfs('rw-1'));
+  assert.equal(overlay.readOnly, false);
+  assert.equal(overlay.mount?.type, 'overlay');
+  assert.ok(overlay.mounted);
+  assert.ok(overlay.path.endsWith('/merged'));
 });

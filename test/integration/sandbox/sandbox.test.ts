@@ -47,6 +47,10 @@ describe('pod sandboxes', () => {
     // The pause runs in the pod's network namespace.
     const { stdout: pauseNet } = await execa('nsenter', [`--net=${info.netnsPath}`, 'readlink', '/proc/self/ns/net']);
     assert.equal(await readlink(`/proc/${info.pid}/ns/net`), pauseNet);
+    // Its root is the pause image's layer, shared read-only: no overlay is mounted for it.
+    const rootMount = (await readFile(`/proc/${info.pid}/mountinfo`, 'utf8')).split('\n').find((l) => l.split(' ')[4] === '/');
+    assert.match(rootMount!.split(' ')[5]!, /(^|,)ro(,|$)/);
+    assert.ok(!(await readFile('/proc/self/mounts', 'utf8')).split('\n').some((l) => l.startsWith('overlay ') && l.includes(id)));
     assert.deepEqual(await pod.net.allocatedIps(), [status.network!.ip]);
     await pod.daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: id });
     await pod.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { median, percentile, pool, summarize } from '../../../bench/lib/stats.js';
 import { medianOf, pick, table } from '../../../bench/lib/report.js';
+import { shebangNodeFlags } from '../../../bench/lib/targets.js';
 
 describe('bench statistics', () => {
   it('takes nearest-rank percentiles of unsorted samples', () => {
@@ -57,5 +58,13 @@ describe('bench report', () => {
   it('renders a row with ratios and dashes where a target has no figure', () => {
     const md = table([{ metric: 'run (ms)', bench: 'life', path: 'p50' }], { life: { minicri: { p50: 50 }, containerd: { p50: 100 } } });
     assert.match(md, /^\| run \(ms\) \| 50\.0 \| 100 \| – \| 0\.50x \| – \|$/m);
+  });
+});
+
+describe('shebangNodeFlags', () => {
+  it('takes the node flags of an env -S shebang, and nothing from another interpreter', () => {
+    assert.deepEqual(shebangNodeFlags('#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=60\n// x'), ['--max-semi-space-size=2', '--heap-growing-percent=60']);
+    assert.deepEqual(shebangNodeFlags('#!/usr/bin/env node\nx'), []);
+    assert.deepEqual(shebangNodeFlags('#!/bin/sh -e\nx'), []);
   });
 });

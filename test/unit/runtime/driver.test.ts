@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildConmonArgs, parseSyncMessage, type ConmonLaunch } from '../../../oci/runtime/conmon.js';
 import { runcErrorText, isNotExist, isNotRunning } from '../../../oci/runtime/runc-errors.js';
-import { parseExitFile, normalizeSignal, conmonLogLevel } from '../../../oci/runtime/runc.js';
+import { parseExitFile, normalizeSignal, conmonLogLevel, signalNumber } from '../../../oci/runtime/runc.js';
 import { CappedBuffer } from '../../../oci/runtime/exec.js';
 import { Internal, InvalidArgument } from '../../../server/errors.js';
 
@@ -69,6 +69,14 @@ test('exit files, signals and log levels', () => {
   assert.equal(normalizeSignal('SIGRTMIN+3'), 'SIGRTMIN+3');
   assert.throws(() => normalizeSignal(0), InvalidArgument);
   assert.throws(() => normalizeSignal('SIG TERM'), InvalidArgument);
+  assert.equal(signalNumber('term'), 15);
+  assert.equal(signalNumber('SIGKILL'), 9);
+  assert.equal(signalNumber('10'), 10);
+  assert.equal(signalNumber('SIGRTMIN'), 34);
+  assert.equal(signalNumber('SIGRTMIN+3'), 37);
+  assert.equal(signalNumber('SIGRTMAX-2'), 62);
+  assert.throws(() => signalNumber('SIGRTMAX+1'), InvalidArgument);
+  assert.throws(() => signalNumber('SIGNOPE'), /not a Linux signal/);
   assert.equal(conmonLogLevel('trace'), 'debug');
   assert.equal(conmonLogLevel('info'), 'info');
   assert.equal(conmonLogLevel('silent'), 'error');

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { Internal, InvalidArgument } from '../../../server/errors.js';
 import { parseMountInfo } from '../../../oci/runtime/spec/mountinfo.js';
 import {
-  cleanPath, defaultMounts, imageVolumeMounts, imageVolumesToCreate, podFileMounts, secureJoin, withBindMounts,
+  cleanPath, defaultMountRoots, defaultMounts, imageVolumeMounts, imageVolumesToCreate, podFileMounts, secureJoin, withBindMounts,
   withDefaultMounts, withPodShm, withReadonlyRootfs, withWritableSysfs,
 } from '../../../oci/runtime/spec/mounts.js';
 import { applyOpts, baseSpec } from '../../../oci/runtime/spec/opts.js';
@@ -19,6 +19,8 @@ describe('default mounts', () => {
     assert.ok(m.find((x) => x.destination === '/sys')?.options?.includes('ro'));
     assert.ok(m.find((x) => x.destination === '/sys/fs/cgroup')?.options?.includes('ro'));
     assert.equal(m.find((x) => x.destination === '/dev/shm')?.type, 'tmpfs');
+    // A root filesystem with these needs no directory made in it.
+    assert.deepEqual(defaultMountRoots(), ['/proc', '/dev', '/sys']);
   });
   it('privileged makes sysfs and cgroupfs writable', () => {
     const s = applyOpts(baseSpec('/r'), [withDefaultMounts(), withWritableSysfs()]);

@@ -25,6 +25,8 @@ describe('buildPauseSpec', () => {
     assert.equal(s.annotations?.['io.kubernetes.cri.sandbox-log-directory'], '/var/log/pods/default_web_uid-1');
     assert.equal(s.annotations?.['io.kubernetes.cri.image-name'], 'registry.k8s.io/pause:3.10');
     assert.equal(s.annotations?.a, 'b');
+    assert.equal(s.root?.readonly, false);
+    assert.equal(buildPauseSpec(pauseInput({ rootfsShared: true })).root?.readonly, true);
   });
 
   it('uses run_as_user/run_as_group, the oom floor and pod resources', () => {
