@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { CniManager } from '../cni/manager.js';
 import { ensureDefaultNetwork } from '../cni/default-network.js';
-import { Images } from '../oci/image/images.js';
+import { Images, type PullIntent } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
 import type { Config } from './config.js';
@@ -49,6 +49,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     const images = await Images.open({
       rootDir: join(config.root_dir, 'images'),
       repo: imageRecords,
+      pulls: store.table<PullIntent>('image-pull'),
       registries: {
         insecure: config.registries.insecure,
         mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
