@@ -38,13 +38,6 @@ export interface InventorySource {
   tables: Tables;
   runtimes: Map<string, OciRuntime>;
   log: Logger;
-  /**
-   * Netns pins, host-local reservations and portmap chains live in places other runtimes (and other minicri
-   * daemons, as in tests) share. 'all' calls each of ours by name (the operator's view); 'traced' only those
-   * whose sandbox this daemon left a trace of (a pod directory or a CNI cache entry), so what another daemon
-   * owns is never taken for our orphan when recovery repairs on its own.
-   */
-  shared: 'all' | 'traced';
 }
 
 /** Mount points below `dir` (a daemon's state or rootfs directory). */
@@ -66,8 +59,10 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
   const podDirs = [join(config.root_dir, 'sandboxes'), join(config.state_dir, 'sandboxes')];
   const cached = await cachedAttachmentIds(config.cni.cache_dir);
   const traces = [...networked, ...cached, ...(await Promise.all(podDirs.map((d) => readdir(d).catch(() => [] as string[])))).flat()];
-  /** Whether an object in a shared place (named by a sandbox id or its prefix) is this daemon's to judge. */
-  const ours = (owner: string) => src.shared === 'all' || traces.some((id) => id.startsWith(owner));
+  // Netns pins, host-local reservations and portmap chains live in places other runtimes (and other minicri
+  // daemons, as in tests) share: one is ours only when this daemon left a trace of its sandbox (a record, a
+  // pod directory, a CNI cache entry), so what another owns is never taken for our orphan and removed.
+  const ours = (owner: string) => owner !== '' && traces.some((id) => id.startsWith(owner));
 
   const pinned = new Set(sandboxes.flatMap((s) => (s.netns ? [s.netns.path] : [])));
   const pins = await listPodNetns(config.netns_dir);
@@ -112,7 +107,7 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
 export async function examine(config: Config, log: Logger): Promise<Finding[]> {
   const store = Store.open(join(config.root_dir, 'minicri.db'));
   try {
-    return await inventory({ config, tables: openTables(store), runtimes: await openRuntimes(config, log), log, shared: 'all' });
+    return await inventory({ config, tables: openTables(store), runtimes: await openRuntimes(config, log), log });
   } finally {
     store.close();
   }

@@ -80,7 +80,7 @@ export async function recover(deps: Deps, log: Logger): Promise<void> {
   // Then whatever else no record explains (runc containers, conmons, root filesystems, shm mounts, netns
   // pins, what DEL could not release) goes, through doctor's inventory.
   await each([deps], log, () => 'orphan sweep', async ({ config, tables, runtimes }) => {
-    const findings = await inventory({ config, tables, runtimes, log, shared: 'traced' });
+    const findings = await inventory({ config, tables, runtimes, log });
     for (const error of await repairOrphans(findings, deps, log)) log.error({ error }, 'removing an unexplained host object failed; it is retried at the next start');
   });
 }
