@@ -10,6 +10,13 @@ const absolutePath = z.string().regex(/^\//, 'must be an absolute path');
 const logLevel = z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
 const cidr = z.string().regex(/^[0-9a-fA-F:.]+\/\d{1,3}$/, 'must be a CIDR such as 10.88.0.0/16');
 
+// Metrics are for the node's own scraper: a unix socket, or a port on loopback only.
+const LOOPBACK_PORT = /^(?:127(?:\.\d{1,3}){3}|localhost|\[::1\]):(\d{1,5})$/;
+const metricsAddress = z.string().refine(
+  (a) => a === '' || a.startsWith('/') || Number(LOOPBACK_PORT.exec(a)?.[1] ?? NaN) <= 65535,
+  'must be empty (off), an absolute unix socket path, or a loopback "host:port" such as 127.0.0.1:9110 or [::1]:9110',
+);
+
 const runtimeHandler = z.strictObject({
   path: z.string().min(1).default('runc'),
   root: absolutePath.optional(),
@@ -47,6 +54,8 @@ const schema = z.strictObject({
     insecure: z.array(z.string().min(1)).default([]),
     mirrors: z.record(z.string(), mirror).default({}),
   }).prefault({}),
+  // Prometheus text endpoint (GET /metrics); empty: off, and prom-client is never loaded.
+  metrics_address: metricsAddress.default(''),
   streaming: z.strictObject({
     address: z.string().min(1).default('127.0.0.1'),
     port: z.number().int().min(0).max(65535).default(0),
@@ -78,6 +87,7 @@ export const CONFIG_FLAGS: Record<string, string> = {
   'cni-bin-dir': 'cni.bin_dirs',
   'cni-cache-dir': 'cni.cache_dir',
   'streaming-address': 'streaming.address',
+  'metrics-address': 'metrics_address',
 };
 
 /** Validates a raw config object; the error names every offending key. */

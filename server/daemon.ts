@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { CniManager } from '../cni/manager.js';
 import { ensureDefaultNetwork } from '../cni/default-network.js';
-import { Images } from '../oci/image/images.js';
+import { Images, type PullIntent } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
 import type { Config } from './config.js';
@@ -16,6 +16,7 @@ import { claimSocketPath, listenUnix } from './listen.js';
 import type { Logger } from './log.js';
 import { KeyedLock } from './locks.js';
 import { pauseImageSource } from './pause-image.js';
+import { instrument, startMetrics, type Metrics } from './metrics.js';
 import { loadCri } from './proto.js';
 import { openTables } from './records.js';
 import { Retrier } from './retrier.js';
@@ -43,12 +44,14 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
   const store = Store.open(join(config.root_dir, 'minicri.db'));
   let cni: CniManager | undefined;
   let streaming: StreamingServer | undefined;
+  let metrics: Metrics | undefined;
   try {
     const tables = openTables(store);
     const imageRecords = store.table<ImageRecord>('image');
     const images = await Images.open({
       rootDir: join(config.root_dir, 'images'),
       repo: imageRecords,
+      pulls: store.table<PullIntent>('image-pull'),
       registries: {
         insecure: config.registries.insecure,
         mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
@@ -86,14 +89,15 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     };
     const cri = loadCri();
     await recover(deps, log.child({ module: 'recovery' }));
+    if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }));
     const retrier = new Retrier(deps, log.child({ module: 'retry' }));
     retrier.start();
     const server = new grpc.Server({
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     });
-    server.addService(cri.RuntimeService.service, bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(deps), log));
-    server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(deps), log));
+    server.addService(cri.RuntimeService.service, bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, instrument(runtimeService(deps), metrics?.observe), log));
+    server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, instrument(imageService(deps), metrics?.observe), log));
     const listener = await listenUnix(server, config.socket);
     log.info({ socket: config.socket, version: VERSION }, 'minicri serving');
 
@@ -109,6 +113,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
         });
         await closed;
         await retrier.stop();
+        await metrics?.stop();
         for (const runtime of runtimes.values()) runtime.close();
         cni?.close();
         store.close();
@@ -116,6 +121,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       },
     };
   } catch (err) {
+    await metrics?.stop();
     await streaming?.stop();
     cni?.close();
     store.close();

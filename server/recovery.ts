@@ -1,11 +1,12 @@
 // Recovery at start, before the socket accepts calls: make the store and the host agree again after a
 // crash, a kill -9 or a reboot. Operations cut off mid-way are undone; sandboxes whose pause died turn
 // NOTREADY; network attachments whose namespace vanished (a reboot) are released through the CNI
-// cache; runc containers and root filesystems no record explains are removed.
+// cache; every host object of ours that no record explains is removed.
 import { netnsExists } from '../netns/netns.js';
 import { refreshContainer, runtimeFor } from './container-common.js';
 import { removeContainer } from './container-remove.js';
 import type { Deps } from './deps.js';
+import { inventory, repairOrphans } from './doctor.js';
 import type { Logger } from './log.js';
 import { nowNanos } from './records.js';
 import { tearDownNetwork } from './network-teardown.js';
@@ -74,20 +75,12 @@ export async function recover(deps: Deps, log: Logger): Promise<void> {
     sandboxes.update(s.id, (r) => { r.networkAttached = false; });
   });
 
-  const known = new Set([...sandboxes.list().map((s) => s.id), ...containers.list().map((c) => c.id)]);
-  for (const [handler, runtime] of deps.runtimes) {
-    const orphans = (await runtime.list().catch(() => [] as string[])).filter((id) => !known.has(id));
-    await each(orphans, log, (id) => id, async (id) => {
-      log.warn({ id, handler }, 'runc container without a record: removing it');
-      await runtime.delete(id, { force: true });
-    });
-  }
-  const rootfsOrphans = (await deps.images.listRootfs()).filter((r) => !known.has(r.key));
-  await each(rootfsOrphans, log, (r) => r.key, async (r) => {
-    log.warn({ key: r.key }, 'root filesystem without a record: removing it');
-    await deps.images.removeRootfs(r.key);
-  });
-
-  // CNI attachments in the cache that no sandbox explains go too (CNI GC, and DEL for older plugins).
+  // CNI attachments in the cache that no sandbox explains go first (CNI GC, and DEL for older plugins).
   await each([sandboxes.list().filter((s) => s.networkAttached).map((s) => s.id)], log, () => 'cni gc', (valid) => deps.cni.gc(valid));
+  // Then whatever else no record explains (runc containers, conmons, root filesystems, shm mounts, netns
+  // pins, what DEL could not release) goes, through doctor's inventory.
+  await each([deps], log, () => 'orphan sweep', async ({ config, tables, runtimes }) => {
+    const findings = await inventory({ config, tables, runtimes, log });
+    for (const error of await repairOrphans(findings, deps, log)) log.error({ error }, 'removing an unexplained host object failed; it is retried at the next start');
+  });
 }

@@ -1,9 +1,10 @@
 // The image service: pulls images into the content store and layer store, keeps their records, imports local
 // images (the pause image), prepares container root filesystems, and collects what no image or container uses.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
+import { checkpoint } from '../../server/checkpoint.js';
 import { FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable } from '../../server/errors.js';
 import type { Logger } from '../../server/log.js';
 import { ContentStore } from './content.js';
@@ -27,6 +28,27 @@ export interface ImagesOptions {
   maxConcurrentDownloads?: number;
   /** For tests that watch requests; defaults to the global fetch. */
   fetch?: typeof fetch;
+  /** Where pulls record their intent (the daemon's state store); without it a crash is still cleaned up, unlogged. */
+  pulls?: PullIntentRepository;
+}
+
+/**
+ * A pull under way: written before the pull touches the disk and rewritten as it leases blobs and layers,
+ * deleted once its image record is committed (or the pull failed and was cleaned up). One found at start
+ * names a pull a crash cut off; what it leased and no image uses is collected then.
+ */
+export interface PullIntent {
+  id: string;
+  reference: string;
+  startedAt: number;
+  /** Blob digests and layer diff ids the pull may have written. */
+  leased: string[];
+}
+
+export interface PullIntentRepository {
+  list(): PullIntent[];
+  put(p: PullIntent): void;
+  delete(id: string): void;
 }
 
 /** A file of a locally built image: content from a host file or given bytes; or an empty directory. */
@@ -86,7 +108,17 @@ export class Images {
     await images.layers.init();
     await images.layers.cleanIncompleteRootfs();
     await images.gc();
+    images.forgetCutOffPulls();
     return images;
+  }
+
+  /** After the start's gc: pulls a crash cut off have left nothing no image uses, so their intents go. */
+  private forgetCutOffPulls(): void {
+    for (const intent of this.opts.pulls?.list() ?? []) {
+      this.opts.log.warn({ image: intent.reference, startedAt: new Date(intent.startedAt).toISOString(), leased: intent.leased.length },
+        'a pull was cut off by a crash: what it stored that no image uses has been removed');
+      this.opts.pulls!.delete(intent.id);
+    }
   }
 
   // ---- queries ----
@@ -147,12 +179,13 @@ export class Images {
     const name = formatReference(ref);
     const started = Date.now();
     const log = this.opts.log.child({ image: name });
-    const lease = this.lease();
+    const lease = this.lease(name);
     let downloaded = 0;
     try {
       const top = await this.topManifest(ref, auth);
       lease.hold(top.digest);
       await this.content.put(top.bytes);
+      checkpoint('pull-manifest-stored');
       let manifestDigest = top.digest;
       let parsed = parseManifestOrIndex(top.bytes, top.contentType, `manifest of "${name}"`);
       let endpoint = top.endpoint;
@@ -188,7 +221,9 @@ export class Images {
         if (await this.layers.has(diffId)) return 0;
         const what = `layer ${layer.digest} of "${name}"`;
         const n = await this.fetchBlob(ref, layer, source, auth, what);
+        checkpoint('pull-blob-stored');
         await this.layers.ensure(diffId, this.content.path(layer.digest), what);
+        checkpoint('pull-layer-unpacked');
         return n;
       })));
       for (const r of results) {
@@ -222,18 +257,28 @@ export class Images {
 
   /**
    * Protects blobs and layers from garbage collection while a pull or import works with them: hold each key
-   * before it is written, release when the image record is committed (or the work failed).
+   * before it is written, release when the image record is committed (or the work failed). A pull's lease
+   * (`pulling` names its reference) is also its intent in the state store, written before any of its keys is.
    */
-  private lease(): { hold(key: string): void; release(): void } {
+  private lease(pulling?: string): { hold(key: string): void; release(): void } {
     const held: string[] = [];
+    const intent = pulling !== undefined && this.opts.pulls
+      ? { id: randomBytes(8).toString('hex'), reference: pulling, startedAt: Date.now(), leased: held }
+      : undefined;
+    if (intent) this.opts.pulls!.put(intent);
     return {
-      hold: (key) => { held.push(key); this.active.set(key, (this.active.get(key) ?? 0) + 1); },
+      hold: (key) => {
+        held.push(key);
+        this.active.set(key, (this.active.get(key) ?? 0) + 1);
+        if (intent) this.opts.pulls!.put(intent);
+      },
       release: () => {
         for (const key of held.splice(0)) {
           const n = (this.active.get(key) ?? 1) - 1;
           if (n > 0) this.active.set(key, n);
           else this.active.delete(key);
         }
+        if (intent) this.opts.pulls!.delete(intent.id);
       },
     };
   }

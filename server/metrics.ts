@@ -1,0 +1,114 @@
+// Optional Prometheus endpoint (config `metrics_address`, off by default): what the store says is pending
+// (failed CNI teardowns, removals), sandboxes and containers by state, and per-RPC outcomes. prom-client is
+// loaded only when the endpoint is on, so a daemon without metrics does not carry it.
+import { chmod } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import type { Registry } from 'prom-client';
+import { toGrpcError } from './errors.js';
+import { claimSocketPath } from './listen.js';
+import type { Logger } from './log.js';
+import type { Tables } from './records.js';
+
+/** Counts one finished call of `rpc` with its gRPC status name ("OK", "NOT_FOUND", ...). */
+export type RpcObserver = (rpc: string, code: string) => void;
+
+export interface Metrics {
+  observe: RpcObserver;
+  /** Where it listens: "host:port" or the socket path. */
+  address: string;
+  stop(): Promise<void>;
+}
+
+/** Where a `metrics_address` listens: an absolute path is a unix socket, else loopback "host:port". */
+export function listenTarget(address: string): { path: string } | { host: string; port: number } {
+  if (address.startsWith('/')) return { path: address };
+  const i = address.lastIndexOf(':');
+  return { host: address.slice(0, i).replace(/^\[(.*)\]$/, '$1'), port: Number(address.slice(i + 1)) };
+}
+
+/** Wraps every handler so each call's outcome is counted; without an observer the handlers are returned as they are. */
+export function instrument<H extends object>(handlers: H, observe: RpcObserver | undefined): H {
+  if (!observe) return handlers;
+  const wrapped: Record<string, unknown> = {};
+  for (const [rpc, handler] of Object.entries(handlers)) {
+    wrapped[rpc] = async (...args: unknown[]) => {
+      try {
+        const result = await (handler as (...a: unknown[]) => unknown)(...args);
+        observe(rpc, 'OK');
+        return result;
+      } catch (err) {
+        observe(rpc, grpc.status[toGrpcError(err).code]);
+        throw err;
+      }
+    };
+  }
+  return wrapped as H;
+}
+
+/** The registry with minicri's metrics, read from `tables` at each scrape. */
+async function buildRegistry(tables: Tables): Promise<{ registry: Registry; observe: RpcObserver }> {
+  const prom = await import('prom-client');
+  const registry = new prom.Registry();
+  prom.collectDefaultMetrics({ register: registry, prefix: 'minicri_' });
+  new prom.Gauge({
+    name: 'minicri_pending_cni_teardowns', help: 'Pod network teardowns (CNI DEL) that failed and are being retried',
+    registers: [registry], collect() { this.set(tables.teardowns.list().length); },
+  });
+  new prom.Gauge({
+    name: 'minicri_pending_removals', help: 'Sandbox and container removals that failed or were cut off and are being retried',
+    labelNames: ['kind'], registers: [registry],
+    collect() {
+      this.set({ kind: 'sandbox' }, tables.sandboxes.list().filter((r) => r.removing).length);
+      this.set({ kind: 'container' }, tables.containers.list().filter((r) => r.removing).length);
+    },
+  });
+  new prom.Gauge({
+    name: 'minicri_sandboxes', help: 'Pod sandboxes by state', labelNames: ['state'], registers: [registry],
+    collect() { setByState(this, tables.sandboxes.list(), ['SANDBOX_READY', 'SANDBOX_NOTREADY']); },
+  });
+  new prom.Gauge({
+    name: 'minicri_containers', help: 'Containers by state', labelNames: ['state'], registers: [registry],
+    collect() { setByState(this, tables.containers.list(), ['CONTAINER_CREATED', 'CONTAINER_RUNNING', 'CONTAINER_EXITED', 'CONTAINER_UNKNOWN']); },
+  });
+  const calls = new prom.Counter({ name: 'minicri_rpc_calls_total', help: 'CRI calls by method and gRPC status', labelNames: ['rpc', 'code'], registers: [registry] });
+  return { registry, observe: (rpc, code) => calls.inc({ rpc, code }) };
+}
+
+/** Every state gets a sample, zero included, so a series does not vanish when its last object goes. */
+function setByState(gauge: { set(labels: { state: string }, value: number): void }, records: { state: string }[], states: string[]): void {
+  for (const state of states) gauge.set({ state }, records.filter((r) => r.state === state).length);
+}
+
+/** Serves GET /metrics on `address`; fails (naming the address) when it cannot listen. */
+export async function startMetrics(address: string, tables: Tables, log: Logger): Promise<Metrics> {
+  const { registry, observe } = await buildRegistry(tables);
+  const server: Server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '/').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('minicri serves metrics at /metrics\n');
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`),
+    );
+  });
+  const target = listenTarget(address);
+  if ('path' in target) await claimSocketPath(target.path);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) => reject(new Error(`cannot serve metrics on ${address}: ${err.message}`)));
+    server.listen(target, resolve);
+  });
+  if ('path' in target) await chmod(target.path, 0o660);
+  const where = 'path' in target ? target.path : `${target.host}:${(server.address() as AddressInfo).port}`;
+  log.info({ address: where }, 'metrics endpoint listening');
+  return {
+    observe,
+    address: where,
+    stop: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}

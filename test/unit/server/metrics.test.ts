@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { parseConfig } from '../../../server/config.js';
+import { NotFound } from '../../../server/errors.js';
+import { silentLogger } from '../../../server/log.js';
+import { instrument, listenTarget, startMetrics } from '../../../server/metrics.js';
+import { openTables, type SandboxRecord } from '../../../server/records.js';
+import { Store } from '../../../server/store.js';
+
+/** GET over a unix socket: status and body. */
+function get(socketPath: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    request({ socketPath, path }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => { body += c.toString(); });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    }).on('error', reject).end();
+  });
+}
+
+describe('metrics', () => {
+  it('is off by default and accepts only loopback ports or a unix socket', () => {
+    assert.equal(parseConfig({}).metrics_address, '');
+    for (const ok of ['127.0.0.1:9110', 'localhost:9110', '[::1]:9110', '/run/minicri/metrics.sock']) assert.equal(parseConfig({ metrics_address: ok }).metrics_address, ok);
+    for (const bad of ['0.0.0.0:9110', '10.0.0.1:9110', ':9110', '127.0.0.1:70000', 'metrics.sock', '127.0.0.1']) {
+      assert.throws(() => parseConfig({ metrics_address: bad }), /config key "metrics_address": must be empty \(off\), an absolute unix socket path, or a loopback/);
+    }
+    assert.deepEqual(listenTarget('[::1]:9110'), { host: '::1', port: 9110 });
+    assert.deepEqual(listenTarget('/run/m.sock'), { path: '/run/m.sock' });
+  });
+
+  it('counts each call by method and status, and leaves handlers alone without an observer', async () => {
+    const seen: string[] = [];
+    const handlers = { Version: async () => ({ version: '1' }), Gone: () => { throw new NotFound('gone'); } };
+    assert.equal(instrument(handlers, undefined), handlers);
+    const wrapped = instrument(handlers, (rpc, code) => seen.push(`${rpc} ${code}`));
+    assert.deepEqual(await wrapped.Version(), { version: '1' });
+    await assert.rejects(async () => wrapped.Gone(), /gone/);
+    assert.deepEqual(seen, ['Version OK', 'Gone NOT_FOUND']);
+  });
+
+  it('serves pending teardowns, removals and objects by state from the store at each scrape', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'minicri-metrics-'));
+    const store = Store.open(join(dir, 'minicri.db'));
+    const tables = openTables(store);
+    const metrics = await startMetrics(join(dir, 'metrics.sock'), tables, silentLogger);
+    t.after(async () => { await metrics.stop(); store.close(); rmSync(dir, { recursive: true, force: true }); });
+    const sandbox = { id: 'a'.repeat(64), state: 'SANDBOX_NOTREADY', config: { metadata: { name: 'p', namespace: 'n', uid: 'u', attempt: 0 } } } as unknown as SandboxRecord;
+    tables.sandboxes.put({ ...sandbox, removing: { attempts: 1, nextAt: 0, lastError: 'busy' } });
+    tables.teardowns.put({ id: sandbox.id, request: {} as never, attempts: 2, lastError: 'DEL failed', nextAt: 0 });
+    metrics.observe('RunPodSandbox', 'UNKNOWN');
+
+    const { status, body } = await get(metrics.address, '/metrics');
+    assert.equal(status, 200);
+    assert.match(body, /^minicri_pending_cni_teardowns 1$/m);
+    assert.match(body, /^minicri_pending_removals\{kind="sandbox"\} 1$/m);
+    assert.match(body, /^minicri_sandboxes\{state="SANDBOX_NOTREADY"\} 1$/m);
+    assert.match(body, /^minicri_containers\{state="CONTAINER_RUNNING"\} 0$/m);
+    assert.match(body, /^minicri_rpc_calls_total\{rpc="RunPodSandbox",code="UNKNOWN"\} 1$/m);
+    assert.match(body, /^minicri_process_resident_memory_bytes \d+/m);
+    assert.equal((await get(metrics.address, '/')).status, 404);
+  });
+});
