@@ -8,15 +8,19 @@ import { attemptRemoval } from './retrier.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { runtimeOf } from './container-common.js';
 import { stopContainer } from './container-stop.js';
+import { inParallel } from './undo.js';
 
 /** Removes one container (the caller holds its lock). */
 export async function removeContainer(deps: Deps, id: string, log: Logger): Promise<void> {
   const record = deps.tables.containers.get(id);
   if (!record) return;
   await stopContainer(deps, id, 0, log);
-  await runtimeOf(deps, record).delete(id, { force: true });
-  checkpoint('container-runc-deleted');
-  await deps.images.removeRootfs(id);
+  // Its process is gone, so runc's state and the host's rootfs mount can go at once (a straggler in a
+  // shared pod PID namespace keeps its own view of the rootfs until runc delete kills it).
+  await inParallel([
+    runtimeOf(deps, record).delete(id, { force: true }).then(() => checkpoint('container-runc-deleted')),
+    deps.images.removeRootfs(id),
+  ]);
   await rm(record.dir, { recursive: true, force: true });
   deps.tables.containers.delete(id);
   log.info({ containerId: id }, 'container removed');

@@ -3,8 +3,11 @@ import type { Deps } from './deps.js';
 import { matchesLabels } from './filters.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { containerStatus, containerSummary, refreshContainer } from './container-common.js';
+import { summaryCache } from './list-encoding.js';
 
 export function containerStatusHandlers(deps: Deps): RuntimeHandlers {
+  // Only a container's state changes what ListContainers says of it.
+  const summaries = summaryCache(containerSummary, (r) => r.state);
   return {
     ContainerStatus: async (request) => {
       const record = await refreshContainer(deps, deps.tables.containers.find(request.container_id));
@@ -16,12 +19,14 @@ export function containerStatusHandlers(deps: Deps): RuntimeHandlers {
     },
     ListContainers: async (request) => {
       const filter = request.filter;
-      const candidates = deps.tables.containers.list().filter((r) =>
+      const all = deps.tables.containers.list();
+      summaries.keepOnly(all);
+      const candidates = all.filter((r) =>
         (!filter?.id || r.id.startsWith(filter.id))
         && (!filter?.pod_sandbox_id || r.sandboxId.startsWith(filter.pod_sandbox_id))
         && matchesLabels(r.config.labels, filter?.label_selector));
       const fresh = await Promise.all(candidates.map((r) => refreshContainer(deps, r)));
-      return { containers: fresh.filter((r) => !filter?.state || r.state === filter.state.state).map(containerSummary) };
+      return { containers: fresh.filter((r) => !filter?.state || r.state === filter.state.state).map((r) => summaries.get(r)) };
     },
   };
 }

@@ -1,9 +1,9 @@
-#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=60
+#!/usr/bin/env -S node --max-semi-space-size=1 --heap-growing-percent=40
 // The `minicri` command: `serve` (the default) runs the daemon, `config` prints the effective configuration.
 // A small young generation keeps the daemon's RSS down, and with it the cost of every fork it makes
 // to run runc, conmon or a CNI plugin; the daemon's allocations are small and short-lived. V8 would
 // otherwise let the old generation grow to about four times what is live before collecting it: with
-// 1.6x the daemon stays near 100 MiB through a pod storm instead of drifting towards 150 MiB.
+// 1.4x the daemon stays near 100 MiB through pod storms instead of drifting towards 150 MiB.
 import { parseArgs } from 'node:util';
 import { stringify } from 'smol-toml';
 import { CONFIG_FLAGS, ConfigError, loadConfig, type Config } from './config.js';

@@ -32,13 +32,16 @@ function idsOf(request: unknown): Record<string, string> {
  * more behind than a finished one, so there is no cancellation to pass on.
  */
 function callContext(name: string, request: unknown, log: Logger): CallContext {
-  return { log: log.child({ rpc: name, req: randomBytes(4).toString('hex'), ...idsOf(request) }) };
+  // Most calls log nothing at the default level (a relist is hundreds of them): the call's child logger
+  // and its request id are made on first use.
+  let child: Logger | undefined;
+  return { get log() { return child ??= log.child({ rpc: name, req: randomBytes(4).toString('hex'), ...idsOf(request) }); } };
 }
 
-function logOutcome(ctx: CallContext, started: bigint, err?: unknown): grpc.ServiceError | null {
+function logOutcome(ctx: CallContext, parent: Logger, started: bigint, err?: unknown): grpc.ServiceError | null {
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   if (err === undefined) {
-    ctx.log.debug({ ms }, 'ok');
+    if (parent.isLevelEnabled('debug')) ctx.log.debug({ ms }, 'ok');
     return null;
   }
   const { code, details } = toGrpcError(err);
@@ -54,8 +57,8 @@ export function unary<Req, Res>(name: string, handler: Unary<Req, Res>, log: Log
     Promise.resolve()
       .then(() => handler(call.request as Req, ctx))
       .then(
-        (response) => callback(logOutcome(ctx, started), response),
-        (err: unknown) => callback(logOutcome(ctx, started, err)),
+        (response) => callback(logOutcome(ctx, log, started), response),
+        (err: unknown) => callback(logOutcome(ctx, log, started, err)),
       );
   };
 }
@@ -67,8 +70,8 @@ export function serverStream<Req, Res>(name: string, handler: ServerStream<Req, 
     Promise.resolve()
       .then(() => handler(call.request as Req, (response) => call.write(response), ctx))
       .then(
-        () => { logOutcome(ctx, started); call.end(); },
-        (err: unknown) => call.destroy(logOutcome(ctx, started, err) ?? undefined),
+        () => { logOutcome(ctx, log, started); call.end(); },
+        (err: unknown) => call.destroy(logOutcome(ctx, log, started, err) ?? undefined),
       );
   };
 }

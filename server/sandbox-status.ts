@@ -1,10 +1,22 @@
 // PodSandboxStatus and ListPodSandbox: answered from the records in memory, so relists stay cheap.
 import type { Deps } from './deps.js';
+import type { PodSandbox } from '../gen/runtime/v1/PodSandbox.js';
 import { matchesLabels } from './filters.js';
+import { summaryCache } from './list-encoding.js';
+import type { SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { podNetworkRequest, refreshSandbox, sandboxStatus } from './sandbox-common.js';
 
+function sandboxSummary(r: SandboxRecord): PodSandbox {
+  return {
+    id: r.id, metadata: r.config.metadata, state: r.state, created_at: r.createdAt,
+    labels: r.config.labels, annotations: r.config.annotations, runtime_handler: r.runtimeHandler,
+  };
+}
+
 export function sandboxStatusHandlers(deps: Deps): RuntimeHandlers {
+  // Only a sandbox's state changes what ListPodSandbox says of it.
+  const summaries = summaryCache(sandboxSummary, (r) => r.state);
   return {
     PodSandboxStatus: async (request) => {
       const record = await refreshSandbox(deps, deps.tables.sandboxes.find(request.pod_sandbox_id));
@@ -29,17 +41,14 @@ export function sandboxStatusHandlers(deps: Deps): RuntimeHandlers {
     },
     ListPodSandbox: async (request) => {
       const filter = request.filter;
-      const fresh = await Promise.all(deps.tables.sandboxes.list().map((r) => refreshSandbox(deps, r)));
+      const all = deps.tables.sandboxes.list();
+      summaries.keepOnly(all);
+      const fresh = await Promise.all(all.map((r) => refreshSandbox(deps, r)));
       const items = fresh.filter((r) =>
         (!filter?.id || r.id.startsWith(filter.id))
         && (!filter?.state || r.state === filter.state.state)
         && matchesLabels(r.config.labels, filter?.label_selector));
-      return {
-        items: items.map((r) => ({
-          id: r.id, metadata: r.config.metadata, state: r.state, created_at: r.createdAt,
-          labels: r.config.labels, annotations: r.config.annotations, runtime_handler: r.runtimeHandler,
-        })),
-      };
+      return { items: items.map((r) => summaries.get(r)) };
     },
   };
 }

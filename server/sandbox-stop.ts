@@ -21,18 +21,21 @@ export async function stopSandbox(deps: Deps, id: string, log: Logger): Promise<
   if (!found) return undefined;
   const containers = deps.tables.containers.list().filter((c) => c.sandboxId === found.id);
   await inParallel(containers.map((c) => deps.locks.run(c.id, () => stopContainer(deps, c.id, POD_STOP_GRACE_SECONDS, log))));
-  // The pinned netns outlives the pause, so detaching the network and killing the pause can overlap.
+  // The pinned netns outlives the pause, and the pause holds its own reference to the pod's shm, so
+  // detaching the network, killing the pause and unmounting the shm can all overlap.
   const runtime = deps.runtimes.get(found.runtimeHandler);
   await inParallel([
     (async () => {
-      if (!found.networkAttached) return;
-      await tearDownNetwork(deps, found);
-      deps.tables.sandboxes.update(found.id, (r) => { r.networkAttached = false; });
-      checkpoint('sandbox-network-detached');
+      if (found.networkAttached) {
+        await tearDownNetwork(deps, found);
+        deps.tables.sandboxes.update(found.id, (r) => { r.networkAttached = false; });
+        checkpoint('sandbox-network-detached');
+      }
+      if (found.netns) await removePodNetns(found.netns);
     })(),
     runtime && found.state === 'SANDBOX_READY' ? runtime.stop(found.id, { timeoutSec: 0, signal: 'SIGKILL' }) : undefined,
+    found.shm && unmountPodShm(found.shm),
   ]);
-  await inParallel([found.netns && removePodNetns(found.netns), found.shm && unmountPodShm(found.shm)]);
   const record = deps.tables.sandboxes.update(found.id, (r) => { r.state = 'SANDBOX_NOTREADY'; });
   log.info('sandbox stopped');
   return record;

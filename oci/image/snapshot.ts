@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../server/errors.js';
 import type { Logger } from '../../server/log.js';
+import { isMountPoint } from '../../netns/names.js';
 import { hexOf } from './content.js';
 import { SingleFlight } from './flight.js';
 import { unpackLayer } from './unpack.js';
@@ -269,8 +270,5 @@ export async function diskUsage(path: string): Promise<Usage> {
 }
 
 async function isMountpoint(path: string): Promise<boolean> {
-  const info = await readFile('/proc/self/mountinfo', 'utf8');
-  // Field 5 is the mount point, with spaces and the like octal-escaped.
-  const escaped = path.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
-  return info.split('\n').some((line) => line.split(' ')[4] === escaped);
+  return isMountPoint(await readFile('/proc/self/mountinfo', 'utf8'), path);
 }
