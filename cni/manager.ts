@@ -145,8 +145,11 @@ export class CniManager {
       // An interface without a cache entry (cache lost, or setup died midway): DEL through the current config.
       if (this.defaultNet) fallback(this.defaultNet, POD_IFNAME);
       fallback(LOOPBACK_NETWORK, LOOPBACK_IFNAME);
-      // Each interface's DEL is independent of the others': run them at once.
-      const settled = await Promise.allSettled(jobs.map((job) => this.detach(job.list, job.inv, job.prev)));
+      // Each interface's DEL is independent of the others': run them at once. Loopback needs none: its
+      // only state is the interface, which ends with the namespace (ocicni does not DEL it either).
+      const settled = await Promise.allSettled(jobs.map((job) => (isLoopback(job.list, job.inv)
+        ? this.cache.remove(job.list.name, job.inv.containerId, job.inv.ifName)
+        : this.detach(job.list, job.inv, job.prev))));
       const errors = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => s.reason as Error);
       throwAll(errors, `tearing down network of pod ${r.namespace}/${r.name}`);
     });
@@ -446,4 +449,8 @@ function delOrder<T extends { inv: { ifName: string } }>(jobs: T[]): T[] {
 function throwAll(errors: Error[], what: string): void {
   if (errors.length === 1) throw errors[0]!;
   if (errors.length > 1) throw new Internal(`${what}: ${errors.map((e) => e.message).join('; ')}`, { cause: errors });
+}
+
+function isLoopback(list: NetworkList, inv: Invocation): boolean {
+  return list.name === LOOPBACK_NETWORK.name && inv.ifName === LOOPBACK_IFNAME;
 }

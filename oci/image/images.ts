@@ -487,7 +487,7 @@ async function buildLayer(files: LocalFile[]): Promise<Buffer> {
   });
   const dirs = new Set<string>();
   const mtime = new Date(0);
-  for (const f of [...files].sort((a, b) => a.path.localeCompare(b.path))) {
+  for (const f of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
     if (!f.path.startsWith('/') || f.path.split('/').includes('..')) throw new InvalidArgument(`local image file "${f.path}" must be an absolute path without ".."`);
     const parts = f.path.split('/').filter(Boolean);
     for (let i = 1; i <= (f.directory ? parts.length : parts.length - 1); i++) {

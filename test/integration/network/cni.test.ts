@@ -88,6 +88,9 @@ test('a pod gets an IP on the bridge, lo is up, two pods ping each other, teardo
 
   await m.tearDownPod(reqA);
   assert.deepEqual(await net.allocatedIps(), [b.ips[0]!]);
+  // eth0 is gone; lo got no DEL (it ends with the namespace), only its cache entry went.
+  assert.match(await inNetns(nsA.path, ['ip', '-o', 'link']), /^1: lo: <[^>]*\bUP\b[^>]*>[^\n]*\n?$/);
+  assert.ok(!(await cacheFiles(net)).some((f) => f.includes(reqA.sandboxId)));
   await m.tearDownPod(reqA); // DEL twice succeeds
   await removePodNetns(nsB);
   await m.tearDownPod(reqB); // netns already gone: plugins still release the IP
