@@ -17,7 +17,7 @@ import { withListSerializers } from './list-encoding.js';
 import type { Logger } from './log.js';
 import { KeyedLock } from './locks.js';
 import { pauseImageSource } from './pause-image.js';
-import { instrument, startMetrics, type Metrics } from './metrics.js';
+import { startMetrics, type Metrics } from './metrics.js';
 import { loadCri } from './proto.js';
 import { openTables } from './records.js';
 import { Retrier } from './retrier.js';
@@ -97,8 +97,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     });
-    server.addService(withListSerializers(cri.RuntimeService.service), bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, instrument(runtimeService(deps), metrics?.observe), log));
-    server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, instrument(imageService(deps), metrics?.observe), log));
+    server.addService(withListSerializers(cri.RuntimeService.service), bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(deps), log, metrics?.observe));
+    server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(deps), log, metrics?.observe));
     const listener = await listenUnix(server, config.socket);
     log.info({ socket: config.socket, version: VERSION }, 'minicri serving');
 

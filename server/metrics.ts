@@ -4,15 +4,12 @@
 import { chmod } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import * as grpc from '@grpc/grpc-js';
 import type { Registry } from 'prom-client';
-import { toGrpcError } from './errors.js';
 import { claimSocketPath } from './listen.js';
 import type { Logger } from './log.js';
 import type { Tables } from './records.js';
+import type { RpcObserver } from './rpc.js';
 
-/** Counts one finished call of `rpc` with its gRPC status name ("OK", "NOT_FOUND", ...). */
-export type RpcObserver = (rpc: string, code: string) => void;
 
 export interface Metrics {
   observe: RpcObserver;
@@ -26,25 +23,6 @@ export function listenTarget(address: string): { path: string } | { host: string
   if (address.startsWith('/')) return { path: address };
   const i = address.lastIndexOf(':');
   return { host: address.slice(0, i).replace(/^\[(.*)\]$/, '$1'), port: Number(address.slice(i + 1)) };
-}
-
-/** Wraps every handler so each call's outcome is counted; without an observer the handlers are returned as they are. */
-export function instrument<H extends object>(handlers: H, observe: RpcObserver | undefined): H {
-  if (!observe) return handlers;
-  const wrapped: Record<string, unknown> = {};
-  for (const [rpc, handler] of Object.entries(handlers)) {
-    wrapped[rpc] = async (...args: unknown[]) => {
-      try {
-        const result = await (handler as (...a: unknown[]) => unknown)(...args);
-        observe(rpc, 'OK');
-        return result;
-      } catch (err) {
-        observe(rpc, grpc.status[toGrpcError(err).code]);
-        throw err;
-      }
-    };
-  }
-  return wrapped as H;
 }
 
 /** The registry with minicri's metrics, read from `tables` at each scrape. */

@@ -13,6 +13,9 @@ export interface CallContext {
 export type Unary<Req, Res> = (request: Req, ctx: CallContext) => Promise<Res> | Res;
 export type ServerStream<Req, Res> = (request: Req, emit: (response: Res) => boolean, ctx: CallContext) => Promise<void>;
 
+/** Counts one finished call of `rpc` with its gRPC status name ("OK", "NOT_FOUND", ...). */
+export type RpcObserver = (rpc: string, code: string) => void;
+
 type GrpcUnary = grpc.handleUnaryCall<unknown, unknown>;
 type GrpcServerStream = grpc.handleServerStreamingCall<unknown, unknown>;
 
@@ -38,46 +41,49 @@ function callContext(name: string, request: unknown, log: Logger): CallContext {
   return { get log() { return child ??= log.child({ rpc: name, req: randomBytes(4).toString('hex'), ...idsOf(request) }); } };
 }
 
-function logOutcome(ctx: CallContext, parent: Logger, started: bigint, err?: unknown): grpc.ServiceError | null {
+/** Logs how a call ended, counts it with `observe` (the metrics, when on), and gives grpc-js its error. */
+function logOutcome(name: string, ctx: CallContext, parent: Logger, observe: RpcObserver | undefined, started: bigint, err?: unknown): grpc.ServiceError | null {
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   if (err === undefined) {
     if (parent.isLevelEnabled('debug')) ctx.log.debug({ ms }, 'ok');
+    observe?.(name, 'OK');
     return null;
   }
   const { code, details } = toGrpcError(err);
   const level = code === grpc.status.INTERNAL || code === grpc.status.UNKNOWN ? 'error' : 'warn';
   ctx.log[level]({ ms, code: grpc.status[code], err: err instanceof Error ? err : String(err) }, details);
+  observe?.(name, grpc.status[code]);
   return Object.assign(new Error(details), { code, details, metadata: new grpc.Metadata() });
 }
 
-export function unary<Req, Res>(name: string, handler: Unary<Req, Res>, log: Logger): GrpcUnary {
+export function unary<Req, Res>(name: string, handler: Unary<Req, Res>, log: Logger, observe?: RpcObserver): GrpcUnary {
   return (call, callback) => {
     const started = process.hrtime.bigint();
     const ctx = callContext(name, call.request, log);
     Promise.resolve()
       .then(() => handler(call.request as Req, ctx))
       .then(
-        (response) => callback(logOutcome(ctx, log, started), response),
-        (err: unknown) => callback(logOutcome(ctx, log, started, err)),
+        (response) => callback(logOutcome(name, ctx, log, observe, started), response),
+        (err: unknown) => callback(logOutcome(name, ctx, log, observe, started, err)),
       );
   };
 }
 
-export function serverStream<Req, Res>(name: string, handler: ServerStream<Req, Res>, log: Logger): GrpcServerStream {
+export function serverStream<Req, Res>(name: string, handler: ServerStream<Req, Res>, log: Logger, observe?: RpcObserver): GrpcServerStream {
   return (call) => {
     const started = process.hrtime.bigint();
     const ctx = callContext(name, call.request, log);
     Promise.resolve()
       .then(() => handler(call.request as Req, (response) => call.write(response), ctx))
       .then(
-        () => { logOutcome(ctx, log, started); call.end(); },
-        (err: unknown) => call.destroy(logOutcome(ctx, log, started, err) ?? undefined),
+        () => { logOutcome(name, ctx, log, observe, started); call.end(); },
+        (err: unknown) => call.destroy(logOutcome(name, ctx, log, observe, started, err) ?? undefined),
       );
   };
 }
 
 /** A grpc-js handler for a method no issue has implemented yet: UNIMPLEMENTED, naming the method. */
-export function unimplemented(service: string, name: string, log: Logger, streaming: boolean): GrpcUnary | GrpcServerStream {
+export function unimplemented(service: string, name: string, log: Logger, streaming: boolean, observe?: RpcObserver): GrpcUnary | GrpcServerStream {
   const fail = () => { throw new Unimplemented(`${service}/${name} is not implemented by minicri yet`); };
-  return streaming ? serverStream(name, async () => fail(), log) : unary(name, fail, log);
+  return streaming ? serverStream(name, async () => fail(), log, observe) : unary(name, fail, log, observe);
 }

@@ -1,7 +1,7 @@
 // Binds a CRI service definition to our handlers; every method without a handler answers UNIMPLEMENTED.
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from './log.js';
-import { serverStream, unary, unimplemented, type ServerStream, type Unary } from './rpc.js';
+import { serverStream, unary, unimplemented, type RpcObserver, type ServerStream, type Unary } from './rpc.js';
 
 /** Drops the index signature grpc-js types carry, leaving the generated method names. */
 type KnownKeys<T> = keyof { [K in keyof T as string extends K ? never : K]: T[K] };
@@ -20,14 +20,16 @@ export function bindService<H>(
   definition: grpc.ServiceDefinition,
   handlers: HandlerMap<H>,
   log: Logger,
+  /** Counts every call's outcome (the metrics, when they are on). */
+  observe?: RpcObserver,
 ): grpc.UntypedServiceImplementation {
   const implementation: grpc.UntypedServiceImplementation = {};
   const byName = handlers as Record<string, Unary<unknown, unknown> | ServerStream<unknown, unknown> | undefined>;
   for (const [name, method] of Object.entries(definition)) {
     const handler = byName[name];
-    if (!handler) implementation[name] = unimplemented(serviceName, name, log, method.responseStream);
-    else if (method.responseStream) implementation[name] = serverStream(name, handler as ServerStream<unknown, unknown>, log);
-    else implementation[name] = unary(name, handler as Unary<unknown, unknown>, log);
+    if (!handler) implementation[name] = unimplemented(serviceName, name, log, method.responseStream, observe);
+    else if (method.responseStream) implementation[name] = serverStream(name, handler as ServerStream<unknown, unknown>, log, observe);
+    else implementation[name] = unary(name, handler as Unary<unknown, unknown>, log, observe);
   }
   return implementation;
 }

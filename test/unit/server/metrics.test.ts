@@ -4,11 +4,13 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
 import { parseConfig } from '../../../server/config.js';
 import { NotFound } from '../../../server/errors.js';
 import { silentLogger } from '../../../server/log.js';
-import { instrument, listenTarget, startMetrics } from '../../../server/metrics.js';
+import { listenTarget, startMetrics } from '../../../server/metrics.js';
 import { openTables, type SandboxRecord } from '../../../server/records.js';
+import { bindService } from '../../../server/service.js';
 import { Store } from '../../../server/store.js';
 
 /** GET over a unix socket: status and body. */
@@ -33,14 +35,20 @@ describe('metrics', () => {
     assert.deepEqual(listenTarget('/run/m.sock'), { path: '/run/m.sock' });
   });
 
-  it('counts each call by method and status, and leaves handlers alone without an observer', async () => {
-    const seen: string[] = [];
+  it('counts each call by method and status where calls end, and needs no observer', async () => {
+    const definition = { Version: { responseStream: false }, Gone: { responseStream: false } } as unknown as grpc.ServiceDefinition;
     const handlers = { Version: async () => ({ version: '1' }), Gone: () => { throw new NotFound('gone'); } };
-    assert.equal(instrument(handlers, undefined), handlers);
-    const wrapped = instrument(handlers, (rpc, code) => seen.push(`${rpc} ${code}`));
-    assert.deepEqual(await wrapped.Version(), { version: '1' });
-    await assert.rejects(async () => wrapped.Gone(), /gone/);
+    const call = (service: grpc.UntypedServiceImplementation, name: string) => new Promise<{ err: grpc.ServiceError | null; value: unknown }>((resolve) => {
+      (service[name] as grpc.handleUnaryCall<unknown, unknown>)({ request: {} } as never, (err, value) => resolve({ err: err as grpc.ServiceError | null, value }));
+    });
+    const seen: string[] = [];
+    const observed = bindService('test.Service', definition, handlers, silentLogger, (rpc, code) => seen.push(`${rpc} ${code}`));
+    assert.deepEqual((await call(observed, 'Version')).value, { version: '1' });
+    assert.match((await call(observed, 'Gone')).err?.message ?? '', /gone/);
     assert.deepEqual(seen, ['Version OK', 'Gone NOT_FOUND']);
+    const plain = bindService('test.Service', definition, handlers, silentLogger);
+    assert.deepEqual((await call(plain, 'Version')).value, { version: '1' });
+    assert.equal((await call(plain, 'Gone')).err?.code, grpc.status.NOT_FOUND);
   });
 
   it('serves pending teardowns, removals and objects by state from the store at each scrape', async (t) => {
