@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { PAUSE_BINARY } from '../../server/pause-image.js';
+import { unmountUnder } from '../../test/support/daemon.js';
 import { startRegistry, type TestRegistry } from '../../test/support/registry.js';
 import { buildImage, pushImage, type TarEntry } from '../../test/support/test-images.js';
 import { pushBigImage, type BigImage } from '../pull.js';
@@ -97,13 +98,6 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
 export async function removeRuncState(root: string): Promise<void> {
   const out = await execa(RUNC, ['--root', root, 'list', '-q'], { reject: false });
   for (const id of String(out.stdout).split('\n').filter(Boolean)) await execa(RUNC, ['--root', root, 'delete', '--force', id], { reject: false });
-}
-
-/** Unmounts everything mounted at or below `dir`, deepest first (what a killed daemon may leave). */
-export async function unmountUnder(dir: string): Promise<void> {
-  const mounts = (await readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '')
-    .map((m) => m.replace(/\\040/g, ' ')).filter((m) => m === dir || m.startsWith(`${dir}/`));
-  for (const m of mounts.sort((a, b) => b.length - a.length)) await execa('umount', ['-l', m], { reject: false });
 }
 
 /** Removes the cgroup `path` and everything below it in every v1 controller (they must be empty of tasks). */

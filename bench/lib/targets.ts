@@ -6,8 +6,8 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { CriClient } from '../../test/support/cri-client.js';
-import { MAIN } from '../../test/support/daemon.js';
-import { CNI_BIN, RUNC, removeRuncState, unmountUnder, type BenchEnv } from './env.js';
+import { MAIN, unmountUnder } from '../../test/support/daemon.js';
+import { CNI_BIN, RUNC, removeRuncState, type BenchEnv } from './env.js';
 import { liveProcesses } from '../../oci/runtime/processes.js';
 import { pool } from './stats.js';
 

@@ -1,9 +1,11 @@
 // Runs the real daemon as a child process on a temporary socket and temporary directories.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
 import { CriClient } from './cri-client.js';
 
 export const MAIN = fileURLToPath(new URL('../../server/main.js', import.meta.url));
@@ -16,6 +18,8 @@ export interface DaemonDirs {
   configPath: string;
   /** runc's --root for the default handler. */
   runcRoot: string;
+  /** Where the daemon pins network namespaces when it was given a directory of its own. */
+  netnsDir?: string;
 }
 
 /** Where the test daemon's CNI configuration lives (see cni-env.ts for a ready network). */
@@ -28,19 +32,22 @@ export interface DaemonNetwork {
 /**
  * Fresh directories and a config file for a test daemon; `extraToml` is appended to the config.
  * Without `net` the daemon gets an empty conf dir of its own; it never writes a default network.
+ * With `ownNetnsDir` it pins namespaces below its own directory, out of the host's /var/run/netns.
  */
-export function makeDaemonDirs(extraToml = '', net?: DaemonNetwork): DaemonDirs {
+export function makeDaemonDirs(extraToml = '', net?: DaemonNetwork, opts: { ownNetnsDir?: boolean } = {}): DaemonDirs {
   const base = mkdtempSync(join(tmpdir(), 'minicri-test-'));
-  const dirs = {
+  const dirs: DaemonDirs = {
     base,
     socket: join(base, 'run', 'minicri.sock'),
     rootDir: join(base, 'root'),
     stateDir: join(base, 'run'),
     configPath: join(base, 'minicri.toml'),
     runcRoot: join(base, 'run', 'runc', 'runc'),
+    ...(opts.ownNetnsDir ? { netnsDir: join(base, 'netns') } : {}),
   };
   writeFileSync(dirs.configPath, [
     `socket = "${dirs.socket}"`,
+    ...(dirs.netnsDir ? [`netns_dir = "${dirs.netnsDir}"`] : []),
     `root_dir = "${dirs.rootDir}"`,
     `state_dir = "${dirs.stateDir}"`,
     // Debug unless the test chose a level (long runs would otherwise log megabytes).
@@ -116,6 +123,13 @@ export function runMinicri(args: string[]): Promise<{ code: number | null; stdou
     child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
     child.once('exit', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** Unmounts everything mounted at or below `dir`, deepest first (what a killed daemon may leave). */
+export async function unmountUnder(dir: string): Promise<void> {
+  const mounts = (await readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '')
+    .map((m) => m.replace(/\\040/g, ' ')).filter((m) => m === dir || m.startsWith(`${dir}/`));
+  for (const m of mounts.sort((a, b) => b.length - a.length)) await execa('umount', ['-l', m], { reject: false });
 }
 
 export function removeDirs(dirs: DaemonDirs): void {

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { execa } from 'execa';
 import { makeTestNet, type TestNet } from '../../support/cni-env.js';
-import { makeDaemonDirs, removeDirs, runMinicri, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
+import { makeDaemonDirs, removeDirs, unmountUnder, runMinicri, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
 import { podConfig } from '../../support/pods.js';
 import { freePort } from '../../support/registry.js';
@@ -32,7 +32,7 @@ describe('minicri doctor and portmap chains', () => {
   });
   after(async () => {
     await net.cleanup();
-    await execa('sh', ['-c', `for m in $(grep -o ' ${dirs.base}/[^ ]*' /proc/self/mounts | sort -r); do umount $m; done; true`]);
+    await unmountUnder(dirs.base);
     removeDirs(dirs);
     // Other tests may change the nat table meanwhile: of the rules added since, none may point at this test's pods.
     const added = (await natRules()).filter((r) => !natBefore.includes(r));
@@ -41,8 +41,7 @@ describe('minicri doctor and portmap chains', () => {
   });
 
   it('lists the chains of a pod no record explains, and --repair removes them', async () => {
-    dirs = makeDaemonDirs('', net);
-    await execa('sh', ['-c', `sed -i '1i netns_dir = "${dirs.base}/netns"' ${dirs.configPath}`]);
+    dirs = makeDaemonDirs('', net, { ownNetnsDir: true });
     const daemon = await TestDaemon.start(dirs);
     const hostPort = await freePort();
     const lost = (await daemon.client.runtime.call('RunPodSandbox', {

@@ -4,9 +4,8 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { execa } from 'execa';
 import { makeTestNet, type TestNet } from '../../support/cni-env.js';
-import { makeDaemonDirs, removeDirs, runMinicri, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
+import { makeDaemonDirs, removeDirs, unmountUnder, runMinicri, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
 import { podConfig } from '../../support/pods.js';
 
@@ -31,14 +30,13 @@ describe('minicri doctor', () => {
   });
   after(async () => {
     await net.cleanup();
-    await execa('sh', ['-c', `for m in $(grep -o ' ${dirs.base}/netns[^ ]*' /proc/self/mounts | sort -r); do umount $m; done; true`]);
+    await unmountUnder(dirs.netnsDir!);
     removeDirs(dirs);
     await assertNothingLeft(snapshot, 'the doctor test');
   });
 
   it('finds the orphans of a pod whose record was lost, and repairs only those', async () => {
-    dirs = makeDaemonDirs('', net);
-    await execa('sh', ['-c', `sed -i '1i netns_dir = "${dirs.base}/netns"' ${dirs.configPath}`]);
+    dirs = makeDaemonDirs('', net, { ownNetnsDir: true });
     let daemon = await TestDaemon.start(dirs);
     const kept = (await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('doc-kept') })).pod_sandbox_id;
     const lost = (await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('doc-lost') })).pod_sandbox_id;
@@ -67,7 +65,7 @@ describe('minicri doctor', () => {
     assert.deepEqual(kindsOf(repaired.findings, lost, 'ok'), []);
     assert.deepEqual(kindsOf(repaired.findings, kept, 'ok'), expected);
     assert.equal((await net.allocatedIps()).length, 1, 'the lost pod released its IP, the kept one holds its own');
-    assert.equal((await readdir(`${dirs.base}/netns`)).filter((n) => n.startsWith('minicri-')).length, 1);
+    assert.equal((await readdir(dirs.netnsDir!)).filter((n) => n.startsWith('minicri-')).length, 1);
 
     daemon = await TestDaemon.start(dirs);
     await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: kept });

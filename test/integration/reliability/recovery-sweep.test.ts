@@ -6,11 +6,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { execa } from 'execa';
 import { createPodNetns, podNetnsPaths, removePodNetns, type PodNetns } from '../../../netns/netns.js';
 import { mountPodShm } from '../../../oci/runtime/pod/files.js';
 import { makeTestNet, type TestNet } from '../../support/cni-env.js';
-import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
+import { makeDaemonDirs, removeDirs, unmountUnder, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
 import { podConfig } from '../../support/pods.js';
 
@@ -30,15 +29,14 @@ describe('recovery sweeps unexplained pins and shm mounts', () => {
     if (foreign) await removePodNetns(foreign);
     await net.cleanup();
     // Whatever a failed run left in the test's own dirs.
-    await execa('sh', ['-c', `for m in $(grep -o ' ${dirs.base}/[^ ]*' /proc/self/mounts | sort -r); do umount $m; done; true`]);
+    await unmountUnder(dirs.base);
     removeDirs(dirs);
     await assertNothingLeft(snapshot, 'the recovery sweep test');
   });
 
   it('removes a pin and an shm mount no record explains at start, and nothing else', async () => {
-    dirs = makeDaemonDirs('', net);
-    const netnsDir = `${dirs.base}/netns`;
-    await execa('sh', ['-c', `sed -i '1i netns_dir = "${netnsDir}"' ${dirs.configPath}`]);
+    dirs = makeDaemonDirs('', net, { ownNetnsDir: true });
+    const netnsDir = dirs.netnsDir!;
     let daemon = await TestDaemon.start(dirs);
     let kept: string | undefined;
     try {
