@@ -72,10 +72,16 @@ export function runtimeOf(deps: Deps, record: ContainerRecord): OciRuntime {
   return runtime;
 }
 
+/** The image as the container was created with it: user_specified_image is only what the client gave (kubelet
+ *  passes the pod spec's image there and a resolved reference in `image`). */
+function imageSpec(r: ContainerRecord): { image: string; user_specified_image: string } {
+  return { image: r.image.name, user_specified_image: r.config.image?.user_specified_image ?? '' };
+}
+
 export function containerSummary(r: ContainerRecord): Container {
   return {
     id: r.id, pod_sandbox_id: r.sandboxId, metadata: r.config.metadata,
-    image: { image: r.image.name, user_specified_image: r.image.name },
+    image: imageSpec(r),
     image_ref: r.image.ref, image_id: r.image.id, state: r.state, created_at: r.createdAt,
     labels: r.config.labels, annotations: r.config.annotations,
   };
@@ -85,7 +91,7 @@ export function containerStatus(r: ContainerRecord): ContainerStatus {
   return {
     id: r.id, metadata: r.config.metadata, state: r.state,
     created_at: r.createdAt, started_at: r.startedAt, finished_at: r.finishedAt, exit_code: r.exitCode,
-    image: { image: r.image.name, user_specified_image: r.image.name },
+    image: imageSpec(r),
     image_ref: r.image.ref, image_id: r.image.id, reason: r.reason, message: r.message,
     labels: r.config.labels, annotations: r.config.annotations,
     mounts: r.config.mounts, log_path: r.logPath,

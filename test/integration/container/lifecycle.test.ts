@@ -188,7 +188,7 @@ describe('containers', () => {
   it('lists containers by id, pod, state and labels', async (t) => {
     const a = await env.runPod(t, 'list-a');
     const b = await env.runPod(t, 'list-b');
-    const running = await env.run(a, 'running', ['sleep', '1000']);
+    const running = await env.run(a, 'running', ['sleep', '1000'], (c) => { c.image!.user_specified_image = 'root:as-in-the-pod-spec'; });
     const created = await env.create(a, 'created', ['sleep', '1000']);
     const done = await env.run(b, 'done', ['true']);
     await env.waitExited(done);
@@ -205,6 +205,10 @@ describe('containers', () => {
     assert.equal(summary.pod_sandbox_id, a.id);
     assert.equal(summary.metadata!.name, 'running');
     assert.equal(summary.image!.image, env.images.root);
+    assert.equal(summary.image!.user_specified_image, 'root:as-in-the-pod-spec', 'the image as the client named it, as given');
+    assert.equal((await env.status(running)).image!.user_specified_image, 'root:as-in-the-pod-spec');
+    const plain = (await env.rt.runtime.call('ListContainers', { filter: { id: created } })).containers[0]!;
+    assert.equal(plain.image!.user_specified_image, '', 'nothing is made up when the client gave none');
   });
 
   it('refuses bad CreateContainer requests with the right codes and leaves nothing', async (t) => {
