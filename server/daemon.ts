@@ -13,7 +13,7 @@ import { streamingBackend } from './container-streaming.js';
 import type { Deps } from './deps.js';
 import { imageService } from './image-service.js';
 import { claimSocketPath, listenUnix } from './listen.js';
-import { withListSerializers } from './list-encoding.js';
+import { listEncoders, withListEncoders } from './list-encoding.js';
 import type { Logger } from './log.js';
 import { KeyedLock } from './locks.js';
 import { pauseImageSource } from './pause-image.js';
@@ -97,7 +97,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     });
-    server.addService(withListSerializers(cri.RuntimeService.service), bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(deps), log, metrics?.observe));
+    const lists = listEncoders(cri.RuntimeService.service);
+    server.addService(withListEncoders(cri.RuntimeService.service, lists), bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(deps, lists), log, metrics?.observe));
     server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(deps), log, metrics?.observe));
     const listener = await listenUnix(server, config.socket);
     log.info({ socket: config.socket, version: VERSION }, 'minicri serving');

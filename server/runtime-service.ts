@@ -10,6 +10,7 @@ import { containerStopHandlers } from './container-stop.js';
 import { containerStreamingHandlers } from './container-streaming.js';
 import { containerUpdateHandlers } from './container-update.js';
 import type { Deps } from './deps.js';
+import type { ListEncoders } from './list-encoding.js';
 import { runtimeConfigHandlers } from './runtime-config.js';
 import { sandboxRemoveHandlers } from './sandbox-remove.js';
 import { sandboxRunHandlers } from './sandbox-run.js';
@@ -21,7 +22,8 @@ import { versionHandlers } from './version.js';
 
 export type RuntimeHandlers = HandlerMap<RuntimeServiceHandlers>;
 
-export function runtimeService(deps: Deps): RuntimeHandlers {
+/** `lists` encodes the relist answers; the list handlers keep it warm. */
+export function runtimeService(deps: Deps, lists: ListEncoders): RuntimeHandlers {
   return {
     ...versionHandlers(deps),
     ...statusHandlers(deps),
@@ -29,12 +31,12 @@ export function runtimeService(deps: Deps): RuntimeHandlers {
     ...sandboxRunHandlers(deps),
     ...sandboxStopHandlers(deps),
     ...sandboxRemoveHandlers(deps),
-    ...sandboxStatusHandlers(deps),
+    ...sandboxStatusHandlers(deps, lists.sandboxes),
     ...containerCreateHandlers(deps),
     ...containerStartHandlers(deps),
     ...containerStopHandlers(deps),
     ...containerRemoveHandlers(deps),
-    ...containerStatusHandlers(deps),
+    ...containerStatusHandlers(deps, lists.containers),
     ...containerExecHandlers(deps),
     ...containerUpdateHandlers(deps),
     ...containerStatsHandlers(deps),

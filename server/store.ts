@@ -26,6 +26,7 @@ export interface StoredRecord {
 export class RecordTable<T extends StoredRecord> {
   private readonly cache = new Map<string, T>();
   private readonly reservations = new Map<string, string>();
+  private readonly writeListeners: ((record: T) => void)[] = [];
   private readonly insert: Database.Statement;
   private readonly remove: Database.Statement;
 
@@ -61,6 +62,12 @@ export class RecordTable<T extends StoredRecord> {
     if (previousKey !== undefined && previousKey !== key) this.reservations.delete(previousKey);
     this.cache.set(record.id, record);
     if (key !== undefined) this.reservations.set(key, record.id);
+    for (const listener of this.writeListeners) listener(record);
+  }
+
+  /** Calls `listener` with each record written from now on, once it is stored. */
+  onWrite(listener: (record: T) => void): void {
+    this.writeListeners.push(listener);
   }
 
   /** Changes a record in place and writes it back. */

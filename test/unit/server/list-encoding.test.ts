@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, it } from 'node:test';
-import { listSerializer, summaryCache, withListSerializers } from '../../../server/list-encoding.js';
+import { ListEncoder, listEncoders, summaryCache, warmOnWrite, withListEncoders } from '../../../server/list-encoding.js';
 import { loadCri } from '../../../server/proto.js';
 
 const cri = loadCri();
@@ -10,31 +11,53 @@ const container = (i: number, state = 'CONTAINER_RUNNING') => ({
   id: `c${i}`, pod_sandbox_id: `p${i}`, metadata: { name: `app${i}`, attempt: i }, image: { image: 'busybox', user_specified_image: 'busybox' },
   image_ref: 'sha256:ab', image_id: 'sha256:ab', state, created_at: String(1_700_000_000_000_000_000n + BigInt(i)), labels: { a: String(i) }, annotations: { b: 'x' },
 });
+type Record = ReturnType<typeof container>;
+
+/** A serializer for ListContainers that counts its calls. */
+function countingEncoder() {
+  const counter = { calls: 0 };
+  const encoder = new ListEncoder((v) => { counter.calls++; return serializerOf('ListContainers')(v); }, 'containers');
+  return { encoder, counter };
+}
+
+/** What warmOnWrite needs of a RecordTable, in memory. */
+function fakeTable(initial: Record[] = []) {
+  const rows = new Map(initial.map((r) => [r.id, r]));
+  const listeners: ((r: Record) => void)[] = [];
+  return {
+    get: (id: string) => rows.get(id),
+    list: () => [...rows.values()],
+    onWrite: (l: (r: Record) => void) => { listeners.push(l); },
+    put(r: Record) { rows.set(r.id, r); listeners.forEach((l) => l(r)); },
+    delete(id: string) { rows.delete(id); },
+  };
+}
 
 describe('list encoding', () => {
   it('encodes a list as the concatenation of its items, byte for byte what the whole message gives', () => {
+    const service = withListEncoders(cri.RuntimeService.service, listEncoders(cri.RuntimeService.service));
     const response = { containers: [container(1), container(2, 'CONTAINER_EXITED'), container(3)] };
-    const bytes = withListSerializers(cri.RuntimeService.service).ListContainers!.responseSerialize(response);
+    const bytes = service.ListContainers!.responseSerialize(response);
     assert.deepEqual(bytes, serializerOf('ListContainers')(response));
     const back = cri.RuntimeService.service.ListContainers.responseDeserialize(bytes);
     assert.deepEqual(back.containers.map((c) => [c.id, c.state, c.created_at, c.labels.a]), [
       ['c1', 'CONTAINER_RUNNING', '1700000000000000001', '1'], ['c2', 'CONTAINER_EXITED', '1700000000000000002', '2'], ['c3', 'CONTAINER_RUNNING', '1700000000000000003', '3'],
     ]);
-    assert.deepEqual(withListSerializers(cri.RuntimeService.service).ListContainers!.responseSerialize({ containers: [] }).length, 0);
+    assert.equal(service.ListContainers!.responseSerialize({ containers: [] }).length, 0);
     const sandboxes = { items: [{ id: 's1', metadata: { name: 'web', uid: 'u', namespace: 'n', attempt: 0 }, state: 'SANDBOX_READY', created_at: '5', labels: {}, annotations: {}, runtime_handler: 'runc' }] };
-    assert.deepEqual(withListSerializers(cri.RuntimeService.service).ListPodSandbox!.responseSerialize(sandboxes), serializerOf('ListPodSandbox')(sandboxes));
+    assert.deepEqual(service.ListPodSandbox!.responseSerialize(sandboxes), serializerOf('ListPodSandbox')(sandboxes));
+    assert.equal(service.Version!.responseSerialize, cri.RuntimeService.service.Version.responseSerialize, 'other methods keep their serializer');
   });
 
   it('encodes each item object once', () => {
-    let calls = 0;
-    const serialize = listSerializer((v) => { calls++; return serializerOf('ListContainers')(v); }, 'containers');
+    const { encoder, counter } = countingEncoder();
     const a = container(1);
     const b = container(2);
-    serialize({ containers: [a, b] });
-    serialize({ containers: [b, a] });
-    assert.equal(calls, 2);
-    serialize({ containers: [container(1)] }); // an equal but new object is encoded anew
-    assert.equal(calls, 3);
+    encoder.serialize({ containers: [a, b] });
+    encoder.serialize({ containers: [b, a] });
+    assert.equal(counter.calls, 2);
+    encoder.serialize({ containers: [container(1)] }); // an equal but new object is encoded anew
+    assert.equal(counter.calls, 3);
   });
 
   it('keeps one summary per id and version, and forgets ids no longer listed', () => {
@@ -49,5 +72,28 @@ describe('list encoding', () => {
     cache.keepOnly([{ id: 'y', state: 'RUNNING' }]);
     assert.notEqual(cache.get({ id: 'x', state: 'EXITED' }), exited, 'x was forgotten');
     assert.equal(made, 4);
+  });
+
+  it('encodes the records a table holds and those written to it after the current turn, so a list encodes nothing', async () => {
+    const { encoder, counter } = countingEncoder();
+    const table = fakeTable([container(1)]);
+    const summaries = summaryCache((r: Record) => ({ ...r }), (r) => r.state);
+    warmOnWrite(table, (r) => summaries.get(r), encoder);
+    assert.equal(counter.calls, 0, 'nothing is encoded inside the caller\'s turn');
+    await nextTurn();
+    assert.equal(counter.calls, 1, 'the record already there');
+
+    table.put(container(2));
+    table.put(container(2, 'CONTAINER_EXITED'));
+    table.put(container(3));
+    table.delete('c3');
+    assert.equal(counter.calls, 1);
+    await nextTurn();
+    assert.equal(counter.calls, 2, 'one encoding for c2 as last written; none for c3, gone before its turn');
+
+    const listed = table.list().map((r) => summaries.get(r));
+    const bytes = encoder.serialize({ containers: listed });
+    assert.equal(counter.calls, 2, 'the list used the warm encodings');
+    assert.deepEqual(bytes, serializerOf('ListContainers')({ containers: listed }));
   });
 });
