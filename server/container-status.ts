@@ -3,12 +3,12 @@ import type { Deps } from './deps.js';
 import { matchesLabels } from './filters.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { containerStatus, containerSummary, refreshContainer } from './container-common.js';
-import { summaryCache, warmOnWrite, type ListEncoder } from './list-encoding.js';
+import { summaryCache, warmOnChange, type ListEncoder } from './list-encoding.js';
 
 export function containerStatusHandlers(deps: Deps, encoder: ListEncoder): RuntimeHandlers {
   // Only a container's state changes what ListContainers says of it.
   const summaries = summaryCache(containerSummary, (r) => r.state);
-  warmOnWrite(deps.tables.containers, (r) => summaries.get(r), encoder);
+  warmOnChange(deps.tables.containers, (r) => summaries.get(r), encoder);
   return {
     ContainerStatus: async (request) => {
       const record = await refreshContainer(deps, deps.tables.containers.find(request.container_id));

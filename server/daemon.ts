@@ -17,6 +17,7 @@ import { listEncoders, withListEncoders } from './list-encoding.js';
 import type { Logger } from './log.js';
 import { KeyedLock } from './locks.js';
 import { pauseImageSource } from './pause-image.js';
+import { quietCollector } from './quiet-collector.js';
 import { startMetrics, type Metrics } from './metrics.js';
 import { loadCri } from './proto.js';
 import { openTables } from './records.js';
@@ -49,6 +50,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
   try {
     const tables = openTables(store);
     const imageRecords = store.table<ImageRecord>('image');
+    const collector = quietCollector(log.child({ module: 'memory' }));
+    for (const table of [tables.sandboxes, tables.containers, imageRecords]) table.onChange(() => collector.changed());
     const images = await Images.open({
       rootDir: join(config.root_dir, 'images'),
       repo: imageRecords,

@@ -3,7 +3,7 @@
 // per state (summaryCache), the wire bytes of each such object are made once (ListEncoder), and a
 // list's answer is their concatenation: protobuf reads concatenated encodings of a message as one,
 // with their repeated fields appended, so no list message is ever built or encoded whole.
-// The bytes are made when a record is written, in the background (warmOnWrite), not by the first list
+// The bytes are made when a record is written, in the background (warmOnChange), not by the first list
 // after a change: after a storm of pod starts that list would otherwise encode every item at once.
 import type * as grpc from '@grpc/grpc-js';
 
@@ -77,23 +77,23 @@ export function withListEncoders(definition: grpc.ServiceDefinition, encoders: L
   ]));
 }
 
-/** A table that tells who listens when a record is written. */
+/** A table that tells who listens when a record is written or deleted. */
 interface WatchedTable<R> {
   get(id: string): R | undefined;
   list(): R[];
-  onWrite(listener: (record: R) => void): void;
+  onChange(listener: (id: string) => void): void;
 }
 
 /**
  * Encodes the summary of each record in `table` now and of each record written to it later, once the
  * current turn of the event loop is done: a burst of writes costs one pass, and an RPC never waits for it.
  */
-export function warmOnWrite<R extends { id: string }>(table: WatchedTable<R>, summaryOf: (record: R) => object, encoder: ListEncoder): void {
+export function warmOnChange<R extends { id: string }>(table: WatchedTable<R>, summaryOf: (record: R) => object, encoder: ListEncoder): void {
   const written = new Set(table.list().map((r) => r.id));
   if (written.size > 0) setImmediate(warm);
-  table.onWrite((record) => {
+  table.onChange((id) => {
     if (written.size === 0) setImmediate(warm);
-    written.add(record.id);
+    written.add(id);
   });
   function warm(): void {
     for (const id of written) {

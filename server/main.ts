@@ -4,6 +4,7 @@
 // to run runc, conmon or a CNI plugin; the daemon's allocations are small and short-lived. V8 would
 // otherwise let the old generation grow to about four times what is live before collecting it: with
 // 1.4x the daemon stays near 100 MiB through pod storms instead of drifting towards 150 MiB.
+// Once a burst of work is over, the daemon also compacts its heap (quiet-collector.ts).
 import { parseArgs } from 'node:util';
 import { stringify } from 'smol-toml';
 import { CONFIG_FLAGS, ConfigError, loadConfig, type Config } from './config.js';

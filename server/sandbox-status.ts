@@ -2,7 +2,7 @@
 import type { Deps } from './deps.js';
 import type { PodSandbox } from '../gen/runtime/v1/PodSandbox.js';
 import { matchesLabels } from './filters.js';
-import { summaryCache, warmOnWrite, type ListEncoder } from './list-encoding.js';
+import { summaryCache, warmOnChange, type ListEncoder } from './list-encoding.js';
 import type { SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { podNetworkRequest, refreshSandbox, sandboxStatus } from './sandbox-common.js';
@@ -17,7 +17,7 @@ function sandboxSummary(r: SandboxRecord): PodSandbox {
 export function sandboxStatusHandlers(deps: Deps, encoder: ListEncoder): RuntimeHandlers {
   // Only a sandbox's state changes what ListPodSandbox says of it.
   const summaries = summaryCache(sandboxSummary, (r) => r.state);
-  warmOnWrite(deps.tables.sandboxes, (r) => summaries.get(r), encoder);
+  warmOnChange(deps.tables.sandboxes, (r) => summaries.get(r), encoder);
   return {
     PodSandboxStatus: async (request) => {
       const record = await refreshSandbox(deps, deps.tables.sandboxes.find(request.pod_sandbox_id));

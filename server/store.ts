@@ -26,7 +26,7 @@ export interface StoredRecord {
 export class RecordTable<T extends StoredRecord> {
   private readonly cache = new Map<string, T>();
   private readonly reservations = new Map<string, string>();
-  private readonly writeListeners: ((record: T) => void)[] = [];
+  private readonly changeListeners: ((id: string) => void)[] = [];
   private readonly insert: Database.Statement;
   private readonly remove: Database.Statement;
 
@@ -62,12 +62,16 @@ export class RecordTable<T extends StoredRecord> {
     if (previousKey !== undefined && previousKey !== key) this.reservations.delete(previousKey);
     this.cache.set(record.id, record);
     if (key !== undefined) this.reservations.set(key, record.id);
-    for (const listener of this.writeListeners) listener(record);
+    this.changed(record.id);
   }
 
-  /** Calls `listener` with each record written from now on, once it is stored. */
-  onWrite(listener: (record: T) => void): void {
-    this.writeListeners.push(listener);
+  /** Calls `listener` with the id of each record written or deleted from now on, once that is done. */
+  onChange(listener: (id: string) => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  private changed(id: string): void {
+    for (const listener of this.changeListeners) listener(id);
   }
 
   /** Changes a record in place and writes it back. */
@@ -87,6 +91,7 @@ export class RecordTable<T extends StoredRecord> {
     this.cache.delete(id);
     const key = this.reservationOf(record);
     if (key !== undefined && this.reservations.get(key) === id) this.reservations.delete(key);
+    this.changed(id);
   }
 
   /**

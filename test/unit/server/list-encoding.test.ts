@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, it } from 'node:test';
-import { ListEncoder, listEncoders, summaryCache, warmOnWrite, withListEncoders } from '../../../server/list-encoding.js';
+import { ListEncoder, listEncoders, summaryCache, warmOnChange, withListEncoders } from '../../../server/list-encoding.js';
 import { loadCri } from '../../../server/proto.js';
 
 const cri = loadCri();
@@ -20,16 +20,16 @@ function countingEncoder() {
   return { encoder, counter };
 }
 
-/** What warmOnWrite needs of a RecordTable, in memory. */
+/** What warmOnChange needs of a RecordTable, in memory. */
 function fakeTable(initial: Record[] = []) {
   const rows = new Map(initial.map((r) => [r.id, r]));
-  const listeners: ((r: Record) => void)[] = [];
+  const listeners: ((id: string) => void)[] = [];
   return {
     get: (id: string) => rows.get(id),
     list: () => [...rows.values()],
-    onWrite: (l: (r: Record) => void) => { listeners.push(l); },
-    put(r: Record) { rows.set(r.id, r); listeners.forEach((l) => l(r)); },
-    delete(id: string) { rows.delete(id); },
+    onChange: (l: (id: string) => void) => { listeners.push(l); },
+    put(r: Record) { rows.set(r.id, r); listeners.forEach((l) => l(r.id)); },
+    delete(id: string) { rows.delete(id); listeners.forEach((l) => l(id)); },
   };
 }
 
@@ -78,7 +78,7 @@ describe('list encoding', () => {
     const { encoder, counter } = countingEncoder();
     const table = fakeTable([container(1)]);
     const summaries = summaryCache((r: Record) => ({ ...r }), (r) => r.state);
-    warmOnWrite(table, (r) => summaries.get(r), encoder);
+    warmOnChange(table, (r) => summaries.get(r), encoder);
     assert.equal(counter.calls, 0, 'nothing is encoded inside the caller\'s turn');
     await nextTurn();
     assert.equal(counter.calls, 1, 'the record already there');

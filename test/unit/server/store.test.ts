@@ -48,4 +48,18 @@ describe('store', () => {
     assert.equal(pods.find('bbb3').name, 'db');
     store.close();
   });
+
+  it('tells change listeners of each write and delete, after the table holds the change, and of nothing refused', () => {
+    const store = Store.open(path);
+    const pods = store.table<Pod>('sandbox', (p) => p.name);
+    const seen: string[] = [];
+    pods.onChange((id) => seen.push(`${id}:${pods.get(id)?.state ?? 'gone'}`));
+    pods.put({ id: 'ddd5', name: 'cache', state: 'READY' });
+    pods.update('ddd5', (p) => { p.state = 'NOTREADY'; });
+    assert.throws(() => pods.put({ id: 'eee6', name: 'cache', state: 'READY' }), AlreadyExists);
+    pods.delete('ddd5');
+    pods.delete('ddd5');
+    assert.deepEqual(seen, ['ddd5:READY', 'ddd5:NOTREADY', 'ddd5:gone']);
+    store.close();
+  });
 });
