@@ -1,14 +1,23 @@
 import assert from 'node:assert/strict';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, it, mock } from 'node:test';
 import { silentLogger } from '../../../server/log.js';
 import { collectAndCompact, quietCollector } from '../../../server/quiet-collector.js';
 
+const MiB = 2 ** 20;
+
 describe('quiet collector', () => {
-  it('collects once, a quiet period after the last of a burst of changes', () => {
+  it('collects once a quiet period after the last of a burst of changes, and only when the heap is half again its smallest', async () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
+      let heap = 20 * MiB;
       let collections = 0;
-      const collector = quietCollector(silentLogger, async () => { collections++; }, 1000);
+      const collector = quietCollector(silentLogger, { collect: async () => { collections++; heap = 22 * MiB; }, quietMs: 1000, heapBytes: () => heap });
+      collector.changed();
+      mock.timers.tick(1000);
+      assert.equal(collections, 0, 'the heap has not grown');
+
+      heap = 40 * MiB;
       collector.changed();
       mock.timers.tick(600);
       collector.changed();
@@ -18,8 +27,15 @@ describe('quiet collector', () => {
       assert.equal(collections, 0, 'each change restarts the wait');
       mock.timers.tick(1);
       assert.equal(collections, 1);
+      await nextTurn();
       mock.timers.tick(5000);
       assert.equal(collections, 1, 'nothing more without a change');
+
+      heap = 29 * MiB;
+      collector.changed();
+      mock.timers.tick(1000);
+      assert.equal(collections, 1, 'under 1.5x the smallest heap (20 MiB, before any collection)');
+      heap = 30 * MiB;
       collector.changed();
       mock.timers.tick(1000);
       assert.equal(collections, 2);
