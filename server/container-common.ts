@@ -72,8 +72,8 @@ export function runtimeOf(deps: Deps, record: ContainerRecord): OciRuntime {
   return runtime;
 }
 
-/** The image as the container was created with it: user_specified_image is only what the client gave (kubelet
- *  passes the pod spec's image there and a resolved reference in `image`). */
+/** The container's image: `image` as the client named it in CreateContainer, and user_specified_image only when
+ *  the client gave one (kubelet passes the pod spec's image there and a resolved reference in `image`). */
 function imageSpec(r: ContainerRecord): { image: string; user_specified_image: string } {
   return { image: r.image.name, user_specified_image: r.config.image?.user_specified_image ?? '' };
 }

@@ -3,12 +3,11 @@ import type { Deps } from './deps.js';
 import { matchesLabels } from './filters.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { containerStatus, containerSummary, refreshContainer } from './container-common.js';
-import { summaryCache, warmOnChange, type ListEncoder } from './list-encoding.js';
+import { listedSummaries, type ListEncoder } from './list-encoding.js';
 
 export function containerStatusHandlers(deps: Deps, encoder: ListEncoder): RuntimeHandlers {
   // Only a container's state changes what ListContainers says of it.
-  const summaries = summaryCache(containerSummary, (r) => r.state);
-  warmOnChange(deps.tables.containers, (r) => summaries.get(r), encoder);
+  const summaries = listedSummaries(deps.tables.containers, containerSummary, (r) => r.state, encoder);
   return {
     ContainerStatus: async (request) => {
       const record = await refreshContainer(deps, deps.tables.containers.find(request.container_id));
@@ -20,9 +19,7 @@ export function containerStatusHandlers(deps: Deps, encoder: ListEncoder): Runti
     },
     ListContainers: async (request) => {
       const filter = request.filter;
-      const all = deps.tables.containers.list();
-      summaries.keepOnly(all);
-      const candidates = all.filter((r) =>
+      const candidates = deps.tables.containers.list().filter((r) =>
         (!filter?.id || r.id.startsWith(filter.id))
         && (!filter?.pod_sandbox_id || r.sandboxId.startsWith(filter.pod_sandbox_id))
         && matchesLabels(r.config.labels, filter?.label_selector));

@@ -50,7 +50,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
   try {
     const tables = openTables(store);
     const imageRecords = store.table<ImageRecord>('image');
-    const collector = quietCollector(log.child({ module: 'memory' }));
+    const locks = new KeyedLock();
+    const collector = quietCollector(log.child({ module: 'memory' }), { busy: () => locks.busy });
     for (const table of [tables.sandboxes, tables.containers, imageRecords]) table.onChange(() => collector.changed());
     const images = await Images.open({
       rootDir: join(config.root_dir, 'images'),
@@ -86,7 +87,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       log: log.child({ module: 'streaming' }),
     });
     deps = {
-      config, store, log, version: VERSION, tables, locks: new KeyedLock(), cni, runtimes, images,
+      config, store, log, version: VERSION, tables, locks, cni, runtimes, images,
       pauseImage: await pauseImageSource(config, images, VERSION),
       hostFacts: (rootfs) => node.forRootfs(rootfs),
       streaming,

@@ -1,36 +1,11 @@
 // kubelet relists every second: ListPodSandbox and ListContainers with every object in them, where
 // nothing but a state has changed since the last time. So each listed item keeps one summary object
-// per state (summaryCache), the wire bytes of each such object are made once (ListEncoder), and a
+// per state (listedSummaries), the wire bytes of each such object are made once (ListEncoder), and a
 // list's answer is their concatenation: protobuf reads concatenated encodings of a message as one,
 // with their repeated fields appended, so no list message is ever built or encoded whole.
-// The bytes are made when a record is written, in the background (warmOnChange), not by the first list
-// after a change: after a storm of pod starts that list would otherwise encode every item at once.
+// The bytes are made when a record is written, in the background, not by the first list after a
+// change: after a storm of pod starts that list would otherwise encode every item at once.
 import type * as grpc from '@grpc/grpc-js';
-
-/** One summary object per (id, version): the same object comes back while the version stays. */
-export function summaryCache<R extends { id: string }, S>(summarize: (record: R) => S, version: (record: R) => string) {
-  let cache = new Map<string, { version: string; summary: S }>();
-  return {
-    get(record: R): S {
-      const v = version(record);
-      const hit = cache.get(record.id);
-      if (hit?.version === v) return hit.summary;
-      const summary = summarize(record);
-      cache.set(record.id, { version: v, summary });
-      return summary;
-    },
-    /** Forgets every id not among `live` (the table's whole content). */
-    keepOnly(live: readonly R[]): void {
-      if (cache.size <= live.length) return;
-      const next = new Map<string, { version: string; summary: S }>();
-      for (const r of live) {
-        const hit = cache.get(r.id);
-        if (hit) next.set(r.id, hit);
-      }
-      cache = next;
-    },
-  };
-}
 
 /**
  * Serializes a response whose only field is the repeated `field`: each item object is encoded once
@@ -85,21 +60,43 @@ interface WatchedTable<R> {
 }
 
 /**
- * Encodes the summary of each record in `table` now and of each record written to it later, once the
- * current turn of the event loop is done: a burst of writes costs one pass, and an RPC never waits for it.
+ * The summaries a list handler answers with: one object per record and version (the same object, so
+ * its encoding is reused, while the version stays), encoded by `encoder` for each record in `table`
+ * now and for each record written later, once the current turn of the event loop is done (a burst of
+ * writes costs one pass, and no RPC does the encoding itself), and forgotten when a record is deleted.
  */
-export function warmOnChange<R extends { id: string }>(table: WatchedTable<R>, summaryOf: (record: R) => object, encoder: ListEncoder): void {
-  const written = new Set(table.list().map((r) => r.id));
-  if (written.size > 0) setImmediate(warm);
-  table.onChange((id) => {
-    if (written.size === 0) setImmediate(warm);
-    written.add(id);
-  });
-  function warm(): void {
-    for (const id of written) {
+export function listedSummaries<R extends { id: string }, S extends object>(
+  table: WatchedTable<R>, summarize: (record: R) => S, version: (record: R) => string, encoder: ListEncoder,
+): { get(record: R): S } {
+  const cache = new Map<string, { version: string; summary: S }>();
+  const get = (record: R): S => {
+    const v = version(record);
+    const hit = cache.get(record.id);
+    if (hit?.version === v) return hit.summary;
+    const summary = summarize(record);
+    cache.set(record.id, { version: v, summary });
+    return summary;
+  };
+  const changed = new Set(table.list().map((r) => r.id));
+  const warm = () => {
+    const ids = [...changed];
+    changed.clear();
+    for (const id of ids) {
       const record = table.get(id);
-      if (record) encoder.encode(summaryOf(record));
+      if (!record) {
+        cache.delete(id);
+        continue;
+      }
+      // A record that cannot be encoded fails the List call that lists it, which reports why.
+      try {
+        encoder.encode(get(record));
+      } catch { /* reported by that List call */ }
     }
-    written.clear();
-  }
+  };
+  if (changed.size > 0) setImmediate(warm);
+  table.onChange((id) => {
+    if (changed.size === 0) setImmediate(warm);
+    changed.add(id);
+  });
+  return { get };
 }

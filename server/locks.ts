@@ -2,6 +2,11 @@
 export class KeyedLock {
   private readonly tails = new Map<string, Promise<void>>();
 
+  /** Whether any operation holds or waits for a lock. */
+  get busy(): boolean {
+    return this.tails.size > 0;
+  }
+
   async run<T>(key: string, body: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(key) ?? Promise.resolve();
     let release!: () => void;

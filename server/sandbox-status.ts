@@ -2,7 +2,7 @@
 import type { Deps } from './deps.js';
 import type { PodSandbox } from '../gen/runtime/v1/PodSandbox.js';
 import { matchesLabels } from './filters.js';
-import { summaryCache, warmOnChange, type ListEncoder } from './list-encoding.js';
+import { listedSummaries, type ListEncoder } from './list-encoding.js';
 import type { SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { podNetworkRequest, refreshSandbox, sandboxStatus } from './sandbox-common.js';
@@ -16,8 +16,7 @@ function sandboxSummary(r: SandboxRecord): PodSandbox {
 
 export function sandboxStatusHandlers(deps: Deps, encoder: ListEncoder): RuntimeHandlers {
   // Only a sandbox's state changes what ListPodSandbox says of it.
-  const summaries = summaryCache(sandboxSummary, (r) => r.state);
-  warmOnChange(deps.tables.sandboxes, (r) => summaries.get(r), encoder);
+  const summaries = listedSummaries(deps.tables.sandboxes, sandboxSummary, (r) => r.state, encoder);
   return {
     PodSandboxStatus: async (request) => {
       const record = await refreshSandbox(deps, deps.tables.sandboxes.find(request.pod_sandbox_id));
@@ -42,9 +41,7 @@ export function sandboxStatusHandlers(deps: Deps, encoder: ListEncoder): Runtime
     },
     ListPodSandbox: async (request) => {
       const filter = request.filter;
-      const all = deps.tables.sandboxes.list();
-      summaries.keepOnly(all);
-      const fresh = await Promise.all(all.map((r) => refreshSandbox(deps, r)));
+      const fresh = await Promise.all(deps.tables.sandboxes.list().map((r) => refreshSandbox(deps, r)));
       const items = fresh.filter((r) =>
         (!filter?.id || r.id.startsWith(filter.id))
         && (!filter?.state || r.state === filter.state.state)

@@ -65,7 +65,10 @@ export class RecordTable<T extends StoredRecord> {
     this.changed(record.id);
   }
 
-  /** Calls `listener` with the id of each record written or deleted from now on, once that is done. */
+  /**
+   * Calls `listener` with the id of each record written or deleted from now on, once that is done.
+   * A listener must not throw: the write has happened, and its caller would take it for failed.
+   */
   onChange(listener: (id: string) => void): void {
     this.changeListeners.push(listener);
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, it } from 'node:test';
-import { ListEncoder, listEncoders, summaryCache, warmOnChange, withListEncoders } from '../../../server/list-encoding.js';
+import { ListEncoder, listEncoders, listedSummaries, withListEncoders } from '../../../server/list-encoding.js';
 import { loadCri } from '../../../server/proto.js';
 
 const cri = loadCri();
@@ -11,7 +11,7 @@ const container = (i: number, state = 'CONTAINER_RUNNING') => ({
   id: `c${i}`, pod_sandbox_id: `p${i}`, metadata: { name: `app${i}`, attempt: i }, image: { image: 'busybox', user_specified_image: 'busybox' },
   image_ref: 'sha256:ab', image_id: 'sha256:ab', state, created_at: String(1_700_000_000_000_000_000n + BigInt(i)), labels: { a: String(i) }, annotations: { b: 'x' },
 });
-type Record = ReturnType<typeof container>;
+type Item = ReturnType<typeof container>;
 
 /** A serializer for ListContainers that counts its calls. */
 function countingEncoder() {
@@ -20,15 +20,15 @@ function countingEncoder() {
   return { encoder, counter };
 }
 
-/** What warmOnChange needs of a RecordTable, in memory. */
-function fakeTable(initial: Record[] = []) {
+/** What listedSummaries needs of a RecordTable, in memory. */
+function fakeTable(initial: Item[] = []) {
   const rows = new Map(initial.map((r) => [r.id, r]));
   const listeners: ((id: string) => void)[] = [];
   return {
     get: (id: string) => rows.get(id),
     list: () => [...rows.values()],
     onChange: (l: (id: string) => void) => { listeners.push(l); },
-    put(r: Record) { rows.set(r.id, r); listeners.forEach((l) => l(r.id)); },
+    put(r: Item) { rows.set(r.id, r); listeners.forEach((l) => l(r.id)); },
     delete(id: string) { rows.delete(id); listeners.forEach((l) => l(id)); },
   };
 }
@@ -60,25 +60,11 @@ describe('list encoding', () => {
     assert.equal(counter.calls, 3);
   });
 
-  it('keeps one summary per id and version, and forgets ids no longer listed', () => {
-    let made = 0;
-    const cache = summaryCache((r: { id: string; state: string }) => ({ made: ++made, state: r.state }), (r) => r.state);
-    const first = cache.get({ id: 'x', state: 'RUNNING' });
-    assert.equal(cache.get({ id: 'x', state: 'RUNNING' }), first);
-    const exited = cache.get({ id: 'x', state: 'EXITED' });
-    assert.notEqual(exited, first);
-    assert.equal(exited.state, 'EXITED');
-    cache.get({ id: 'y', state: 'RUNNING' });
-    cache.keepOnly([{ id: 'y', state: 'RUNNING' }]);
-    assert.notEqual(cache.get({ id: 'x', state: 'EXITED' }), exited, 'x was forgotten');
-    assert.equal(made, 4);
-  });
-
-  it('encodes the records a table holds and those written to it after the current turn, so a list encodes nothing', async () => {
+  it('keeps one summary per record and version, encoded after the current turn for records there and written later; forgets deleted ones', async () => {
     const { encoder, counter } = countingEncoder();
     const table = fakeTable([container(1)]);
-    const summaries = summaryCache((r: Record) => ({ ...r }), (r) => r.state);
-    warmOnChange(table, (r) => summaries.get(r), encoder);
+    let made = 0;
+    const summaries = listedSummaries(table, (r: Item) => { made++; return { ...r }; }, (r) => r.state, encoder);
     assert.equal(counter.calls, 0, 'nothing is encoded inside the caller\'s turn');
     await nextTurn();
     assert.equal(counter.calls, 1, 'the record already there');
@@ -92,8 +78,16 @@ describe('list encoding', () => {
     assert.equal(counter.calls, 2, 'one encoding for c2 as last written; none for c3, gone before its turn');
 
     const listed = table.list().map((r) => summaries.get(r));
+    assert.equal(made, 2, 'the list reuses the summaries made for the encodings');
     const bytes = encoder.serialize({ containers: listed });
     assert.equal(counter.calls, 2, 'the list used the warm encodings');
     assert.deepEqual(bytes, serializerOf('ListContainers')({ containers: listed }));
+    assert.equal(summaries.get(table.get('c2')!), listed[1], 'the same object while the version stays');
+
+    const exited = summaries.get(table.get('c1')!);
+    table.delete('c1');
+    await nextTurn();
+    table.put(container(1));
+    assert.notEqual(summaries.get(table.get('c1')!), exited, 'a deleted record\'s summary was forgotten');
   });
 });

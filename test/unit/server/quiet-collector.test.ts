@@ -7,38 +7,56 @@ import { collectAndCompact, quietCollector } from '../../../server/quiet-collect
 const MiB = 2 ** 20;
 
 describe('quiet collector', () => {
-  it('collects once a quiet period after the last of a burst of changes, and only when the heap is half again its smallest', async () => {
+  it('collects a quiet period after the last of a burst of changes, when idle and the heap has grown by half since the last time', async () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
-      let heap = 20 * MiB;
+      let heap = 40 * MiB;
+      let busy = false;
       let collections = 0;
-      const collector = quietCollector(silentLogger, { collect: async () => { collections++; heap = 22 * MiB; }, quietMs: 1000, heapBytes: () => heap });
-      collector.changed();
-      mock.timers.tick(1000);
-      assert.equal(collections, 0, 'the heap has not grown');
+      const collector = quietCollector(silentLogger, { collect: async () => { collections++; heap = 20 * MiB; }, quietMs: 1000, heapBytes: () => heap, busy: () => busy });
+      const quietPeriod = async () => { mock.timers.tick(1000); await nextTurn(); };
 
-      heap = 40 * MiB;
-      collector.changed();
-      mock.timers.tick(600);
       collector.changed();
       mock.timers.tick(600);
       collector.changed();
       mock.timers.tick(999);
       assert.equal(collections, 0, 'each change restarts the wait');
-      mock.timers.tick(1);
-      assert.equal(collections, 1);
-      await nextTurn();
-      mock.timers.tick(5000);
+      await quietPeriod();
+      assert.equal(collections, 1, 'the first quiet moment collects');
+      await quietPeriod();
       assert.equal(collections, 1, 'nothing more without a change');
 
       heap = 29 * MiB;
       collector.changed();
-      mock.timers.tick(1000);
-      assert.equal(collections, 1, 'under 1.5x the smallest heap (20 MiB, before any collection)');
+      await quietPeriod();
+      assert.equal(collections, 1, 'under 1.5x the 20 MiB left by the last collection');
+
       heap = 30 * MiB;
+      busy = true;
       collector.changed();
-      mock.timers.tick(1000);
+      await quietPeriod();
+      assert.equal(collections, 1, 'not while an operation is under way');
+      busy = false;
+      collector.changed();
+      await quietPeriod();
       assert.equal(collections, 2);
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  it('survives a failed collection and collects again later', async () => {
+    mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      let attempts = 0;
+      const collector = quietCollector(silentLogger, { collect: async () => { attempts++; throw new Error('no inspector'); }, quietMs: 10, busy: () => false });
+      collector.changed();
+      mock.timers.tick(10);
+      await nextTurn();
+      collector.changed();
+      mock.timers.tick(10);
+      await nextTurn();
+      assert.equal(attempts, 2);
     } finally {
       mock.timers.reset();
     }
