@@ -45,7 +45,7 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
         const save = () => deps.tables.sandboxes.put(record);
 
         const hostNetwork = modes.network === 'NODE';
-        // The pod's files, its network namespace and the pause's root filesystem do not depend on each other.
+        // The pod's files, its shm, its network namespace and the pause's root filesystem do not depend on each other.
         const podFiles = async () => {
           await mkdir(record.dir, { recursive: true, mode: 0o711 });
           undo.push('pod directory', () => rm(record.dir, { recursive: true, force: true }));
@@ -55,12 +55,13 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
             resolvConf: resolvConf(config.dns_config, hostResolv),
             hosts: hostsFile(hostNetwork, hostHosts),
           });
-          if (modes.ipc !== 'NODE') {
-            record.shm = join(deps.config.state_dir, 'sandboxes', id, 'shm');
-            save();
-            undo.push('pod shm', async () => { await unmountPodShm(record.shm!); await rm(dirname(record.shm!), { recursive: true, force: true }); });
-            await mountPodShm(record.shm);
-          }
+        };
+        const podShm = async () => {
+          if (modes.ipc === 'NODE') return;
+          record.shm = join(deps.config.state_dir, 'sandboxes', id, 'shm');
+          save();
+          undo.push('pod shm', async () => { await unmountPodShm(record.shm!); await rm(dirname(record.shm!), { recursive: true, force: true }); });
+          await mountPodShm(record.shm);
         };
         const netns = async () => {
           if (hostNetwork) return;
@@ -107,10 +108,12 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
         };
         // The pause only needs the namespace to join, not the network in it: CNI ADD runs while
         // the pause is created and started, which takes the plugins off the critical path.
+        // The shm mount and the netns go first: each needs a process, and the pause waits for both.
+        const shmMounted = podShm();
         const netnsMade = netns();
         await inParallel([
           netnsMade.then(attachNetwork),
-          inParallel([podFiles(), netnsMade, pauseRootfs()]).then(([, , made]) => startPause(made)),
+          inParallel([shmMounted, netnsMade, pauseRootfs(), podFiles()]).then(([, , made]) => startPause(made)),
         ]);
         record.state = 'SANDBOX_READY';
         delete record.creating;
