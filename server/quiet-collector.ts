@@ -50,7 +50,8 @@ export function quietCollector(log: Logger, opts: QuietCollectorOptions): QuietC
     try {
       await collect();
       baseline = heapBytes();
-      log.debug({ ms: Math.round(performance.now() - started), heapMiB: Math.round(baseline / 2 ** 20), beforeMiB: Math.round(before / 2 ** 20) }, 'quiet: heap collected and compacted');
+      const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
+      log.debug({ ms: Math.round(performance.now() - started), heapMiB: mib(baseline), beforeMiB: mib(before) }, 'quiet: heap collected and compacted');
     } catch (err) {
       log.warn({ err }, 'collecting the heap failed');
     } finally {
