@@ -1,8 +1,16 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, it } from 'node:test';
+import { containerStatusHandlers } from '../../../server/container-status.js';
+import type { Deps } from '../../../server/deps.js';
 import { ListEncoder, listEncoders, listedSummaries, withListEncoders } from '../../../server/list-encoding.js';
+import { silentLogger } from '../../../server/log.js';
 import { loadCri } from '../../../server/proto.js';
+import { openTables, type ContainerRecord } from '../../../server/records.js';
+import { Store } from '../../../server/store.js';
 
 const cri = loadCri();
 // The generated method types are narrower than the plain objects handlers return; the wire is what matters here.
@@ -89,5 +97,35 @@ describe('list encoding', () => {
     await nextTurn();
     table.put(container(1));
     assert.notEqual(summaries.get(table.get('c1')!), exited, 'a deleted record\'s summary was forgotten');
+  });
+
+  it('ListContainers answers with the summaries its table\'s changes warmed, so listing encodes nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'minicri-lists-'));
+    const store = Store.open(join(dir, 'state.db'));
+    try {
+      const tables = openTables(store);
+      const record = (i: number, state: ContainerRecord['state']): ContainerRecord => ({
+        id: `c${i}`, sandboxId: 'p1', state, createdAt: '1', startedAt: '0', finishedAt: '0', exitCode: 0, reason: '', message: '',
+        config: { metadata: { name: `app${i}`, attempt: 0 }, image: { image: 'busybox' }, labels: {}, annotations: {} } as ContainerRecord['config'],
+        image: { id: 'sha256:ab', name: 'busybox', ref: 'sha256:ab' }, dir: '/nowhere', logPath: '', stopSignal: 'SIGTERM',
+      });
+      const { encoder, counter } = countingEncoder();
+      const deps = { tables, runtimes: new Map(), config: { default_runtime: 'runc' } } as unknown as Deps;
+      const handlers = containerStatusHandlers(deps, encoder);
+      tables.containers.put(record(1, 'CONTAINER_CREATED'));
+      tables.containers.put(record(2, 'CONTAINER_EXITED'));
+      tables.containers.update('c1', (r) => { r.state = 'CONTAINER_EXITED'; });
+      await nextTurn();
+      assert.equal(counter.calls, 2);
+      const ctx = { log: silentLogger };
+      const response = await handlers.ListContainers!({ filter: null }, ctx);
+      const bytes = encoder.serialize(response);
+      assert.equal(counter.calls, 2, 'the answer was encoded before it was asked for');
+      const back = cri.RuntimeService.service.ListContainers.responseDeserialize(bytes);
+      assert.deepEqual(back.containers.map((c) => [c.id, c.state]).sort(), [['c1', 'CONTAINER_EXITED'], ['c2', 'CONTAINER_EXITED']]);
+    } finally {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
