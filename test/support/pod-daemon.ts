@@ -1,9 +1,37 @@
-// A test daemon on a private CNI network for one describe block: started before its tests; after
-// them stopped, its network and directories removed, and the host checked to be as it was.
+// Fixtures for one describe block: a private CNI network (testNetwork), or a test daemon on one
+// (podDaemon). Made before the block's tests; after them, everything removed and the host checked to
+// be as it was.
 import { after, before } from 'node:test';
 import { makeTestNet, type TestNet } from './cni-env.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from './daemon.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from './leaks.js';
+
+export interface TestNetworkOptions {
+  /** Writes the network config (default: the plain test bridge). */
+  network?: (net: TestNet) => Promise<unknown>;
+  /** Runs once the network is removed, before the host is checked: what the tests themselves made. */
+  cleanup?: () => unknown;
+}
+
+/**
+ * Registers the hooks; the returned object is filled in before the first test runs. `after` hooks the
+ * block registered earlier run before the network goes (node:test runs them in order).
+ */
+export function testNetwork(n: number, what: string, options: TestNetworkOptions = {}): { net: TestNet } {
+  const fixture = {} as { net: TestNet };
+  let snapshot: HostSnapshot;
+  before(async () => {
+    snapshot = await hostSnapshot();
+    fixture.net = await makeTestNet(n);
+    await (options.network ?? ((net) => net.writeBridgeConf()))(fixture.net);
+  });
+  after(async () => {
+    await fixture.net?.cleanup();
+    await options.cleanup?.();
+    await assertNothingLeft(snapshot, what);
+  });
+  return fixture;
+}
 
 export interface PodDaemon {
   net: TestNet;
@@ -21,19 +49,13 @@ export interface PodDaemonOptions {
 /** Registers the hooks; the returned object is filled in before the first test runs. */
 export function podDaemon(n: number, what: string, options: PodDaemonOptions = {}): PodDaemon {
   const fixture = {} as PodDaemon;
-  let snapshot: HostSnapshot;
+  // Registered before the network's: the daemon stops before its network goes.
+  after(async () => { await fixture.daemon?.stop(); });
+  const network = testNetwork(n, what, { network: options.network, cleanup: () => { if (fixture.dirs) removeDirs(fixture.dirs); } });
   before(async () => {
-    snapshot = await hostSnapshot();
-    fixture.net = await makeTestNet(n);
-    await (options.network ?? ((net) => net.writeBridgeConf()))(fixture.net);
+    fixture.net = network.net;
     fixture.dirs = makeDaemonDirs(options.extraToml ?? '', fixture.net);
     fixture.daemon = await TestDaemon.start(fixture.dirs);
-  });
-  after(async () => {
-    await fixture.daemon?.stop();
-    await fixture.net?.cleanup();
-    if (fixture.dirs) removeDirs(fixture.dirs);
-    await assertNothingLeft(snapshot, what);
   });
   return fixture;
 }

@@ -2,11 +2,11 @@
 // kubelet-style convergence (stop and remove whatever is listed), nothing may be left on the host.
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { execa } from 'execa';
-import { makeTestNet, type TestNet } from '../../support/cni-env.js';
+import type { TestNet } from '../../support/cni-env.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { testNetwork } from '../../support/pod-daemon.js';
 import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
 
 const PORTMAP = { type: 'portmap', capabilities: { portMappings: true } };
@@ -32,20 +32,11 @@ async function assertDaemonClean(net: TestNet, dirs: DaemonDirs, daemon: TestDae
 }
 
 describe('crash recovery', () => {
-  let snapshot: HostSnapshot;
-  let net: TestNet;
-  before(async () => {
-    snapshot = await hostSnapshot();
-    net = await makeTestNet(65);
-    await net.writeBridgeConf({ extra: [PORTMAP] });
-  });
-  after(async () => {
-    await net.cleanup();
-    await assertNothingLeft(snapshot, 'the crash recovery tests');
-  });
+  const network = testNetwork(65, 'the crash recovery tests', { network: (net) => net.writeBridgeConf({ extra: [PORTMAP] }) });
 
   /** Runs `operation` on a daemon set to die at `point`, restarts it, converges, and checks the host. */
   async function crashAt(point: string, operation: (daemon: TestDaemon) => Promise<unknown>): Promise<void> {
+    const { net } = network;
     const dirs = makeDaemonDirs('', net);
     let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
     try {
@@ -101,6 +92,7 @@ describe('crash recovery', () => {
   }
 
   it('records a container as running when the daemon died right after starting it', async () => {
+    const { net } = network;
     const dirs = makeDaemonDirs('', net);
     let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: 'container-started' });
     try {
@@ -128,6 +120,7 @@ describe('crash recovery', () => {
   }
 
   it('after a simulated reboot, releases every IP and leaves removable NOTREADY pods', async () => {
+    const { net } = network;
     const dirs = makeDaemonDirs('', net);
     let daemon = await TestDaemon.start(dirs);
     try {

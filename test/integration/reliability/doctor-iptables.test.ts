@@ -1,12 +1,11 @@
 // `minicri doctor --repair` removes the iptables chains portmap made for a pod whose record was lost (the
 // daemon killed, the row gone): listed as orphans first, then gone, and the nat table as it was.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { execa } from 'execa';
-import { makeTestNet, type TestNet } from '../../support/cni-env.js';
 import { makeDaemonDirs, removeDirs, unmountUnder, runMinicri, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { testNetwork } from '../../support/pod-daemon.js';
 import { podConfig } from '../../support/pods.js';
 import { freePort } from '../../support/registry.js';
 
@@ -20,27 +19,23 @@ async function doctor(dirs: DaemonDirs, ...flags: string[]): Promise<{ code: num
 }
 
 describe('minicri doctor and portmap chains', () => {
-  let snapshot: HostSnapshot;
-  let net: TestNet;
   let dirs: DaemonDirs;
   let natBefore: string[];
-  before(async () => {
-    snapshot = await hostSnapshot();
-    natBefore = await natRules();
-    net = await makeTestNet(84);
-    await net.writeBridgeConf({ extra: [{ type: 'portmap', capabilities: { portMappings: true } }] });
-  });
-  after(async () => {
-    await net.cleanup();
-    await unmountUnder(dirs.base);
-    removeDirs(dirs);
-    // Other tests may change the nat table meanwhile: of the rules added since, none may point at this test's pods.
-    const added = (await natRules()).filter((r) => !natBefore.includes(r));
-    assert.deepEqual(added.filter((r) => r.includes(net.subnet.replace(/0\/24$/, ''))), []);
-    await assertNothingLeft(snapshot, 'the doctor iptables test');
+  // Registered first, so it runs before the network is made.
+  before(async () => { natBefore = await natRules(); });
+  const network = testNetwork(84, 'the doctor iptables test', {
+    network: (net) => net.writeBridgeConf({ extra: [{ type: 'portmap', capabilities: { portMappings: true } }] }),
+    cleanup: async () => {
+      await unmountUnder(dirs.base);
+      removeDirs(dirs);
+      // Other tests may change the nat table meanwhile: of the rules added since, none may point at this test's pods.
+      const added = (await natRules()).filter((r) => !natBefore.includes(r));
+      assert.deepEqual(added.filter((r) => r.includes(network.net.subnet.replace(/0\/24$/, ''))), []);
+    },
   });
 
   it('lists the chains of a pod no record explains, and --repair removes them', async () => {
+    const { net } = network;
     dirs = makeDaemonDirs('', net, { ownNetnsDir: true });
     const daemon = await TestDaemon.start(dirs);
     const hostPort = await freePort();

@@ -2,11 +2,10 @@
 // --repair removes exactly those, leaving the pods the store knows untouched.
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { makeTestNet, type TestNet } from '../../support/cni-env.js';
 import { makeDaemonDirs, removeDirs, unmountUnder, runMinicri, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { testNetwork } from '../../support/pod-daemon.js';
 import { podConfig } from '../../support/pods.js';
 
 interface Finding { kind: string; object: string; owner?: string; status: string }
@@ -20,22 +19,16 @@ const kindsOf = (findings: Finding[], owner: string, status: string) =>
   [...new Set(findings.filter((f) => f.owner && owner.startsWith(f.owner) && f.status === status).map((f) => f.kind))].sort();
 
 describe('minicri doctor', () => {
-  let snapshot: HostSnapshot;
-  let net: TestNet;
   let dirs: DaemonDirs;
-  before(async () => {
-    snapshot = await hostSnapshot();
-    net = await makeTestNet(69);
-    await net.writeBridgeConf();
-  });
-  after(async () => {
-    await net.cleanup();
-    await unmountUnder(dirs.netnsDir!);
-    removeDirs(dirs);
-    await assertNothingLeft(snapshot, 'the doctor test');
+  const network = testNetwork(69, 'the doctor test', {
+    cleanup: async () => {
+      await unmountUnder(dirs.netnsDir!);
+      removeDirs(dirs);
+    },
   });
 
   it('finds the orphans of a pod whose record was lost, and repairs only those', async () => {
+    const { net } = network;
     dirs = makeDaemonDirs('', net, { ownNetnsDir: true });
     let daemon = await TestDaemon.start(dirs);
     const kept = (await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('doc-kept') })).pod_sandbox_id;

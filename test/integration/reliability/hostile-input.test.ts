@@ -5,10 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import type { ContainerConfig } from '../../../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig } from '../../../gen/runtime/v1/PodSandboxConfig.js';
-import { makeTestNet, type TestNet } from '../../support/cni-env.js';
 import type { CriClient } from '../../support/cri-client.js';
-import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { podDaemon } from '../../support/pod-daemon.js';
 import { containerConfig, PAUSE_IMAGE as PAUSE, podConfig } from '../../support/pods.js';
 
 const { INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, RESOURCE_EXHAUSTED } = grpc.status;
@@ -72,34 +70,25 @@ const CASES: Case[] = [
 ];
 
 describe('hostile input', () => {
-  let snapshot: HostSnapshot;
-  let net: TestNet;
-  let dirs: DaemonDirs;
-  let daemon: TestDaemon;
   const ctx = { ready: '', notReady: '' };
+  // Registered before the fixture's own: the pods go before the daemon stops.
+  after(async () => {
+    for (const id of [ctx.ready, ctx.notReady]) await env.daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
+  });
+  const env = podDaemon(67, 'the hostile input tests');
 
   before(async () => {
-    snapshot = await hostSnapshot();
-    net = await makeTestNet(67);
-    await net.writeBridgeConf();
-    dirs = makeDaemonDirs('', net);
-    daemon = await TestDaemon.start(dirs);
+    const { daemon } = env;
     ctx.ready = (await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('hostile-ready') })).pod_sandbox_id;
     ctx.notReady = (await daemon.client.runtime.call('RunPodSandbox', { config: podConfig('hostile-stopped') })).pod_sandbox_id;
     await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: ctx.notReady });
-  });
-  after(async () => {
-    for (const id of [ctx.ready, ctx.notReady]) await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
-    await daemon.stop();
-    await net.cleanup();
-    removeDirs(dirs);
-    await assertNothingLeft(snapshot, 'the hostile input tests');
   });
 
   it(`has at least 30 cases (${CASES.length})`, () => assert.ok(CASES.length >= 30));
 
   for (const c of CASES) {
     it(`refuses ${c.name}`, async () => {
+      const { daemon, net } = env;
       await assert.rejects(c.call(daemon.client, ctx), (err: grpc.ServiceError) => {
         assert.equal(grpc.status[err.code], grpc.status[c.code], err.details);
         assert.match(err.details, c.message);

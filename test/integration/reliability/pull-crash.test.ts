@@ -3,12 +3,11 @@
 // succeeds and the image runs a container.
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { pushBusybox } from '../../support/busybox-image.js';
-import { makeTestNet, type TestNet } from '../../support/cni-env.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { testNetwork } from '../../support/pod-daemon.js';
 import { containerConfig, podConfig } from '../../support/pods.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
 
@@ -32,25 +31,17 @@ async function unexplained(dirs: DaemonDirs): Promise<string[]> {
 }
 
 describe('crash during PullImage', () => {
-  let snapshot: HostSnapshot;
-  let net: TestNet;
   let registry: TestRegistry;
   let image: string;
+  const network = testNetwork(81, 'the pull crash tests', { cleanup: () => registry?.stop() });
   before(async () => {
-    snapshot = await hostSnapshot();
-    net = await makeTestNet(81);
-    await net.writeBridgeConf();
     registry = await startRegistry();
     image = await pushBusybox(registry, 'pullcrash');
-  });
-  after(async () => {
-    await registry?.stop();
-    await net?.cleanup();
-    await assertNothingLeft(snapshot, 'the pull crash tests');
   });
 
   for (const point of ['pull-manifest-stored', 'pull-blob-stored', 'pull-layer-unpacked']) {
     it(`leaves the image store as if the pull never started when the daemon dies at ${point}`, async () => {
+      const { net } = network;
       const dirs = makeDaemonDirs('', net);
       let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
       try {

@@ -5,36 +5,29 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createPodNetns, podNetnsPaths, removePodNetns, type PodNetns } from '../../../netns/netns.js';
 import { mountPodShm } from '../../../oci/runtime/pod/files.js';
-import { makeTestNet, type TestNet } from '../../support/cni-env.js';
 import { makeDaemonDirs, removeDirs, unmountUnder, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { testNetwork } from '../../support/pod-daemon.js';
 import { podConfig } from '../../support/pods.js';
 
 const mounted = async (path: string) => (await readFile('/proc/self/mounts', 'utf8')).split('\n').some((l) => l.split(' ')[1] === path);
 
 describe('recovery sweeps unexplained pins and shm mounts', () => {
-  let snapshot: HostSnapshot;
-  let net: TestNet;
   let dirs: DaemonDirs;
   let foreign: PodNetns | undefined;
-  before(async () => {
-    snapshot = await hostSnapshot();
-    net = await makeTestNet(82);
-    await net.writeBridgeConf();
-  });
-  after(async () => {
-    if (foreign) await removePodNetns(foreign);
-    await net.cleanup();
-    // Whatever a failed run left in the test's own dirs.
-    await unmountUnder(dirs.base);
-    removeDirs(dirs);
-    await assertNothingLeft(snapshot, 'the recovery sweep test');
+  const network = testNetwork(82, 'the recovery sweep test', {
+    cleanup: async () => {
+      if (foreign) await removePodNetns(foreign);
+      // Whatever a failed run left in the test's own dirs.
+      await unmountUnder(dirs.base);
+      removeDirs(dirs);
+    },
   });
 
   it('removes a pin and an shm mount no record explains at start, and nothing else', async () => {
+    const { net } = network;
     dirs = makeDaemonDirs('', net, { ownNetnsDir: true });
     const netnsDir = dirs.netnsDir!;
     let daemon = await TestDaemon.start(dirs);
