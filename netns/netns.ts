@@ -74,9 +74,14 @@ async function pinNewNetns(dir: string, pinned: string): Promise<void> {
   }
 }
 
+/** Whether `target` (absolute, resolved) is a mount point in this process's mount namespace now. */
+export async function isMounted(target: string): Promise<boolean> {
+  return isMountPoint(await fs.readFile('/proc/self/mountinfo', 'utf8'), target);
+}
+
 /** Same as iproute2: make `dir` a shared mount point, bind-mounting it onto itself first if it is none. */
 async function makeSharedMountPoint(dir: string): Promise<void> {
-  if (!isMountPoint(await fs.readFile('/proc/self/mountinfo', 'utf8'), await fs.realpath(dir))) {
+  if (!(await isMounted(await fs.realpath(dir)))) {
     await execa('mount', ['--bind', dir, dir]);
   }
   await execa('mount', ['--make-shared', dir]);
@@ -93,8 +98,7 @@ export async function removePodNetns(ns: { path: string; symlink?: string }): Pr
   const target = await resolvedPath(ns.path);
   // A pin can be stacked (mounted twice); unmount until none is left.
   for (let i = 0; i < 8; i++) {
-    const mountinfo = await fs.readFile('/proc/self/mountinfo', 'utf8');
-    if (!isMountPoint(mountinfo, target)) break;
+    if (!(await isMounted(target))) break;
     try {
       // Lazy, as iproute2 does: processes still inside keep the namespace until they exit.
       await execa('umount', ['--lazy', ns.path]);

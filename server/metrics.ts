@@ -10,7 +10,6 @@ import type { Logger } from './log.js';
 import type { Tables } from './records.js';
 import type { RpcObserver } from './rpc.js';
 
-
 export interface Metrics {
   observe: RpcObserver;
   /** Where it listens: "host:port" or the socket path. */

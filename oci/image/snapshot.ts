@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../server/errors.js';
 import type { Logger } from '../../server/log.js';
-import { isMountPoint } from '../../netns/names.js';
+import { isMounted } from '../../netns/netns.js';
 import { hexOf } from './content.js';
 import { SingleFlight } from './flight.js';
 import { unpackLayer } from './unpack.js';
@@ -194,7 +194,7 @@ export class LayerStore {
   async removeRootfs(key: string): Promise<void> {
     const dir = this.rootfsPath(key);
     const merged = join(dir, 'merged');
-    if (await isMountpoint(merged)) {
+    if (await isMounted(merged)) {
       try {
         await execa('umount', [merged]);
       } catch {
@@ -242,7 +242,7 @@ export class LayerStore {
       path,
       layers: meta.layers,
       mount: { type: 'overlay', source: 'overlay', options: [`lowerdir=${lower.join(':')}`, `upperdir=${join(dir, 'upper')}`, `workdir=${join(dir, 'work')}`] },
-      mounted: await isMountpoint(path),
+      mounted: await isMounted(path),
       readOnly: false,
     };
   }
@@ -267,8 +267,4 @@ export async function diskUsage(path: string): Promise<Usage> {
   };
   await walk(path);
   return { bytes, inodes: seen.size };
-}
-
-async function isMountpoint(path: string): Promise<boolean> {
-  return isMountPoint(await readFile('/proc/self/mountinfo', 'utf8'), path);
 }

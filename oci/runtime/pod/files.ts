@@ -1,9 +1,9 @@
 // The files a pod shares with its containers: hostname, resolv.conf, hosts, and a private /dev/shm.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { DNSConfig__Output } from '../../../gen/runtime/v1/DNSConfig.js';
-import { isMountPoint } from '../../../netns/names.js';
+import { isMounted } from '../../../netns/netns.js';
 
 /** The pod's resolv.conf: the DNS config kubelet computed, or the host's when it gave none. */
 export function resolvConf(dns: DNSConfig__Output | null | undefined, hostResolv: string): string {
@@ -60,7 +60,7 @@ export async function mountPodShm(path: string): Promise<void> {
 
 /** Unmounts the pod's shm; a path that is not mounted (or gone) is fine, and costs no umount process. */
 export async function unmountPodShm(path: string): Promise<void> {
-  if (!isMountPoint(await readFile('/proc/self/mountinfo', 'utf8'), path)) return;
+  if (!(await isMounted(path))) return;
   const result = await execa('umount', [path], { reject: false });
   if (result.exitCode !== 0 && !/not mounted|no mount point|No such file/.test(result.stderr)) {
     throw new Error(`umount ${path}: ${result.stderr}`);
