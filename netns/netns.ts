@@ -1,12 +1,12 @@
 // Pod network namespaces, pinned as nsfs bind mounts so they outlive any process in them.
-// Creation goes through iproute2 (`ip netns add`) which also turns the directory into a shared
+// The mount helper pins them as `ip netns add` does, which also turns the directory into a shared
 // mount point, so the pin propagates to mount namespaces created later (runc, conmon).
-// For a directory other than iproute2's compiled-in one, util-linux does the same two steps.
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { AlreadyExists, Internal, InvalidArgument, NotFound } from '../server/errors.js';
+import { pinNetns, unmountIfMounted } from './mounter.js';
 import { isMountPoint, netnsPinName, netnsSymlinkName, validateNetSysctls, NETNS_PREFIX } from './names.js';
 
 /** iproute2's fixed directory for named network namespaces. */
@@ -55,20 +55,8 @@ export async function createPodNetns(podName: string, opts: { dir?: string; path
 
 async function pinNewNetns(dir: string, pinned: string): Promise<void> {
   try {
-    if (dir === DEFAULT_NETNS_DIR) {
-      await execa('ip', ['netns', 'add', path.basename(pinned)]);
-      return;
-    }
     await fs.mkdir(dir, { recursive: true, mode: 0o755 });
-    await makeSharedMountPoint(dir);
-    // O_EXCL: a name clash must fail, never reuse someone else's pin.
-    await (await fs.open(pinned, 'wx', 0o444)).close();
-    try {
-      await execa('unshare', [`--net=${pinned}`, 'true']);
-    } catch (err) {
-      await fs.rm(pinned, { force: true });
-      throw err;
-    }
+    await pinNetns(dir, pinned);
   } catch (err) {
     throw new Internal(`cannot create network namespace ${pinned}: ${errText(err)}`, { cause: err });
   }
@@ -79,14 +67,6 @@ export async function isMounted(target: string): Promise<boolean> {
   return isMountPoint(await fs.readFile('/proc/self/mountinfo', 'utf8'), target);
 }
 
-/** Same as iproute2: make `dir` a shared mount point, bind-mounting it onto itself first if it is none. */
-async function makeSharedMountPoint(dir: string): Promise<void> {
-  if (!(await isMounted(await fs.realpath(dir)))) {
-    await execa('mount', ['--bind', dir, dir]);
-  }
-  await execa('mount', ['--make-shared', dir]);
-}
-
 /** Unpins the namespace and deletes the symlink; either being gone already is fine. */
 export async function removePodNetns(ns: { path: string; symlink?: string }): Promise<void> {
   if (ns.symlink) {
@@ -94,30 +74,18 @@ export async function removePodNetns(ns: { path: string; symlink?: string }): Pr
     const st = await fs.lstat(ns.symlink).catch(() => undefined);
     if (st?.isSymbolicLink()) await fs.rm(ns.symlink, { force: true });
   }
-  // mountinfo lists resolved paths (/var/run is usually a symlink to /run).
-  const target = await resolvedPath(ns.path);
-  // A pin can be stacked (mounted twice); unmount until none is left.
-  for (let i = 0; i < 8; i++) {
-    if (!(await isMounted(target))) break;
-    try {
-      // Lazy, as iproute2 does: processes still inside keep the namespace until they exit.
-      await execa('umount', ['--lazy', ns.path]);
-    } catch (err) {
-      throw new Internal(`cannot unmount network namespace ${ns.path}: ${errText(err)}`, { cause: err });
-    }
+  try {
+    // A pin can be stacked (mounted twice): unmount until none is left. Lazy, as iproute2 does:
+    // processes still inside keep the namespace until they exit.
+    for (let i = 0; i < 8; i++) if (!(await unmountIfMounted(ns.path, { lazy: true }))) break;
+  } catch (err) {
+    throw new Internal(`cannot unmount network namespace ${ns.path}: ${errText(err)}`, { cause: err });
   }
   try {
     await fs.rm(ns.path, { force: true });
   } catch (err) {
     throw new Internal(`cannot delete network namespace file ${ns.path}: ${errText(err)}`, { cause: err });
   }
-}
-
-/** `p` with its directory's symlinks resolved (the file itself may be gone already). */
-async function resolvedPath(p: string): Promise<string> {
-  const abs = path.resolve(p);
-  const dir = await fs.realpath(path.dirname(abs)).catch(() => path.dirname(abs));
-  return path.join(dir, path.basename(abs));
 }
 
 /** True when `nsPath` is a live namespace pin (an nsfs mount), not just a leftover file. */

@@ -1,7 +1,7 @@
 #!/bin/sh
-# Builds minicri's two small C programs as static binaries under dist/: the pause (it must run in an
-# empty root filesystem) and the streaming helper (PTY exec, conmon attach, connects inside a pod's
-# netns). musl-gcc gives binaries of a few KiB; without it glibc's static libc works too.
+# Builds minicri's small C programs as static binaries under dist/: the pause (it must run in an
+# empty root filesystem), the streaming helper (PTY exec, conmon attach, connects inside a pod's
+# netns) and the mount helper (mounts, unmounts and netns pins without a process each). musl-gcc gives binaries of a few KiB; without it glibc's static libc works too.
 # CC overrides the compiler. Each is built to a temp name and renamed, so a failure leaves no broken binary.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,3 +23,4 @@ build() {
 
 build oci/runtime/pause/pause.c dist/pause/pause
 build oci/runtime/streamhelper/streamhelper.c dist/streamhelper/minicri-streamhelper
+build netns/mounter/mounter.c dist/mounter/minicri-mounter

@@ -9,6 +9,7 @@ import { CriClient } from '../../test/support/cri-client.js';
 import { MAIN, unmountUnder } from '../../test/support/daemon.js';
 import { CNI_BIN, RUNC, removeRuncState, type BenchEnv } from './env.js';
 import { liveProcesses } from '../../oci/runtime/processes.js';
+import { parentOf } from './proc.js';
 import { pool } from './stats.js';
 
 export type TargetName = 'minicri' | 'containerd';
@@ -18,7 +19,7 @@ export interface Target {
   client: CriClient;
   /** The daemon's pid, for its memory and CPU. */
   pid: number;
-  /** The per-pod helper processes it starts (conmon for minicri, shims for containerd). */
+  /** The helper processes it starts (conmon per container and one mount helper for minicri, a shim per pod for containerd). */
   helpers(): Promise<number[]>;
   /** Removes every pod and container, stops the daemon and anything it left. */
   stop(): Promise<void>;
@@ -123,7 +124,12 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     ? spawnLogged(process.execPath, [...shebangNodeFlags(readFileSync(MAIN, 'utf8')), '--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, MAIN, ...serve], logFile)
     : spawnLogged(MAIN, serve, logFile);
   const client = new CriClient(socket);
-  const helpers = async () => (await liveProcesses('conmon', `${dir}/`)).map((p) => p.pid);
+  // The conmons, and the daemon's one mount helper: memory minicri adds to the host either way.
+  const helpers = async () => {
+    const mounters = await liveProcesses('minicri-mounter');
+    const ours = await Promise.all(mounters.map(async (p) => ((await parentOf(p.pid)) === child.pid ? [p.pid] : [])));
+    return [...(await liveProcesses('conmon', `${dir}/`)).map((p) => p.pid), ...ours.flat()];
+  };
   const stop = stopper({ child, client, helpers, runcRoot, dir });
   try {
     await waitServing(client, child, 'minicri', logFile);

@@ -3,10 +3,10 @@
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../server/errors.js';
 import type { Logger } from '../../server/log.js';
 import { isMounted } from '../../netns/netns.js';
+import { MountError, mount, unmount, unmountIfMounted } from '../../netns/mounter.js';
 import { hexOf } from './content.js';
 import { SingleFlight } from './flight.js';
 import { unpackLayer } from './unpack.js';
@@ -179,13 +179,13 @@ export class LayerStore {
       if (data.length > MAX_MOUNT_DATA) {
         throw new ResourceExhausted(`image ${rootfs.imageId} has too many layers (${rootfs.layers.length}) for one overlay mount`);
       }
-      // Relative lowerdirs resolve against mount(8)'s cwd, the link dir.
-      await execa('mount', ['-t', 'overlay', 'overlay', '-o', data, rootfs.path], { cwd: this.linkDir });
+      // Relative lowerdirs resolve against the mount's cwd, the link dir.
+      await mount({ source: 'overlay', target: rootfs.path, fstype: 'overlay', data, cwd: this.linkDir });
       this.log.debug({ key: rootfs.key, imageId: rootfs.imageId, layers: rootfs.layers.length, ms: Date.now() - started }, 'rootfs mounted');
       return { ...rootfs, mounted: true };
     } catch (err) {
       if (created) await rm(this.rootfsPath(rootfs.key), { recursive: true, force: true });
-      if (err instanceof Error && 'stderr' in err) throw new Internal(`mounting rootfs "${rootfs.key}" failed: ${String(err.stderr).trim()}`, { cause: err });
+      if (err instanceof MountError) throw new Internal(`mounting rootfs "${rootfs.key}" failed: ${err.message}`, { cause: err });
       throw err;
     }
   }
@@ -194,13 +194,11 @@ export class LayerStore {
   async removeRootfs(key: string): Promise<void> {
     const dir = this.rootfsPath(key);
     const merged = join(dir, 'merged');
-    if (await isMounted(merged)) {
-      try {
-        await execa('umount', [merged]);
-      } catch {
-        // Busy (a process still holds it): detach now, the kernel frees it when the last user goes.
-        await execa('umount', ['-l', merged]);
-      }
+    try {
+      await unmountIfMounted(merged);
+    } catch {
+      // Busy (a process still holds it): detach now, the kernel frees it when the last user goes.
+      await unmount(merged, { lazy: true });
     }
     await rm(dir, { recursive: true, force: true });
   }

@@ -1,9 +1,8 @@
 // The files a pod shares with its containers: hostname, resolv.conf, hosts, and a private /dev/shm.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import type { DNSConfig__Output } from '../../../gen/runtime/v1/DNSConfig.js';
-import { isMounted } from '../../../netns/netns.js';
+import { MS, mount, unmountIfMounted } from '../../../netns/mounter.js';
 
 /** The pod's resolv.conf: the DNS config kubelet computed, or the host's when it gave none. */
 export function resolvConf(dns: DNSConfig__Output | null | undefined, hostResolv: string): string {
@@ -55,14 +54,10 @@ const SHM_BYTES = 64 * 1024 * 1024;
 
 export async function mountPodShm(path: string): Promise<void> {
   await mkdir(path, { recursive: true, mode: 0o1777 });
-  await execa('mount', ['-t', 'tmpfs', '-o', `nosuid,nodev,noexec,mode=1777,size=${SHM_BYTES}`, 'shm', path]);
+  await mount({ source: 'shm', target: path, fstype: 'tmpfs', flags: MS.NOSUID | MS.NODEV | MS.NOEXEC, data: `mode=1777,size=${SHM_BYTES}` });
 }
 
-/** Unmounts the pod's shm; a path that is not mounted (or gone) is fine, and costs no umount process. */
+/** Unmounts the pod's shm; a path that is not mounted (or gone) is fine. */
 export async function unmountPodShm(path: string): Promise<void> {
-  if (!(await isMounted(path))) return;
-  const result = await execa('umount', [path], { reject: false });
-  if (result.exitCode !== 0 && !/not mounted|no mount point|No such file/.test(result.stderr)) {
-    throw new Error(`umount ${path}: ${result.stderr}`);
-  }
+  await unmountIfMounted(path);
 }

@@ -1,0 +1,173 @@
+// The daemon's mounts, unmounts and new netns pins, made by one long-lived minicri-mounter process
+// (netns/mounter/mounter.c) rather than a mount(8), umount(8) or ip(8) process each. Forking the daemon
+// and starting those programs cost about 2 ms a call and most of the CPU a pod storm spends on them;
+// the helper answers in a fraction of that. It is started on first use and again after it dies.
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { getSystemErrorName } from 'node:util';
+import { Internal } from '../server/errors.js';
+
+export const MOUNTER = fileURLToPath(new URL('../mounter/minicri-mounter', import.meta.url));
+
+/** mount(2) flags minicri passes (linux/mount.h). */
+export const MS = { NOSUID: 0x2, NODEV: 0x4, NOEXEC: 0x8, BIND: 0x1000, REC: 0x4000 } as const;
+/** umount2(2): detach now, free when the last user goes. */
+export const MNT_DETACH = 0x2;
+
+/** A failed system call in the helper, with its errno name (EBUSY, EINVAL, ...) as `code`. */
+export class MountError extends Error {
+  constructor(message: string, readonly code: string) {
+    super(message);
+  }
+}
+
+type Op = 'mount' | 'umount' | 'netns';
+
+/** One request as the helper reads it: NUL-terminated fields. Pure. */
+export function encodeRequest(id: number, op: Op, args: readonly string[]): Buffer {
+  for (const a of args) if (a.includes('\0')) throw new Internal(`${op}: argument ${JSON.stringify(a)} contains a NUL byte`);
+  return Buffer.from([String(id), op, ...args].map((f) => `${f}\0`).join(''), 'utf8');
+}
+
+export interface Reply {
+  id: number;
+  /** 0 when the call succeeded. */
+  errno: number;
+  message: string;
+}
+
+/** One answer line, `<id> <errno> <message>`, without its newline. Pure. */
+export function parseReply(line: string): Reply {
+  const m = /^(\d+) (\d+) ?(.*)$/.exec(line);
+  if (!m) throw new Internal(`minicri-mounter sent an unreadable answer "${line}"`);
+  return { id: Number(m[1]), errno: Number(m[2]), message: m[3]! };
+}
+
+interface Pending {
+  what: string;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+/** One helper process and the requests it has not answered yet. */
+class Helper {
+  private readonly pending = new Map<number, Pending>();
+  private readonly child: ChildProcess;
+  /** The pipes are sockets underneath: they can be unref'd so an idle helper keeps nobody alive. */
+  private readonly out: Socket;
+  private partial = '';
+  private stderr = '';
+
+  /** onExit: it can take no more requests (exited or could not start). */
+  constructor(private readonly onExit: (h: Helper) => void) {
+    const child = spawn(MOUNTER, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = child;
+    this.out = child.stdout as Socket;
+    this.hold(false);
+    (child.stderr as Socket).unref();
+    (child.stdin as Socket).unref();
+    this.out.setEncoding('utf8').on('data', (chunk: string) => this.answered(chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { this.stderr = (this.stderr + chunk).slice(-1000); });
+    child.stdin!.on('error', () => { /* reported by 'exit' or 'error' */ });
+    child.on('error', (err) => this.gone(`cannot run ${MOUNTER}: ${err.message} (npm run build makes it)`));
+    child.on('exit', () => this.onExit(this));
+    // 'close' comes once the helper and its children have all closed stdout: every answer is in by then.
+    child.on('close', (code, signal) => this.gone(`minicri-mounter exited (${signal ?? code})${this.stderr ? `: ${this.stderr.trim()}` : ''}`));
+  }
+
+  send(id: number, request: Buffer, p: Pending): void {
+    // A request in flight keeps the process alive (until answered or the helper's exit is seen);
+    // an idle helper does not.
+    if (this.pending.size === 0) this.hold(true);
+    this.pending.set(id, p);
+    this.child.stdin!.write(request);
+  }
+
+  private answered(chunk: string): void {
+    const lines = (this.partial + chunk).split('\n');
+    this.partial = lines.pop()!;
+    for (const line of lines) {
+      let reply: Reply;
+      try {
+        reply = parseReply(line);
+      } catch (err) {
+        this.child.kill('SIGKILL');
+        this.gone((err as Error).message);
+        return;
+      }
+      const p = this.pending.get(reply.id);
+      if (!p) continue;
+      this.pending.delete(reply.id);
+      if (this.pending.size === 0) this.hold(false);
+      if (reply.errno === 0) p.resolve();
+      else {
+        const code = getSystemErrorName(-reply.errno);
+        p.reject(new MountError(`${p.what}: ${reply.message} (${code})`, code));
+      }
+    }
+  }
+
+  private hold(on: boolean): void {
+    for (const h of [this.child, this.out]) if (on) h.ref(); else h.unref();
+  }
+
+  /** What it had not answered fails. */
+  private gone(why: string): void {
+    this.onExit(this);
+    const pending = [...this.pending.values()];
+    if (pending.length > 0) this.hold(false);
+    this.pending.clear();
+    for (const p of pending) p.reject(new Internal(`${p.what}: ${why}`));
+  }
+}
+
+class Mounter {
+  private helper?: Helper;
+  private nextId = 1;
+
+  call(op: Op, args: readonly string[], what: string): Promise<void> {
+    const id = this.nextId++;
+    const request = encodeRequest(id, op, args);
+    const helper = (this.helper ??= new Helper((h) => { if (this.helper === h) this.helper = undefined; }));
+    return new Promise<void>((resolve, reject) => helper.send(id, request, { what, resolve, reject }));
+  }
+}
+
+const mounter = new Mounter();
+
+export interface MountRequest {
+  source: string;
+  target: string;
+  fstype?: string;
+  flags?: number;
+  data?: string;
+  /** Directory that relative paths in `data` (overlay lowerdirs) resolve against. */
+  cwd?: string;
+}
+
+export function mount(m: MountRequest): Promise<void> {
+  const what = `mount ${m.fstype || m.source} on ${m.target}`;
+  return mounter.call('mount', [m.source, m.target, m.fstype ?? '', String(m.flags ?? 0), m.data ?? '', m.cwd ?? ''], what);
+}
+
+export function unmount(target: string, opts: { lazy?: boolean } = {}): Promise<void> {
+  return mounter.call('umount', [target, String(opts.lazy ? MNT_DETACH : 0)], `unmount ${target}`);
+}
+
+/** As `ip netns add`: makes `dir` a shared mount point and pins a new network namespace at `pin`,
+ *  which must not exist yet. */
+export function pinNetns(dir: string, pin: string): Promise<void> {
+  return mounter.call('netns', [dir, pin], `pin a new network namespace at ${pin}`);
+}
+
+/** Unmounts `target`; false when it was no mount point (EINVAL) or does not exist (ENOENT). */
+export async function unmountIfMounted(target: string, opts: { lazy?: boolean } = {}): Promise<boolean> {
+  try {
+    await unmount(target, opts);
+    return true;
+  } catch (err) {
+    if (err instanceof MountError && (err.code === 'EINVAL' || err.code === 'ENOENT')) return false;
+    throw err;
+  }
+}

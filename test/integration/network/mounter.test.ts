@@ -1,0 +1,151 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { MOUNTER, MS, MountError, mount, pinNetns, unmount, unmountIfMounted } from '../../../netns/mounter.js';
+import { isMounted } from '../../../netns/netns.js';
+import { liveProcesses } from '../../../oci/runtime/processes.js';
+import { exited, parentOf } from '../../../bench/lib/proc.js';
+import { Internal } from '../../../server/errors.js';
+
+async function scratch(t: { after(fn: () => Promise<void>): void }): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'mcri-mounter-'));
+  t.after(async () => {
+    // Whatever a failed assertion left mounted under it goes first, deepest first.
+    const info = await readFile('/proc/self/mountinfo', 'utf8');
+    const mounted = info.split('\n').map((l) => l.split(' ')[4] ?? '').filter((m) => m.startsWith(`${dir}/`)).sort().reverse();
+    for (const m of mounted) await execa('umount', ['-l', m], { reject: false });
+    await rm(dir, { recursive: true, force: true });
+  });
+  return dir;
+}
+
+function mountLine(target: string, info: string): string | undefined {
+  return info.split('\n').find((l) => l.split(' ')[4] === target);
+}
+
+/** Our own helper process (a child of this test process). */
+async function ourHelper(): Promise<number> {
+  for (const p of await liveProcesses('minicri-mounter', MOUNTER)) if ((await parentOf(p.pid)) === process.pid) return p.pid;
+  throw new Error('no minicri-mounter child of this process');
+}
+
+test('mounter: a tmpfs with flags and data is mounted, then unmounted', async (t) => {
+  const dir = await scratch(t);
+  const target = path.join(dir, 'shm');
+  await mkdir(target);
+  await mount({ source: 'shm', target, fstype: 'tmpfs', flags: MS.NOSUID | MS.NODEV | MS.NOEXEC, data: 'mode=1777,size=1048576' });
+  const line = mountLine(target, await readFile('/proc/self/mountinfo', 'utf8'));
+  assert.ok(line, 'mounted');
+  assert.match(line, / rw,nosuid,nodev,noexec,/);
+  assert.match(line, / - tmpfs shm rw,.*size=1024k/);
+  assert.equal((await stat(target)).mode & 0o7777, 0o1777);
+  await unmount(target);
+  assert.equal(await isMounted(target), false);
+  // Nothing mounted, or nothing there at all: not an error for unmountIfMounted.
+  assert.equal(await unmountIfMounted(target), false);
+  assert.equal(await unmountIfMounted(path.join(dir, 'missing')), false);
+});
+
+test('mounter: failures carry the errno name and say what was asked', async (t) => {
+  const dir = await scratch(t);
+  const missing = path.join(dir, 'missing');
+  await assert.rejects(mount({ source: 'shm', target: missing, fstype: 'tmpfs' }), (err: unknown) =>
+    err instanceof MountError && err.code === 'ENOENT' && err.message === `mount tmpfs on ${missing}: No such file or directory (ENOENT)`);
+  await assert.rejects(unmount(dir), (err: unknown) => err instanceof MountError && err.code === 'EINVAL' && err.message.startsWith(`unmount ${dir}:`));
+  await assert.rejects(mount({ source: 'x', target: dir, fstype: 'no-such-fs' }), (err: unknown) => err instanceof MountError && err.code === 'ENODEV');
+});
+
+test('mounter: an overlay\'s relative lowerdirs resolve against the cwd given; a busy mount detaches lazily', async (t) => {
+  const dir = await scratch(t);
+  for (const d of ['links/l1', 'upper', 'work', 'merged']) await mkdir(path.join(dir, d), { recursive: true });
+  await writeFile(path.join(dir, 'links/l1/hello'), 'from the lower layer');
+  const merged = path.join(dir, 'merged');
+  const data = `lowerdir=l1,upperdir=${dir}/upper,workdir=${dir}/work`;
+  await assert.rejects(mount({ source: 'overlay', target: merged, fstype: 'overlay', data }), MountError, 'without the cwd, l1 is not found');
+  await mount({ source: 'overlay', target: merged, fstype: 'overlay', data, cwd: path.join(dir, 'links') });
+  assert.equal(await readFile(path.join(merged, 'hello'), 'utf8'), 'from the lower layer');
+  // A process with its cwd inside keeps it busy: a plain unmount fails, a lazy one detaches.
+  const holder = execa('sleep', ['30'], { cwd: merged });
+  t.after(() => { holder.kill('SIGKILL'); return holder.catch(() => {}); });
+  await assert.rejects(unmount(merged), (err: unknown) => err instanceof MountError && err.code === 'EBUSY');
+  await unmount(merged, { lazy: true });
+  assert.equal(await isMounted(merged), false);
+});
+
+test('mounter: a netns pin is a new namespace on a shared mount point, and never reuses a name', async (t) => {
+  const dir = await scratch(t);
+  const nsDir = path.join(dir, 'netns');
+  await mkdir(nsDir);
+  const pin = path.join(nsDir, 'p1');
+  await pinNetns(nsDir, pin);
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  assert.match(mountLine(nsDir, info) ?? '', / shared:\d+/, 'the dir is a shared mount point');
+  assert.match(mountLine(pin, info) ?? '', / - nsfs /);
+  const ours = (await stat('/proc/self/ns/net')).ino;
+  assert.notEqual((await stat(pin)).ino, ours);
+  // Taken name: EEXIST, and the existing pin is untouched.
+  await assert.rejects(pinNetns(nsDir, pin), (err: unknown) => err instanceof MountError && err.code === 'EEXIST');
+  assert.match(mountLine(pin, await readFile('/proc/self/mountinfo', 'utf8')) ?? '', / - nsfs /);
+  // A second pin in the same (already shared) dir is another namespace.
+  const pin2 = path.join(nsDir, 'p2');
+  await pinNetns(nsDir, pin2);
+  assert.notEqual((await stat(pin2)).ino, (await stat(pin)).ino);
+  for (const p of [pin, pin2]) assert.equal(await unmountIfMounted(p, { lazy: true }), true);
+  // A dir that does not exist: nothing is made.
+  await assert.rejects(pinNetns(path.join(dir, 'nope'), path.join(dir, 'nope', 'p')), (err: unknown) => err instanceof MountError && err.code === 'ENOENT');
+});
+
+test('mounter: 40 mounts and unmounts at once all succeed', async (t) => {
+  const dir = await scratch(t);
+  const targets = Array.from({ length: 40 }, (_, i) => path.join(dir, `m${i}`));
+  await Promise.all(targets.map((d) => mkdir(d)));
+  await Promise.all(targets.map((target) => mount({ source: 'tmpfs', target, fstype: 'tmpfs', data: 'size=64k' })));
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  for (const target of targets) assert.ok(mountLine(target, info), target);
+  await Promise.all(targets.map((target) => unmount(target)));
+  const after = await readFile('/proc/self/mountinfo', 'utf8');
+  for (const target of targets) assert.equal(mountLine(target, after), undefined, target);
+});
+
+test('mounter: a helper that dies fails the requests it had, and the next call starts a new one', async (t) => {
+  const dir = await scratch(t);
+  await unmountIfMounted(dir); // the helper is running
+  const helper = await ourHelper();
+  // Stopped, it reads nothing: the request stays unanswered until the helper is killed.
+  process.kill(helper, 'SIGSTOP');
+  const pending = unmount(dir);
+  process.kill(helper, 'SIGKILL');
+  await assert.rejects(pending, (err: unknown) => err instanceof Internal && /^unmount .*: minicri-mounter exited \(SIGKILL\)/.test(err.message));
+  const target = path.join(dir, 't');
+  await mkdir(target);
+  await mount({ source: 'tmpfs', target, fstype: 'tmpfs' });
+  assert.notEqual(await ourHelper(), helper);
+  await unmount(target);
+});
+
+test('mounter: an idle helper does not keep its process alive, and goes when that process does', async () => {
+  const url = (rel: string) => JSON.stringify(new URL(rel, import.meta.url).href);
+  // The child answers with the result and its helper's pid, then must exit on its own.
+  const script = `
+    const m = await import(${url('../../../netns/mounter.js')});
+    const { liveProcesses } = await import(${url('../../../oci/runtime/processes.js')});
+    const { parentOf } = await import(${url('../../../bench/lib/proc.js')});
+    const result = await m.unmountIfMounted('/nonexistent-${process.pid}');
+    const helpers = await liveProcesses('minicri-mounter', m.MOUNTER);
+    const mine = [];
+    for (const h of helpers) if ((await parentOf(h.pid)) === process.pid) mine.push(h.pid);
+    console.log(result, mine.join(','));`;
+  const { stdout } = await execa(process.execPath, ['--input-type=module', '-e', script], { timeout: 10_000 });
+  const [result, pid] = stdout.split(' ');
+  assert.equal(result, 'false');
+  assert.match(pid ?? '', /^\d+$/);
+  // stdin's EOF tells the helper to go.
+  const deadline = Date.now() + 5000;
+  while (!(await exited(Number(pid)))) {
+    assert.ok(Date.now() < deadline, `helper ${pid} still running after its parent exited`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+});
