@@ -1,7 +1,7 @@
 // A burst of pod starts or removals leaves the heap full of its garbage, spread over pages that stay
 // committed: V8 collects the old generation when it next grows, and compacts it only when memory runs
 // short, so the daemon would sit on that memory while the node is quiet. So a second after the last
-// change to the records, with no operation under way, one collection that also compacts gives it back:
+// change to the records, once no operation is under way, one collection that also compacts gives it back:
 // what the inspector's HeapProfiler.collectGarbage asks V8 for, here through an in-process session.
 // It holds the event loop for some tens of milliseconds, hence the wait for a quiet, idle moment, and
 // only when the heap has grown to half again what it was after the last such collection.
@@ -44,7 +44,12 @@ export function quietCollector(log: Logger, opts: QuietCollectorOptions): QuietC
   let running = false;
   const run = async () => {
     const before = heapBytes();
-    if (running || busy() || (baseline !== undefined && before < baseline * GROWTH)) return;
+    if (running || (baseline !== undefined && before < baseline * GROWTH)) return;
+    // An operation under way: try again a quiet period later, as a burst's last RPC may still be running.
+    if (busy()) {
+      timer = setTimeout(run, quietMs).unref();
+      return;
+    }
     running = true;
     const started = performance.now();
     try {

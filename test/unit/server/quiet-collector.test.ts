@@ -7,7 +7,7 @@ import { collectAndCompact, quietCollector } from '../../../server/quiet-collect
 const MiB = 2 ** 20;
 
 describe('quiet collector', () => {
-  it('collects a quiet period after the last of a burst of changes, when idle and the heap has grown by half since the last time', async () => {
+  it('collects a quiet period after the last of a burst of changes, when idle (or once idle) and the heap has grown by half since the last time', async () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
       let heap = 40 * MiB;
@@ -36,8 +36,11 @@ describe('quiet collector', () => {
       collector.changed();
       await quietPeriod();
       assert.equal(collections, 1, 'not while an operation is under way');
+      await quietPeriod();
+      assert.equal(collections, 1, 'nor a quiet period later if it still is');
       busy = false;
-      collector.changed();
+      await quietPeriod();
+      assert.equal(collections, 2, 'once it is over, without another change');
       await quietPeriod();
       assert.equal(collections, 2);
     } finally {
