@@ -215,8 +215,8 @@ Reading it:
 - containerd runs \`runc create\` in StartContainer, minicri (and the floor) in CreateContainer: compare
   CreateContainer + StartContainer, or the whole lifecycle, rather than each alone.
 - StopContainer uses the image's stop signal, SIGKILL for the bench image, so it measures the stop and not a grace period.
-- Host memory per pod is the daemon's PSS growth from idle to ${relistPods} pods plus the PSS of its per-pod processes
-  (conmon for each pause and container with minicri, one runc shim per pod with containerd), over the pods.
+- Host memory per pod is the daemon's PSS growth from idle to ${relistPods} pods plus the PSS of its helper processes
+  (conmon for each pause and container, and the one mount helper, with minicri; one runc shim per pod with containerd), over the pods.
 - Tails (p99) on a 2-core VM that runs anything else are noisy; the p50s are the figures to hold against each other.
 `;
 }
