@@ -11,9 +11,9 @@ import { Internal } from '../server/errors.js';
 export const MOUNTER = fileURLToPath(new URL('../mounter/minicri-mounter', import.meta.url));
 
 /** mount(2) flags minicri passes (linux/mount.h). */
-export const MS = { NOSUID: 0x2, NODEV: 0x4, NOEXEC: 0x8, BIND: 0x1000, REC: 0x4000 } as const;
+export const MS = { NOSUID: 0x2, NODEV: 0x4, NOEXEC: 0x8 } as const;
 /** umount2(2): detach now, free when the last user goes. */
-export const MNT_DETACH = 0x2;
+const MNT_DETACH = 0x2;
 
 /** A failed system call in the helper, with its errno name (EBUSY, EINVAL, ...) as `code`. */
 export class MountError extends Error {
@@ -69,7 +69,7 @@ class Helper {
     (child.stdin as Socket).unref();
     this.out.setEncoding('utf8').on('data', (chunk: string) => this.answered(chunk));
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { this.stderr = (this.stderr + chunk).slice(-1000); });
-    child.stdin!.on('error', () => { /* reported by 'exit' or 'error' */ });
+    for (const pipe of [child.stdin!, child.stdout!, child.stderr!]) pipe.on('error', () => { /* reported by 'close' or 'error' */ });
     child.on('error', (err) => this.gone(`cannot run ${MOUNTER}: ${err.message} (npm run build makes it)`));
     child.on('exit', () => this.onExit(this));
     // 'close' comes once the helper and its children have all closed stdout: every answer is in by then.
@@ -92,8 +92,9 @@ class Helper {
       try {
         reply = parseReply(line);
       } catch (err) {
+        // Its children may still be mounting: 'close' settles the rest once they have answered.
+        this.stderr = (err as Error).message;
         this.child.kill('SIGKILL');
-        this.gone((err as Error).message);
         return;
       }
       const p = this.pending.get(reply.id);
@@ -126,7 +127,7 @@ class Mounter {
   private helper?: Helper;
   private nextId = 1;
 
-  call(op: Op, args: readonly string[], what: string): Promise<void> {
+  async call(op: Op, args: readonly string[], what: string): Promise<void> {
     const id = this.nextId++;
     const request = encodeRequest(id, op, args);
     const helper = (this.helper ??= new Helper((h) => { if (this.helper === h) this.helper = undefined; }));
@@ -148,6 +149,9 @@ export interface MountRequest {
 
 export function mount(m: MountRequest): Promise<void> {
   const what = `mount ${m.fstype || m.source} on ${m.target}`;
+  if (m.flags !== undefined && !(Number.isSafeInteger(m.flags) && m.flags >= 0)) {
+    return Promise.reject(new Internal(`${what}: flags ${m.flags} are not a mount(2) flag set`));
+  }
   return mounter.call('mount', [m.source, m.target, m.fstype ?? '', String(m.flags ?? 0), m.data ?? '', m.cwd ?? ''], what);
 }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds minicri's small C programs as static binaries under dist/: the pause (it must run in an
 # empty root filesystem), the streaming helper (PTY exec, conmon attach, connects inside a pod's
-# netns) and the mount helper (mounts, unmounts and netns pins without a process each). musl-gcc gives binaries of a few KiB; without it glibc's static libc works too.
+# netns) and the mount helper (mounts, unmounts and netns pins without a process each).
+# musl-gcc gives binaries of a few KiB; without it glibc's static libc works too.
 # CC overrides the compiler. Each is built to a temp name and renamed, so a failure leaves no broken binary.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)

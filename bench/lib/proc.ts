@@ -35,13 +35,6 @@ export async function cpuPercent(pid: number, ms: number): Promise<number> {
   return ((await cpuSeconds(pid)) - before) / (ms / 1000) * 100;
 }
 
-/** The parent pid of a process, or undefined when it is gone. */
-export async function parentOf(pid: number): Promise<number | undefined> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  // After the command: state, then ppid.
-  return stat ? Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) : undefined;
-}
-
 /** Whether the process is gone or a zombie (exited, waiting for its reaper). */
 export async function exited(pid: number): Promise<boolean> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');

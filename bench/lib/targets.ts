@@ -8,8 +8,7 @@ import { execa } from 'execa';
 import { CriClient } from '../../test/support/cri-client.js';
 import { MAIN, unmountUnder } from '../../test/support/daemon.js';
 import { CNI_BIN, RUNC, removeRuncState, type BenchEnv } from './env.js';
-import { liveProcesses } from '../../oci/runtime/processes.js';
-import { parentOf } from './proc.js';
+import { liveProcesses, parentOf } from '../../oci/runtime/processes.js';
 import { pool } from './stats.js';
 
 export type TargetName = 'minicri' | 'containerd';

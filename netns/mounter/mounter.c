@@ -8,7 +8,7 @@
  *       mount(2). Empty fstype or data are passed as NULL; relative paths in data (overlay lowerdirs)
  *       resolve against cwd when it is not empty.
  *   umount <target> <flags>
- *       umount2(2).
+ *       umount2(2), never following a symlink at target (a recycled name must not lead elsewhere).
  *   netns  <dir> <pin>
  *       What `ip netns add` does: make dir a shared mount point (so pins propagate into mount
  *       namespaces made later), create pin (O_EXCL: never reuse a name), and bind-mount a new network
@@ -17,8 +17,9 @@
  * syncs its upper filesystem) holds up no other, and the namespace unshared for a pin is the child's.
  * The child answers with one line on stdout, in a single write (atomic on a pipe, under PIPE_BUF):
  *   <id> <errno> <message>\n         errno 0 means done
- * stdin's EOF ends the helper; a child still running finishes on its own. A malformed request is a
- * bug in the daemon: the helper says so on stderr and exits 125.
+ * A request the helper cannot run (bad flags, no fork) is answered the same way by the helper itself.
+ * stdin's EOF ends the helper; a child still running finishes on its own. A request that cannot be
+ * framed (unknown op, bad id) is a bug in the daemon: the helper says so on stderr and exits 125.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,35 +35,42 @@
 #define HELPER_FAIL 125
 /* Far above one request: an overlay's mount data is capped at a page. */
 #define BUF_MAX (64 * 1024)
-#define MAX_FIELDS 8
+#define MAX_ARGS 6
 
 struct op {
   const char *name;
   int argc;
-  int (*run)(char **args);
+  /* Which args are mount or umount flags (decimal), checked before the fork. */
+  int flags_arg;
+  int (*run)(char **args, unsigned long flags);
 };
+
+/* The step that failed, when it is not the call the op is named after. */
+static const char *failed_step;
 
 static void fail(const char *what) {
   fprintf(stderr, "minicri-mounter: %s\n", what);
   exit(HELPER_FAIL);
 }
 
-static unsigned long flags_arg(const char *s) {
+static int parse_flags(const char *s, unsigned long *out) {
   char *end;
   errno = 0;
-  unsigned long v = strtoul(s, &end, 10);
-  if (errno || *s == '\0' || *end != '\0') fail("flags are not a decimal number");
-  return v;
+  *out = strtoul(s, &end, 10);
+  return errno || *s < '0' || *s > '9' || *end != '\0' ? -1 : 0;
 }
 
 static const char *or_null(const char *s) { return *s ? s : NULL; }
 
-static int do_mount(char **a) {
-  if (*a[5] && chdir(a[5]) < 0) return -1;
-  return mount(a[0], a[1], or_null(a[2]), flags_arg(a[3]), or_null(a[4]));
+static int do_mount(char **a, unsigned long flags) {
+  if (*a[5] && chdir(a[5]) < 0) {
+    failed_step = "chdir";
+    return -1;
+  }
+  return mount(a[0], a[1], or_null(a[2]), flags, or_null(a[4]));
 }
 
-static int do_umount(char **a) { return umount2(a[0], (int)flags_arg(a[1])); }
+static int do_umount(char **a, unsigned long flags) { return umount2(a[0], (int)flags | UMOUNT_NOFOLLOW); }
 
 static int make_shared(const char *dir) {
   if (mount("", dir, "none", MS_SHARED | MS_REC, NULL) == 0) return 0;
@@ -71,7 +79,8 @@ static int make_shared(const char *dir) {
   return mount("", dir, "none", MS_SHARED | MS_REC, NULL);
 }
 
-static int do_netns(char **a) {
+static int do_netns(char **a, unsigned long flags) {
+  (void)flags;
   if (make_shared(a[0]) < 0) return -1;
   int fd = open(a[1], O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
   if (fd < 0) return -1;
@@ -86,25 +95,45 @@ static int do_netns(char **a) {
 }
 
 static const struct op OPS[] = {
-  {"mount", 6, do_mount},
-  {"umount", 2, do_umount},
-  {"netns", 2, do_netns},
+  {"mount", 6, 3, do_mount},
+  {"umount", 2, 1, do_umount},
+  {"netns", 2, -1, do_netns},
 };
 
-static void serve(const char *id, const struct op *op, char **args) {
-  pid_t pid = fork();
-  if (pid < 0) fail("fork failed");
-  if (pid > 0) return;
-  int err = op->run(args) < 0 ? errno : 0;
+/* One answer line, in one write. */
+static void answer(const char *id, int err) {
   char line[512];
-  int n = snprintf(line, sizeof(line), "%s %d %s\n", id, err, err ? strerror(err) : "");
+  const char *sep = failed_step ? ": " : "";
+  int n = snprintf(line, sizeof(line), "%s %d %s%s%s\n", id, err, failed_step ? failed_step : "", sep, err ? strerror(err) : "");
   if (n < 0 || n >= (int)sizeof(line)) n = snprintf(line, sizeof(line), "%s %d\n", id, err);
-  _exit(write(STDOUT_FILENO, line, (size_t)n) == n ? 0 : 1);
+  if (write(STDOUT_FILENO, line, (size_t)n) != n) { /* the daemon is gone: nobody to tell */ }
+}
+
+static void serve(const char *id, const struct op *op, char **args) {
+  unsigned long flags = 0;
+  if (op->flags_arg >= 0 && parse_flags(args[op->flags_arg], &flags) < 0) {
+    failed_step = "flags";
+    answer(id, EINVAL);
+    failed_step = NULL;
+    return;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    answer(id, errno);
+    return;
+  }
+  if (pid > 0) return;
+  int err = op->run(args, flags) < 0 ? errno : 0;
+  answer(id, err);
+  _exit(0);
 }
 
 static const struct op *find_op(const char *name) {
   for (size_t i = 0; i < sizeof(OPS) / sizeof(OPS[0]); i++)
-    if (strcmp(name, OPS[i].name) == 0) return &OPS[i];
+    if (strcmp(name, OPS[i].name) == 0) {
+      if (OPS[i].argc > MAX_ARGS) fail("an op takes more args than MAX_ARGS");
+      return &OPS[i];
+    }
   fail("unknown request");
   return NULL;
 }
@@ -113,7 +142,7 @@ static const struct op *find_op(const char *name) {
 static size_t serve_complete(char *buf, size_t len) {
   size_t done = 0;
   for (;;) {
-    char *fields[MAX_FIELDS];
+    char *fields[2 + MAX_ARGS];
     const struct op *op = NULL;
     int have = 0, want = 2;
     size_t at = done;

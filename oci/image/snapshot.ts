@@ -196,8 +196,9 @@ export class LayerStore {
     const merged = join(dir, 'merged');
     try {
       await unmountIfMounted(merged);
-    } catch {
+    } catch (err) {
       // Busy (a process still holds it): detach now, the kernel frees it when the last user goes.
+      if (!(err instanceof MountError && err.code === 'EBUSY')) throw err;
       await unmount(merged, { lazy: true });
     }
     await rm(dir, { recursive: true, force: true });

@@ -19,3 +19,10 @@ export async function liveProcesses(name: string, needle = ''): Promise<{ pid: n
   }
   return found;
 }
+
+/** The parent pid of a process, or undefined when it is gone. */
+export async function parentOf(pid: number): Promise<number | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // After the command: state, then ppid.
+  return stat ? Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) : undefined;
+}

@@ -1,13 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { MOUNTER, MS, MountError, mount, pinNetns, unmount, unmountIfMounted } from '../../../netns/mounter.js';
 import { isMounted } from '../../../netns/netns.js';
-import { liveProcesses } from '../../../oci/runtime/processes.js';
-import { exited, parentOf } from '../../../bench/lib/proc.js';
+import { liveProcesses, parentOf } from '../../../oci/runtime/processes.js';
 import { Internal } from '../../../server/errors.js';
 
 async function scratch(t: { after(fn: () => Promise<void>): void }): Promise<string> {
@@ -60,11 +59,13 @@ test('mounter: failures carry the errno name and say what was asked', async (t) 
 
 test('mounter: an overlay\'s relative lowerdirs resolve against the cwd given; a busy mount detaches lazily', async (t) => {
   const dir = await scratch(t);
-  for (const d of ['links/l1', 'upper', 'work', 'merged']) await mkdir(path.join(dir, d), { recursive: true });
-  await writeFile(path.join(dir, 'links/l1/hello'), 'from the lower layer');
+  // A name no process's cwd holds: without the cwd given, the helper would not find it.
+  const lower = path.basename(dir);
+  for (const d of [`links/${lower}`, 'upper', 'work', 'merged']) await mkdir(path.join(dir, d), { recursive: true });
+  await writeFile(path.join(dir, 'links', lower, 'hello'), 'from the lower layer');
   const merged = path.join(dir, 'merged');
-  const data = `lowerdir=l1,upperdir=${dir}/upper,workdir=${dir}/work`;
-  await assert.rejects(mount({ source: 'overlay', target: merged, fstype: 'overlay', data }), MountError, 'without the cwd, l1 is not found');
+  const data = `lowerdir=${lower},upperdir=${dir}/upper,workdir=${dir}/work`;
+  await assert.rejects(mount({ source: 'overlay', target: merged, fstype: 'overlay', data }), MountError, 'without the cwd, the lower dir is not found');
   await mount({ source: 'overlay', target: merged, fstype: 'overlay', data, cwd: path.join(dir, 'links') });
   assert.equal(await readFile(path.join(merged, 'hello'), 'utf8'), 'from the lower layer');
   // A process with its cwd inside keeps it busy: a plain unmount fails, a lazy one detaches.
@@ -96,6 +97,65 @@ test('mounter: a netns pin is a new namespace on a shared mount point, and never
   for (const p of [pin, pin2]) assert.equal(await unmountIfMounted(p, { lazy: true }), true);
   // A dir that does not exist: nothing is made.
   await assert.rejects(pinNetns(path.join(dir, 'nope'), path.join(dir, 'nope', 'p')), (err: unknown) => err instanceof MountError && err.code === 'ENOENT');
+});
+
+test('mounter: an unmount never follows a symlink at its target', async (t) => {
+  const dir = await scratch(t);
+  const target = path.join(dir, 'real');
+  await mkdir(target);
+  await mount({ source: 'tmpfs', target, fstype: 'tmpfs' });
+  const link = path.join(dir, 'link');
+  await symlink(target, link);
+  assert.equal(await unmountIfMounted(link), false);
+  assert.equal(await isMounted(target), true, 'the mount the link points at stays');
+  await unmount(target);
+});
+
+test('mounter: flags that are no flag set are refused, by the client and by the helper, which goes on serving', async (t) => {
+  const dir = await scratch(t);
+  for (const flags of [1.5, -1, 2 ** 64]) {
+    await assert.rejects(mount({ source: 'tmpfs', target: dir, fstype: 'tmpfs', flags }), (err: unknown) => err instanceof Internal && /flags/.test(err.message), String(flags));
+  }
+  // The helper itself, fed by hand: a bad flags field is answered EINVAL, the next request still served.
+  const helper = execa(MOUNTER, [], { input: `1\0umount\0${dir}\0x\0` + `2\0umount\0${dir}\x000\0` });
+  const lines = (await helper).stdout.split('\n').sort();
+  assert.deepEqual(lines, ['1 22 flags: Invalid argument', '2 22 Invalid argument']);
+});
+
+test('mounter: the helper frames requests that arrive a byte at a time', async (t) => {
+  const dir = await scratch(t);
+  const target = path.join(dir, 't');
+  await mkdir(target);
+  const helper = execa(MOUNTER, []);
+  const request = Buffer.from(`7\0mount\0tmpfs\0${target}\0tmpfs\x000\0size=64k\0\0`);
+  for (const byte of request) {
+    helper.stdin!.write(Buffer.from([byte]));
+    await new Promise((r) => setImmediate(r));
+  }
+  const answer = await new Promise<string>((resolve) => helper.stdout!.once('data', (b: Buffer) => resolve(b.toString())));
+  helper.stdin!.end();
+  await helper;
+  assert.equal(answer, '7 0 \n');
+  assert.equal(await isMounted(target), true);
+  await unmount(target);
+});
+
+test('mounter: when the helper is killed mid-burst, every request it took still answers, and no failed one is mounted', async (t) => {
+  const dir = await scratch(t);
+  const targets = Array.from({ length: 40 }, (_, i) => path.join(dir, `k${i}`));
+  await Promise.all(targets.map((d) => mkdir(d)));
+  await unmountIfMounted(dir); // the helper is running
+  const helper = await ourHelper();
+  const results = targets.map((target) => mount({ source: 'tmpfs', target, fstype: 'tmpfs', data: 'size=64k' }).then(() => true, (err: unknown) => {
+    assert.ok(err instanceof Internal && /minicri-mounter exited/.test(err.message), String(err));
+    return false;
+  }));
+  await new Promise((r) => setTimeout(r, 1));
+  process.kill(helper, 'SIGKILL');
+  const done = await Promise.all(results);
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  targets.forEach((target, i) => assert.equal(mountLine(target, info) !== undefined, done[i], `${target}: told ${done[i] ? 'mounted' : 'failed'}`));
+  await Promise.all(targets.filter((_, i) => done[i]).map((target) => unmount(target)));
 });
 
 test('mounter: 40 mounts and unmounts at once all succeed', async (t) => {
@@ -131,8 +191,7 @@ test('mounter: an idle helper does not keep its process alive, and goes when tha
   // The child answers with the result and its helper's pid, then must exit on its own.
   const script = `
     const m = await import(${url('../../../netns/mounter.js')});
-    const { liveProcesses } = await import(${url('../../../oci/runtime/processes.js')});
-    const { parentOf } = await import(${url('../../../bench/lib/proc.js')});
+    const { liveProcesses, parentOf } = await import(${url('../../../oci/runtime/processes.js')});
     const result = await m.unmountIfMounted('/nonexistent-${process.pid}');
     const helpers = await liveProcesses('minicri-mounter', m.MOUNTER);
     const mine = [];
@@ -144,7 +203,7 @@ test('mounter: an idle helper does not keep its process alive, and goes when tha
   assert.match(pid ?? '', /^\d+$/);
   // stdin's EOF tells the helper to go.
   const deadline = Date.now() + 5000;
-  while (!(await exited(Number(pid)))) {
+  while ((await liveProcesses('minicri-mounter', MOUNTER)).some((p) => p.pid === Number(pid))) {
     assert.ok(Date.now() < deadline, `helper ${pid} still running after its parent exited`);
     await new Promise((r) => setTimeout(r, 50));
   }
