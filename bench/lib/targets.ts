@@ -8,7 +8,7 @@ import { execa } from 'execa';
 import { CriClient } from '../../test/support/cri-client.js';
 import { MAIN, unmountUnder } from '../../test/support/daemon.js';
 import { CNI_BIN, RUNC, removeRuncState, type BenchEnv } from './env.js';
-import { liveProcesses, parentOf } from '../../oci/runtime/processes.js';
+import { liveProcesses } from '../../oci/runtime/processes.js';
 import { pool } from './stats.js';
 
 export type TargetName = 'minicri' | 'containerd';
@@ -125,9 +125,8 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
   const client = new CriClient(socket);
   // The conmons, and the daemon's one mount helper: memory minicri adds to the host either way.
   const helpers = async () => {
-    const mounters = await liveProcesses('minicri-mounter');
-    const ours = await Promise.all(mounters.map(async (p) => ((await parentOf(p.pid)) === child.pid ? [p.pid] : [])));
-    return [...(await liveProcesses('conmon', `${dir}/`)).map((p) => p.pid), ...ours.flat()];
+    const mounters = (await liveProcesses('minicri-mounter')).filter((p) => p.ppid === child.pid);
+    return [...(await liveProcesses('conmon', `${dir}/`)), ...mounters].map((p) => p.pid);
   };
   const stop = stopper({ child, client, helpers, runcRoot, dir });
   try {

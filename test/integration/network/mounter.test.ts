@@ -6,16 +6,15 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { MOUNTER, MS, MountError, mount, pinNetns, unmount, unmountIfMounted } from '../../../netns/mounter.js';
 import { isMounted } from '../../../netns/netns.js';
-import { liveProcesses, parentOf } from '../../../oci/runtime/processes.js';
+import { liveProcesses } from '../../../oci/runtime/processes.js';
 import { Internal } from '../../../server/errors.js';
+import { unmountUnder } from '../../support/daemon.js';
 
 async function scratch(t: { after(fn: () => Promise<void>): void }): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'mcri-mounter-'));
   t.after(async () => {
-    // Whatever a failed assertion left mounted under it goes first, deepest first.
-    const info = await readFile('/proc/self/mountinfo', 'utf8');
-    const mounted = info.split('\n').map((l) => l.split(' ')[4] ?? '').filter((m) => m.startsWith(`${dir}/`)).sort().reverse();
-    for (const m of mounted) await execa('umount', ['-l', m], { reject: false });
+    // Whatever a failed assertion left mounted under it goes first.
+    await unmountUnder(dir);
     await rm(dir, { recursive: true, force: true });
   });
   return dir;
@@ -27,8 +26,9 @@ function mountLine(target: string, info: string): string | undefined {
 
 /** Our own helper process (a child of this test process). */
 async function ourHelper(): Promise<number> {
-  for (const p of await liveProcesses('minicri-mounter', MOUNTER)) if ((await parentOf(p.pid)) === process.pid) return p.pid;
-  throw new Error('no minicri-mounter child of this process');
+  const mine = (await liveProcesses('minicri-mounter', MOUNTER)).find((p) => p.ppid === process.pid);
+  if (!mine) throw new Error('no minicri-mounter child of this process');
+  return mine.pid;
 }
 
 test('mounter: a tmpfs with flags and data is mounted, then unmounted', async (t) => {
@@ -191,12 +191,10 @@ test('mounter: an idle helper does not keep its process alive, and goes when tha
   // The child answers with the result and its helper's pid, then must exit on its own.
   const script = `
     const m = await import(${url('../../../netns/mounter.js')});
-    const { liveProcesses, parentOf } = await import(${url('../../../oci/runtime/processes.js')});
+    const { liveProcesses } = await import(${url('../../../oci/runtime/processes.js')});
     const result = await m.unmountIfMounted('/nonexistent-${process.pid}');
-    const helpers = await liveProcesses('minicri-mounter', m.MOUNTER);
-    const mine = [];
-    for (const h of helpers) if ((await parentOf(h.pid)) === process.pid) mine.push(h.pid);
-    console.log(result, mine.join(','));`;
+    const mine = (await liveProcesses('minicri-mounter', m.MOUNTER)).filter((p) => p.ppid === process.pid);
+    console.log(result, mine.map((p) => p.pid).join(','));`;
   const { stdout } = await execa(process.execPath, ['--input-type=module', '-e', script], { timeout: 10_000 });
   const [result, pid] = stdout.split(' ');
   assert.equal(result, 'false');
