@@ -28,14 +28,16 @@ function exitReason(exitCode: number, oomKilled: boolean): string {
  * Exit files outlive the daemon, so an exit that happened while it was down is seen here too.
  */
 export async function refreshContainer(deps: Deps, record: ContainerRecord): Promise<ContainerRecord> {
-  if (record.state !== 'CONTAINER_RUNNING') return record;
-  const runtime = runtimeFor(deps, record);
-  // No exit file yet (the watcher knows without a read): still running.
-  if (!runtime?.exits.mayHaveExited(record.id)) return record;
-  const exit = await runtime.exitStatus(record.id);
+  if (!containerMayHaveExited(deps, record)) return record;
+  const exit = await runtimeFor(deps, record)!.exitStatus(record.id);
   // A concurrent RemoveContainer may have deleted the record meanwhile: answer with what we had.
   if (!exit || !deps.tables.containers.get(record.id)) return record;
   return recordExit(deps, record.id, exit);
+}
+
+/** Whether a record says RUNNING while conmon may have written an exit file (the watcher knows without a read). */
+export function containerMayHaveExited(deps: Deps, record: ContainerRecord): boolean {
+  return record.state === 'CONTAINER_RUNNING' && runtimeFor(deps, record)?.exits.mayHaveExited(record.id) === true;
 }
 
 /**
@@ -82,7 +84,9 @@ export function containerSummary(r: ContainerRecord): Container {
   return {
     id: r.id, pod_sandbox_id: r.sandboxId, metadata: r.config.metadata,
     image: imageSpec(r),
-    image_ref: r.image.ref, image_id: r.image.id, state: r.state, created_at: r.createdAt,
+    // The image ID, as containerd lists it: kubelets before 1.30 (no image_id) take this field as the ID their
+    // image GC matches against ListImages. ContainerStatus gives the digested reference, for the pod status.
+    image_ref: r.image.id, image_id: r.image.id, state: r.state, created_at: r.createdAt,
     labels: r.config.labels, annotations: r.config.annotations,
   };
 }

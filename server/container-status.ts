@@ -2,7 +2,7 @@
 import type { Deps } from './deps.js';
 import { matchesLabels } from './filters.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { containerStatus, containerSummary, refreshContainer } from './container-common.js';
+import { containerMayHaveExited, containerStatus, containerSummary, refreshContainer } from './container-common.js';
 import { listedSummaries, type ListEncoder } from './list-encoding.js';
 
 export function containerStatusHandlers(deps: Deps, encoder: ListEncoder): RuntimeHandlers {
@@ -23,7 +23,8 @@ export function containerStatusHandlers(deps: Deps, encoder: ListEncoder): Runti
         (!filter?.id || r.id.startsWith(filter.id))
         && (!filter?.pod_sandbox_id || r.sandboxId.startsWith(filter.pod_sandbox_id))
         && matchesLabels(r.config.labels, filter?.label_selector));
-      const fresh = await Promise.all(candidates.map((r) => refreshContainer(deps, r)));
+      // kubelet relists every second and almost always finds no exit to read: then no promise per record.
+      const fresh = candidates.some((r) => containerMayHaveExited(deps, r)) ? await Promise.all(candidates.map((r) => refreshContainer(deps, r))) : candidates;
       return { containers: fresh.filter((r) => !filter?.state || r.state === filter.state.state).map((r) => summaries.get(r)) };
     },
   };

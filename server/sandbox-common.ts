@@ -25,14 +25,18 @@ export function podNetworkRequest(r: SandboxRecord): PodNetworkRequest {
   };
 }
 
+/** Whether a record says READY while the pause may have an exit file (the watcher knows without a read). */
+export function pauseMayHaveExited(deps: Deps, r: SandboxRecord): boolean {
+  return r.state === 'SANDBOX_READY' && deps.runtimes.get(r.runtimeHandler)?.exits.mayHaveExited(r.id) === true;
+}
+
 /**
  * A ready sandbox whose pause has exited (OOM-killed, killed by hand) is NOTREADY, so kubelet makes a
  * new one; found through the pause's exit file, which the exit watcher sees without a read.
  */
 export async function refreshSandbox(deps: Deps, r: SandboxRecord): Promise<SandboxRecord> {
-  const runtime = deps.runtimes.get(r.runtimeHandler);
-  if (r.state !== 'SANDBOX_READY' || !runtime?.exits.mayHaveExited(r.id)) return r;
-  if (!(await runtime.exitStatus(r.id)) || !deps.tables.sandboxes.get(r.id)) return r;
+  if (!pauseMayHaveExited(deps, r)) return r;
+  if (!(await deps.runtimes.get(r.runtimeHandler)!.exitStatus(r.id)) || !deps.tables.sandboxes.get(r.id)) return r;
   deps.log.warn({ sandboxId: r.id }, 'the pause container exited: sandbox is NOTREADY');
   return deps.tables.sandboxes.update(r.id, (s) => { s.state = 'SANDBOX_NOTREADY'; });
 }

@@ -5,7 +5,7 @@ import { matchesLabels } from './filters.js';
 import { listedSummaries, type ListEncoder } from './list-encoding.js';
 import type { SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { podNetworkRequest, refreshSandbox, sandboxStatus } from './sandbox-common.js';
+import { pauseMayHaveExited, podNetworkRequest, refreshSandbox, sandboxStatus } from './sandbox-common.js';
 
 function sandboxSummary(r: SandboxRecord): PodSandbox {
   return {
@@ -41,7 +41,9 @@ export function sandboxStatusHandlers(deps: Deps, encoder: ListEncoder): Runtime
     },
     ListPodSandbox: async (request) => {
       const filter = request.filter;
-      const fresh = await Promise.all(deps.tables.sandboxes.list().map((r) => refreshSandbox(deps, r)));
+      const all = deps.tables.sandboxes.list();
+      // As ListContainers: no promise per record unless some pause may have exited.
+      const fresh = all.some((r) => pauseMayHaveExited(deps, r)) ? await Promise.all(all.map((r) => refreshSandbox(deps, r))) : all;
       const items = fresh.filter((r) =>
         (!filter?.id || r.id.startsWith(filter.id))
         && (!filter?.state || r.state === filter.state.state)

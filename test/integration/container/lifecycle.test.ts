@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
 import { joinCriLogEntries, parseCriLog } from '../../../oci/runtime/logs.js';
+import { waitFor } from '../../support/cni-env.js';
 import { containerConfig } from '../../support/pods.js';
 import { ContainerEnv, sleep } from './env.js';
 
@@ -207,8 +208,22 @@ describe('containers', () => {
     assert.equal(summary.image!.image, env.images.root);
     assert.equal(summary.image!.user_specified_image, 'root:as-in-the-pod-spec', 'the image as the client named it, as given');
     assert.equal((await env.status(running)).image!.user_specified_image, 'root:as-in-the-pod-spec');
+    // Listed: the image ID in both fields (what kubelet's image GC matches against ListImages, before and
+    // after image_id existed). The status: the digested reference kubelet shows as the pod's imageID.
+    const image = (await env.rt.image.call('ImageStatus', { image: { image: env.images.root } })).image!;
+    assert.equal(summary.image_ref, image.id);
+    assert.equal(summary.image_id, image.id);
+    const status = await env.status(running);
+    assert.equal(status.image_ref, image.repo_digests[0]);
+    assert.match(status.image_ref, /@sha256:[0-9a-f]{64}$/);
+    assert.equal(status.image_id, image.id);
     const plain = (await env.rt.runtime.call('ListContainers', { filter: { id: created } })).containers[0]!;
     assert.equal(plain.image!.user_specified_image, '', 'nothing is made up when the client gave none');
+    // An exit found by the list alone, as kubelet's relist finds it, with no ContainerStatus call first.
+    const quick = await env.run(b, 'quick', ['true']);
+    const listed = async () => (await env.rt.runtime.call('ListContainers', { filter: { id: quick } })).containers[0]!.state;
+    await waitFor(async () => (await listed()) === 'CONTAINER_EXITED', 15_000, 'ListContainers to list the exit');
+    assert.equal((await env.status(quick)).reason, 'Completed');
   });
 
   it('refuses bad CreateContainer requests with the right codes and leaves nothing', async (t) => {

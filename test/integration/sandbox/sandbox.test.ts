@@ -62,11 +62,13 @@ describe('pod sandboxes', () => {
     const { pod_sandbox_id: id } = await pod.daemon.client.runtime.call('RunPodSandbox', { config });
     try {
       process.kill((await verbose(pod.daemon, id)).pid, 'SIGKILL');
+      // Found by the list alone, as kubelet's relist finds it; the status then agrees.
       const deadline = Date.now() + 10_000;
-      while ((await pod.daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: id })).status!.state !== 'SANDBOX_NOTREADY') {
+      while ((await pod.daemon.client.runtime.call('ListPodSandbox', { filter: { id } })).items[0]!.state !== 'SANDBOX_NOTREADY') {
         assert.ok(Date.now() < deadline, 'the sandbox did not turn NOTREADY within 10 s');
         await new Promise((r) => setTimeout(r, 100));
       }
+      assert.equal((await pod.daemon.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: id })).status!.state, 'SANDBOX_NOTREADY');
       await assert.rejects(pod.daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: containerConfig('late', PAUSE_IMAGE, ['/pause']) }),
         (err: grpc.ServiceError) => err.code === grpc.status.FAILED_PRECONDITION);
     } finally {
