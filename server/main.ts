@@ -1,10 +1,14 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --heap-growing-percent=40
+#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=1 --heap-growing-percent=40
 // The `minicri` command: `serve` (the default) runs the daemon, `config` prints the effective configuration.
 // A small young generation keeps the daemon's RSS down, and with it the cost of every fork it makes
 // to run runc, conmon or a CNI plugin; the daemon's allocations are small and short-lived. V8 would
 // otherwise let the old generation grow to about four times what is live before collecting it: with
 // 1.4x the daemon stays near 100 MiB through pod storms instead of drifting towards 150 MiB.
 // Once a burst of work is over, the daemon also compacts its heap (quiet-collector.ts).
+// glibc's malloc raises its mmap threshold each time a large block is freed, after which blocks of that
+// size (network and file buffers, unpacked layers) come from arenas that keep their pages when freed.
+// Fixing the threshold at glibc's default (128 KiB) hands them back instead: about 10 MiB less RSS
+// from start to 110 pods, at no cost measured in pod start times.
 import { parseArgs } from 'node:util';
 import { stringify } from 'smol-toml';
 import { CONFIG_FLAGS, ConfigError, loadConfig, type Config } from './config.js';

@@ -55,11 +55,16 @@ export async function drain(client: CriClient, concurrency = 8): Promise<void> {
   }
 }
 
-/** The node flags of a script's `#!/usr/bin/env -S node ...` line. Pure. */
-export function shebangNodeFlags(script: string): string[] {
+/** The environment assignments and node flags of a script's `#!/usr/bin/env -S [NAME=VALUE ...] node ...` line. Pure. */
+export function shebangNodeCommand(script: string): { env: Record<string, string>; nodeFlags: string[] } {
   const first = script.slice(0, script.indexOf('\n'));
   const words = first.replace(/^#!\S*\s+(-S\s+)?/, '').split(/\s+/).filter(Boolean);
-  return words[0] === 'node' ? words.slice(1) : [];
+  const env: Record<string, string> = {};
+  while (words.length > 0 && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0]!)) {
+    const [name, ...value] = words.shift()!.split('=');
+    env[name!] = value.join('=');
+  }
+  return words[0] === 'node' ? { env, nodeFlags: words.slice(1) } : { env: {}, nodeFlags: [] };
 }
 
 function spawnLogged(cmd: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
@@ -116,11 +121,12 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     'write_default_network = false',
   ].join('\n'));
   const logFile = join(dir, 'minicri.log');
-  // The command itself, so its shebang's node flags apply. Node refuses --cpu-prof in NODE_OPTIONS, so a
-  // profiled daemon is started by node with the shebang's flags plus the profiler's.
+  // The command itself, so its shebang's environment and node flags apply. Node refuses --cpu-prof in
+  // NODE_OPTIONS, so a profiled daemon is started by node with the shebang's environment and flags plus the profiler's.
   const serve = ['serve', '--config', configPath];
+  const shebang = shebangNodeCommand(readFileSync(MAIN, 'utf8'));
   const child = opts.cpuProfDir
-    ? spawnLogged(process.execPath, [...shebangNodeFlags(readFileSync(MAIN, 'utf8')), '--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, MAIN, ...serve], logFile)
+    ? spawnLogged(process.execPath, [...shebang.nodeFlags, '--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, MAIN, ...serve], logFile, { ...process.env, ...shebang.env })
     : spawnLogged(MAIN, serve, logFile);
   const client = new CriClient(socket);
   // The conmons, and the daemon's one mount helper: memory minicri adds to the host either way.

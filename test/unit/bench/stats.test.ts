@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { median, percentile, pool, summarize } from '../../../bench/lib/stats.js';
 import { medianOf, pick, table } from '../../../bench/lib/report.js';
-import { shebangNodeFlags } from '../../../bench/lib/targets.js';
+import { shebangNodeCommand } from '../../../bench/lib/targets.js';
+import { MAIN } from '../../support/daemon.js';
 
 describe('bench statistics', () => {
   it('takes nearest-rank percentiles of unsorted samples', () => {
@@ -61,10 +63,18 @@ describe('bench report', () => {
   });
 });
 
-describe('shebangNodeFlags', () => {
-  it('takes the node flags of an env -S shebang, and nothing from another interpreter', () => {
-    assert.deepEqual(shebangNodeFlags('#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=60\n// x'), ['--max-semi-space-size=2', '--heap-growing-percent=60']);
-    assert.deepEqual(shebangNodeFlags('#!/usr/bin/env node\nx'), []);
-    assert.deepEqual(shebangNodeFlags('#!/bin/sh -e\nx'), []);
+describe('shebangNodeCommand', () => {
+  it('takes the environment and node flags of an env -S shebang, and nothing from another interpreter', () => {
+    assert.deepEqual(shebangNodeCommand('#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=60\n// x'),
+      { env: {}, nodeFlags: ['--max-semi-space-size=2', '--heap-growing-percent=60'] });
+    assert.deepEqual(shebangNodeCommand('#!/usr/bin/env -S A_B=1 C=x=y node --flag\n'), { env: { A_B: '1', C: 'x=y' }, nodeFlags: ['--flag'] });
+    assert.deepEqual(shebangNodeCommand('#!/usr/bin/env node\nx'), { env: {}, nodeFlags: [] });
+    assert.deepEqual(shebangNodeCommand('#!/bin/sh -e\nx'), { env: {}, nodeFlags: [] });
+    assert.deepEqual(shebangNodeCommand('#!/usr/bin/env -S X=1 python3\n'), { env: {}, nodeFlags: [] });
+  });
+  it('reads the daemon\'s own shebang', () => {
+    const { env, nodeFlags } = shebangNodeCommand(readFileSync(MAIN, 'utf8'));
+    assert.equal(env.MALLOC_MMAP_THRESHOLD_, '131072');
+    assert.ok(nodeFlags.includes('--max-semi-space-size=1'));
   });
 });
