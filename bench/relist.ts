@@ -62,15 +62,19 @@ export async function relistBench(target: Target, image: string, logRoot: string
     const loaded = await sample(target);
     const calls: Record<string, number[]> = {};
     const whole: Record<string, number[]> = {};
-    for (let i = 0; i < iterations; i++) {
-      await timed(whole, 'relist', async () => {
-        const sandboxes = (await timed(calls, 'ListPodSandbox', () => rt.call('ListPodSandbox', {}))).items;
-        const containers = (await timed(calls, 'ListContainers', () => rt.call('ListContainers', {}))).containers;
+    // One relist untimed first: kubelet relists every second, so what counts is a relist after the last,
+    // not the first one after the pods were made (cold code in the daemon and in this client, for both targets).
+    for (let i = -1; i < iterations; i++) {
+      const timing = i >= 0;
+      const time = <T>(into: Record<string, number[]>, key: string, fn: () => Promise<T>) => (timing ? timed(into, key, fn) : fn());
+      await time(whole, 'relist', async () => {
+        const sandboxes = (await time(calls, 'ListPodSandbox', () => rt.call('ListPodSandbox', {}))).items;
+        const containers = (await time(calls, 'ListContainers', () => rt.call('ListContainers', {}))).containers;
         for (const s of sandboxes) {
-          await timed(calls, 'PodSandboxStatus', () => rt.call('PodSandboxStatus', { pod_sandbox_id: s.id })).catch((e: Error) => errors.push(e.message));
+          await time(calls, 'PodSandboxStatus', () => rt.call('PodSandboxStatus', { pod_sandbox_id: s.id })).catch((e: Error) => errors.push(e.message));
         }
         for (const c of containers) {
-          await timed(calls, 'ContainerStatus', () => rt.call('ContainerStatus', { container_id: c.id })).catch((e: Error) => errors.push(e.message));
+          await time(calls, 'ContainerStatus', () => rt.call('ContainerStatus', { container_id: c.id })).catch((e: Error) => errors.push(e.message));
         }
         if (sandboxes.length !== pods || containers.length !== 2 * pods) errors.push(`listed ${sandboxes.length} pods and ${containers.length} containers`);
       });
