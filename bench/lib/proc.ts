@@ -1,5 +1,6 @@
 // Process accounting from /proc: memory (RSS and PSS) and CPU time of a daemon and its helper processes.
 import { readFile } from 'node:fs/promises';
+import { parseProcStat } from '../../oci/runtime/runc-state.js';
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux x86-64
 
@@ -22,10 +23,7 @@ export async function sumMemory(pids: readonly number[]): Promise<Memory> {
 
 /** User plus system CPU seconds the process has used. */
 export async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // After the command: state is field 3, utime 14 and stime 15 (1-based in proc(5)).
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  return parseProcStat(await readFile(`/proc/${pid}/stat`, 'utf8')).cpuTicks / CLOCK_TICKS;
 }
 
 /** Percent of one core the process used over `ms`. */
@@ -38,5 +36,5 @@ export async function cpuPercent(pid: number, ms: number): Promise<number> {
 /** Whether the process is gone or a zombie (exited, waiting for its reaper). */
 export async function exited(pid: number): Promise<boolean> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return stat === '' || stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  return stat === '' || parseProcStat(stat).state === 'Z';
 }
