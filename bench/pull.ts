@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Images } from '../oci/image/images.js';
-import { silentLogger } from '../server/log.js';
+import { silentLogger } from '../core/log.js';
 import type { CriClient } from '../test/support/cri-client.js';
 import { MemoryImageRepository } from '../test/support/image-repo.js';
 import { startRegistry, type TestRegistry } from '../test/support/registry.js';

@@ -1,6 +1,6 @@
 // What a plugin is given besides its binary: CNI_ARGS, capability args (runtimeConfig), and the
 // stdin config built from the network list. All pure.
-import { InvalidArgument } from '../server/errors.js';
+import { InvalidArgument } from '../core/errors.js';
 import type { NetworkList, PluginConf } from './config.js';
 
 export interface PodIdentity {

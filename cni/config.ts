@@ -2,8 +2,8 @@
 // Parsing is pure; only loadNetworks touches the disk.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { Logger } from '../server/log.js';
-import { InvalidArgument } from '../server/errors.js';
+import type { Logger } from '../core/log.js';
+import { InvalidArgument } from '../core/errors.js';
 import { compareVersions, isSupportedVersion, SUPPORTED_VERSIONS } from './version.js';
 
 export interface PluginConf {

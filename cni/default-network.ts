@@ -2,8 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { InvalidArgument } from '../server/errors.js';
-import { silentLogger } from '../server/log.js';
+import { InvalidArgument } from '../core/errors.js';
+import { silentLogger } from '../core/log.js';
 import { loadNetworks } from './config.js';
 import { cidrFamily } from './result.js';
 

@@ -3,8 +3,8 @@
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import type { Logger } from '../server/log.js';
-import { DeadlineExceeded, FailedPrecondition, Internal } from '../server/errors.js';
+import type { Logger } from '../core/log.js';
+import { DeadlineExceeded, FailedPrecondition, Internal } from '../core/errors.js';
 import { isObject } from './config.js';
 
 export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC' | 'VERSION';

@@ -3,7 +3,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import type { Logger } from '../server/log.js';
+import type { Logger } from '../core/log.js';
 import { ResultCache } from './cache.js';
 import { isObject, loadNetworks } from './config.js';
 

@@ -2,15 +2,15 @@
 // watcher), and attaching/detaching/checking a pod through the plugin chain with a result cache so
 // teardown always replays exactly what setup did.
 import { promises as fs, watch, type FSWatcher } from 'node:fs';
-import type { Logger } from '../server/log.js';
-import { FailedPrecondition, Internal, InvalidArgument } from '../server/errors.js';
+import type { Logger } from '../core/log.js';
+import { FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
 import { netnsExists } from '../netns/netns.js';
 import { capabilityArgs, cniArgs, cniArgsString, pluginStdin, type PortMapping } from './args.js';
 import { ResultCache, CACHE_KIND, type CachedAttachment } from './cache.js';
 import { loadNetworks, LOOPBACK_NETWORK, parseNetworkList, selectDefault, type NetworkList } from './config.js';
-import { checkpoint } from '../server/checkpoint.js';
+import { faultPoint } from '../core/faults.js';
 import { execPlugin, findPlugin, type CniCommand, type ExecOptions } from './exec.js';
-import { KeyedLock } from '../server/locks.js';
+import { KeyedLock } from '../core/locks.js';
 import { convertResult, parseResult, podIps, type CniResult } from './result.js';
 import { versionAtLeast } from './version.js';
 
@@ -261,7 +261,7 @@ export class CniManager {
         const out = await execPlugin(this.call('ADD', list, plugin.type, inv, stdin), this.exec);
         if (out === undefined) throw new Internal(`CNI plugin "${plugin.type}" (network "${list.name}") ADD returned no result`);
         prev = parseResult(out, `plugin "${plugin.type}" of network "${list.name}"`);
-        checkpoint(`cni-add:${plugin.type}`);
+        faultPoint(`cni-add:${plugin.type}`);
       } catch (err) {
         await this.undo(list, inv, prev, i);
         throw err;
@@ -316,7 +316,7 @@ export class CniManager {
       } catch (err) {
         errors.push(err as Error);
       }
-      checkpoint(`cni-del:${plugin.type}`);
+      faultPoint(`cni-del:${plugin.type}`);
     }
     throwAll(errors, `deleting network "${list.name}" of ${inv.containerId}`);
   }

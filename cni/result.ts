@@ -2,7 +2,7 @@
 // 0.3.x and 0.4.0 tag each IP with "version": "4"|"6" (the address tells us when a plugin omits it);
 // 1.x dropped that field. Otherwise the shapes we rely on (interfaces, ips with interface index,
 // routes, dns) are the same.
-import { InvalidArgument } from '../server/errors.js';
+import { InvalidArgument } from '../core/errors.js';
 import { isObject } from './config.js';
 import { isSupportedVersion, versionAtLeast } from './version.js';
 

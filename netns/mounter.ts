@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { getSystemErrorName } from 'node:util';
-import { Internal } from '../server/errors.js';
+import { Internal } from '../core/errors.js';
 
 export const MOUNTER = fileURLToPath(new URL('../mounter/minicri-mounter', import.meta.url));
 

@@ -1,5 +1,4 @@
-// Pure helpers behind netns.ts: names, mountinfo parsing, sysctl validation.
-import { InvalidArgument } from '../server/errors.js';
+// Pure helpers behind netns.ts: names and mountinfo parsing.
 
 /** Prefix of every namespace pin minicri creates; recovery lists pins by it. */
 export const NETNS_PREFIX = 'minicri-';
@@ -28,17 +27,3 @@ function unescapeMountinfo(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
 }
 
-/** Checks pod sysctls meant for a network namespace; returns them as ordered pairs. */
-export function validateNetSysctls(sysctls: Record<string, string>): [string, string][] {
-  const out: [string, string][] = [];
-  for (const [key, value] of Object.entries(sysctls)) {
-    if (!/^net[./][A-Za-z0-9_./-]+$/.test(key) || key.includes('..')) {
-      throw new InvalidArgument(`sysctl "${key}" cannot be set in a pod network namespace: only net.* names are namespaced`);
-    }
-    if (/[\n\0=]/.test(value)) {
-      throw new InvalidArgument(`sysctl "${key}" has an invalid value ${JSON.stringify(value)}: no newline, NUL or '=' allowed`);
-    }
-    out.push([key, value]);
-  }
-  return out;
-}

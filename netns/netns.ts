@@ -5,9 +5,10 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import { AlreadyExists, Internal, InvalidArgument, NotFound } from '../server/errors.js';
+import { AlreadyExists, Internal, InvalidArgument, NotFound } from '../core/errors.js';
+import { normalizeSysctls, sysctlNamespace } from '../core/sysctl.js';
 import { pinNetns, unmountIfMounted } from './mounter.js';
-import { isMountPoint, netnsPinName, netnsSymlinkName, validateNetSysctls, NETNS_PREFIX } from './names.js';
+import { isMountPoint, netnsPinName, netnsSymlinkName, NETNS_PREFIX } from './names.js';
 
 /** iproute2's fixed directory for named network namespaces. */
 export const DEFAULT_NETNS_DIR = '/var/run/netns';
@@ -114,7 +115,9 @@ export async function listPodNetns(dir: string = DEFAULT_NETNS_DIR): Promise<str
 
 /** Sets `net.*` sysctls inside the namespace pinned at `nsPath` (one sysctl run for all of them). */
 export async function setNetnsSysctls(nsPath: string, sysctls: Record<string, string>): Promise<void> {
-  const entries = validateNetSysctls(sysctls);
+  const entries = Object.entries(normalizeSysctls(sysctls));
+  const other = entries.find(([name]) => sysctlNamespace(name) !== 'net');
+  if (other) throw new InvalidArgument(`sysctl "${other[0]}" cannot be set in a pod network namespace: only net.* names are namespaced there`);
   if (entries.length === 0) return;
   if (!(await netnsExists(nsPath))) throw new NotFound(`network namespace ${nsPath} does not exist: recreate the sandbox`);
   const result = await execa('nsenter', [`--net=${nsPath}`, '--', 'sysctl', '-q', '-w', ...entries.map(([k, v]) => `${k}=${v}`)], {

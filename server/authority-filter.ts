@@ -12,8 +12,8 @@
 import { Duplex } from 'node:stream';
 import hpack from 'hpack.js';
 import type { HpackCompressor, HpackDecodedField, HpackDecompressor } from 'hpack.js';
-import { InvalidArgument } from './errors.js';
-import { silentLogger, type Logger } from './log.js';
+import { InvalidArgument } from '../core/errors.js';
+import { silentLogger, type Logger } from '../core/log.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const FRAME_HEADER_LEN = 9;

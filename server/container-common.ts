@@ -5,7 +5,7 @@ import type { ImageRecord } from '../oci/image/types.js';
 import type { ExitStatus, OciRuntime } from '../oci/runtime/runc.js';
 import type { ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
 import type { Deps } from './deps.js';
-import { FailedPrecondition } from './errors.js';
+import { FailedPrecondition } from '../core/errors.js';
 import { nanosFromMillis, nowNanos, type ContainerRecord } from './records.js';
 
 /** The image config in the shape the spec builders read (OCI field names). */

@@ -6,15 +6,15 @@ import { buildContainerSpec, containerLogPath, imageVolumesToCreate } from '../o
 import type { CreateContainerResponse } from '../gen/runtime/v1/CreateContainerResponse.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import { resolveMountSources } from '../oci/runtime/mount-sources.js';
-import { checkpoint } from './checkpoint.js';
+import { faultPoint } from '../core/faults.js';
 import type { Deps } from './deps.js';
-import type { Logger } from './log.js';
-import { FailedPrecondition, InvalidArgument } from './errors.js';
+import type { Logger } from '../core/log.js';
+import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import { nowNanos, type ContainerRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { refreshContainer, specImageConfig } from './container-common.js';
 import { refreshSandbox } from './sandbox-common.js';
-import { withUndo } from './undo.js';
+import { withUndo } from '../core/undo.js';
 import { checkContainerConfig } from './validation.js';
 
 export function containerCreateHandlers(deps: Deps): RuntimeHandlers {
@@ -66,7 +66,7 @@ async function createContainer(
     const rootfs = await deps.images.prepareRootfs(id, image.id);
     undo.push('container rootfs', () => deps.images.removeRootfs(id));
     record.rootfsUpper = rootfs.mount?.options.find((o) => o.startsWith('upperdir='))?.slice('upperdir='.length);
-    checkpoint('container-rootfs-mounted');
+    faultPoint('container-rootfs-mounted');
 
     const volumeDirs: Record<string, string> = {};
     for (const volume of imageVolumesToCreate(image.config.volumes, config.mounts)) {
@@ -102,7 +102,7 @@ async function createContainer(
     const { pid } = await runtime.create({
       id, bundle: record.dir, logPath: record.logPath || '/dev/null', stdin: config.stdin, stdinOnce: config.stdin_once, tty: config.tty,
     });
-    checkpoint('container-created');
+    faultPoint('container-created');
     record.pid = pid;
     delete record.creating;
     deps.tables.containers.put(record);

@@ -1,6 +1,6 @@
 // ExecSync: run a command in a running container and return its output and exit code.
 import type { Deps } from './deps.js';
-import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from './errors.js';
+import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { refreshContainer, runtimeOf } from './container-common.js';
 

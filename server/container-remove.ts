@@ -1,14 +1,14 @@
 // RemoveContainer: force-stop, runc delete, unmount and remove its rootfs, its directory and record.
 // Idempotent: an unknown id is not an error.
 import { rm } from 'node:fs/promises';
-import { checkpoint } from './checkpoint.js';
+import { faultPoint } from '../core/faults.js';
 import type { Deps } from './deps.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 import { attemptRemoval } from './retrier.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { runtimeOf } from './container-common.js';
 import { stopContainer } from './container-stop.js';
-import { inParallel } from './undo.js';
+import { inParallel } from '../core/undo.js';
 
 /** Removes one container (the caller holds its lock). */
 export async function removeContainer(deps: Deps, id: string, log: Logger): Promise<void> {
@@ -18,7 +18,7 @@ export async function removeContainer(deps: Deps, id: string, log: Logger): Prom
   // Its process is gone, so runc's state and the host's rootfs mount can go at once (a straggler in a
   // shared pod PID namespace keeps its own view of the rootfs until runc delete kills it).
   await inParallel([
-    runtimeOf(deps, record).delete(id, { force: true }).then(() => checkpoint('container-runc-deleted')),
+    runtimeOf(deps, record).delete(id, { force: true }).then(() => faultPoint('container-runc-deleted')),
     deps.images.removeRootfs(id),
   ]);
   await rm(record.dir, { recursive: true, force: true });

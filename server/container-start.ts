@@ -1,7 +1,7 @@
 // StartContainer: `runc start` on a CREATED container; conmon already holds its stdio and log.
-import { checkpoint } from './checkpoint.js';
+import { faultPoint } from '../core/faults.js';
 import type { Deps } from './deps.js';
-import { FailedPrecondition } from './errors.js';
+import { FailedPrecondition } from '../core/errors.js';
 import { nowNanos } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { runtimeOf } from './container-common.js';
@@ -19,7 +19,7 @@ export function containerStartHandlers(deps: Deps): RuntimeHandlers {
         const startedAt = nowNanos();
         try {
           await runtimeOf(deps, record).start(id);
-          checkpoint('container-started');
+          faultPoint('container-started');
         } catch (err) {
           // A container that failed to start is over; kubelet reads the reason and creates a new one.
           deps.tables.containers.update(id, (r) => {

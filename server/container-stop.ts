@@ -1,10 +1,10 @@
 // StopContainer: the image's stop signal, then SIGKILL after the timeout. Idempotent.
-import { checkpoint } from './checkpoint.js';
+import { faultPoint } from '../core/faults.js';
 import type { Deps } from './deps.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { recordExit, refreshContainer, runtimeOf } from './container-common.js';
-import { NotFound } from './errors.js';
+import { NotFound } from '../core/errors.js';
 
 /** Stops one container (the caller holds its lock); a container that is not running is left as is. */
 export async function stopContainer(deps: Deps, id: string, timeoutSec: number, log: Logger): Promise<void> {
@@ -17,7 +17,7 @@ export async function stopContainer(deps: Deps, id: string, timeoutSec: number, 
   if (record.state === 'CONTAINER_RUNNING') {
     // runc no longer knowing the container means it is not running: stopped is what was asked.
     await runtime.stop(id, { timeoutSec, signal: record.stopSignal }).catch((err: unknown) => { if (!(err instanceof NotFound)) throw err; });
-    checkpoint('container-stopped');
+    faultPoint('container-stopped');
     // Read directly, not through the exit watcher, which may not have seen the file yet.
     recordExit(deps, id, await runtime.exitStatus(id));
   } else {

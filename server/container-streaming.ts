@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { connectInNetns, runAttachSession, runExecSession } from '../oci/runtime/exec-session.js';
 import { refreshContainer, runtimeOf } from './container-common.js';
 import type { Deps } from './deps.js';
-import { FailedPrecondition, InvalidArgument } from './errors.js';
+import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import type { ContainerRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import type { StreamingBackend } from './streaming/server.js';

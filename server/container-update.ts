@@ -1,7 +1,7 @@
 // UpdateContainerResources (runc update) and ReopenContainerLog (conmon reopens the log file).
 import { linuxResources } from '../oci/runtime/spec/resources.js';
 import type { Deps } from './deps.js';
-import { FailedPrecondition } from './errors.js';
+import { FailedPrecondition } from '../core/errors.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { refreshContainer, runtimeOf } from './container-common.js';
 

@@ -13,7 +13,7 @@ import { unmountPodShm } from '../oci/runtime/pod/files.js';
 import type { OciRuntime } from '../oci/runtime/runc.js';
 import type { Config } from './config.js';
 import { openRuntimes } from './runtimes.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 import { openTables, type Tables } from './records.js';
 import { Store } from './store.js';
 

@@ -1,6 +1,6 @@
 // PullImage: fetch an image (or find it present) and answer its id.
 import type { Deps } from './deps.js';
-import { InvalidArgument } from './errors.js';
+import { InvalidArgument } from '../core/errors.js';
 import type { ImageHandlers } from './image-service.js';
 
 export function imagePullHandlers(deps: Deps): ImageHandlers {

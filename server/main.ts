@@ -16,7 +16,7 @@ import { CONFIG_FLAGS, ConfigError, loadConfig, type Config } from './config.js'
 import { startDaemon, VERSION } from './daemon.js';
 import { examine, formatFindings, repair } from './doctor.js';
 import { socketAnswers } from './listen.js';
-import { createLogger } from './log.js';
+import { createLogger } from '../core/log.js';
 
 interface DoctorFlags { repair: boolean; force: boolean; json: boolean }
 

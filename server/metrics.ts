@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { claimSocketPath } from './listen.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 import type { Tables } from './records.js';
 import type { RpcObserver } from './rpc.js';
 

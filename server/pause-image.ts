@@ -6,7 +6,7 @@ import { defaultMountRoots } from '../oci/runtime/spec/index.js';
 import type { Config } from './config.js';
 import { specImageConfig } from './container-common.js';
 import type { PauseImage } from './deps.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 
 export const PAUSE_BINARY = fileURLToPath(new URL('../pause/pause', import.meta.url));
 

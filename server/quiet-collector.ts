@@ -6,7 +6,7 @@
 // It holds the event loop for some tens of milliseconds, hence the wait for a quiet, idle moment, and
 // only when the heap has grown to half again what it was after the last such collection.
 import { Session } from 'node:inspector';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 
 const QUIET_MS = 1000;
 const GROWTH = 1.5;

@@ -7,7 +7,7 @@ import { refreshContainer, runtimeFor } from './container-common.js';
 import { removeContainer } from './container-remove.js';
 import type { Deps } from './deps.js';
 import { inventory, repairOrphans } from './doctor.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 import { nowNanos } from './records.js';
 import { tearDownNetwork } from './network-teardown.js';
 import { attemptRemoval } from './retrier.js';

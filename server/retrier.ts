@@ -3,7 +3,7 @@
 // succeed). Neither waits for kubelet to ask again; both survive restarts, being in the store.
 import { removeContainer } from './container-remove.js';
 import type { Deps } from './deps.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 import { backoff, deferTeardown } from './network-teardown.js';
 import type { PendingRemoval } from './records.js';
 import { removeSandbox } from './sandbox-remove.js';

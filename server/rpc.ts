@@ -2,8 +2,9 @@
 // thrown errors to gRPC statuses. Nothing a handler throws can take the daemon down.
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { toGrpcError, Unimplemented } from './errors.js';
-import type { Logger } from './log.js';
+import { Unimplemented } from '../core/errors.js';
+import { toGrpcError } from './grpc-status.js';
+import type { Logger } from '../core/log.js';
 
 /** What a handler gets beside its request: a logger carrying the rpc name and request id. */
 export interface CallContext {

@@ -1,6 +1,6 @@
 // RuntimeConfig and UpdateRuntimeConfig: the cgroup driver kubelet must match, and the pod CIDR it hands us.
 import { isIP } from 'node:net';
-import { InvalidArgument } from './errors.js';
+import { InvalidArgument } from '../core/errors.js';
 import type { Deps } from './deps.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 

@@ -3,8 +3,8 @@
 import { join } from 'node:path';
 import { OciRuntime } from '../oci/runtime/runc.js';
 import { runtimeRoot, type Config } from './config.js';
-import { resolveExecutable } from './executables.js';
-import type { Logger } from './log.js';
+import { resolveExecutable } from '../core/executables.js';
+import type { Logger } from '../core/log.js';
 
 export async function openRuntimes(config: Config, log: Logger): Promise<Map<string, OciRuntime>> {
   const conmonPath = await resolveExecutable(config.conmon_path) ?? config.conmon_path;

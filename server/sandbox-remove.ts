@@ -3,13 +3,13 @@
 import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { removeContainer } from './container-remove.js';
-import { checkpoint } from './checkpoint.js';
+import { faultPoint } from '../core/faults.js';
 import type { Deps } from './deps.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 import { attemptRemoval } from './retrier.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { stopSandbox } from './sandbox-stop.js';
-import { inParallel } from './undo.js';
+import { inParallel } from '../core/undo.js';
 
 /** Removes one sandbox and everything it holds (the caller holds its lock). Also used by recovery. */
 export async function removeSandbox(deps: Deps, id: string, log: Logger): Promise<void> {
@@ -20,8 +20,8 @@ export async function removeSandbox(deps: Deps, id: string, log: Logger): Promis
   }
   // The pause is dead (stopped above), so its runc state and its root filesystem can go at once.
   await inParallel([
-    deps.runtimes.get(record.runtimeHandler)?.delete(record.id, { force: true }).then(() => checkpoint('pause-deleted')),
-    deps.images.removeRootfs(record.id).then(() => checkpoint('pause-rootfs-removed')),
+    deps.runtimes.get(record.runtimeHandler)?.delete(record.id, { force: true }).then(() => faultPoint('pause-deleted')),
+    deps.images.removeRootfs(record.id).then(() => faultPoint('pause-rootfs-removed')),
   ]);
   await inParallel([rm(record.dir, { recursive: true, force: true }), record.shm && rm(dirname(record.shm), { recursive: true, force: true })]);
   deps.tables.sandboxes.delete(record.id);

@@ -7,15 +7,15 @@ import { dirname, join } from 'node:path';
 import { createPodNetns, podNetnsPaths, removePodNetns, setNetnsSysctls } from '../netns/netns.js';
 import { buildPauseSpec, defaultMountRoots, splitSysctls } from '../oci/runtime/spec/index.js';
 import { hostsFile, mountPodShm, resolvConf, unmountPodShm, writePodFiles } from '../oci/runtime/pod/files.js';
-import { checkpoint } from './checkpoint.js';
+import { faultPoint } from '../core/faults.js';
 import type { Deps } from './deps.js';
 import { tearDownNetwork } from './network-teardown.js';
-import { InvalidArgument } from './errors.js';
+import { InvalidArgument } from '../core/errors.js';
 import { nowNanos, sandboxReservation, type SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { podNetworkRequest, podNamespaceModes } from './sandbox-common.js';
-import { inParallel, withUndo } from './undo.js';
-import { checkPodSandboxConfig, checkSysctls } from './validation.js';
+import { inParallel, withUndo } from '../core/undo.js';
+import { checkPodSandboxConfig } from './validation.js';
 
 export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
   return {
@@ -26,7 +26,7 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
       const runtime = deps.runtimes.get(handler);
       if (!runtime) throw new InvalidArgument(`runtime handler "${handler}" is not configured (have: ${[...deps.runtimes.keys()].join(', ')})`);
       const modes = podNamespaceModes(config);
-      const sysctls = splitSysctls(checkSysctls(config.linux?.sysctls ?? {}), modes.ipc === 'NODE', modes.network === 'NODE');
+      const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
       const pause = await deps.pauseImage(ctx.log);
 
       const id = randomBytes(32).toString('hex');
@@ -70,7 +70,7 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
           save();
           undo.push('network namespace', () => removePodNetns(record.netns!));
           await createPodNetns(config.metadata.name, { paths: record.netns });
-          checkpoint('netns-created');
+          faultPoint('netns-created');
           await setNetnsSysctls(record.netns.path, sysctls.net);
         };
         const attachNetwork = async () => {
@@ -90,7 +90,7 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
           // The pause never writes its root, so one that already has the mount points is used as it is.
           const rootfs = await deps.images.prepareRootfs(id, pause.id, { readOnlyWith: defaultMountRoots() });
           undo.push('pause rootfs', () => deps.images.removeRootfs(id));
-          checkpoint('pause-rootfs-mounted');
+          faultPoint('pause-rootfs-mounted');
           return { rootfs, host: await deps.hostFacts(rootfs.path) };
         };
         const startPause = async ({ rootfs, host }: Awaited<ReturnType<typeof pauseRootfs>>) => {
@@ -101,9 +101,9 @@ export function sandboxRunHandlers(deps: Deps): RuntimeHandlers {
           await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));
           undo.push('pause container', () => runtime.delete(id, { force: true }));
           const { pid } = await runtime.create({ id, bundle: record.dir, logPath: '/dev/null' });
-          checkpoint('pause-created');
+          faultPoint('pause-created');
           await runtime.start(id);
-          checkpoint('pause-started');
+          faultPoint('pause-started');
           record.pausePid = pid;
         };
         // The pause only needs the namespace to join, not the network in it: CNI ADD runs while

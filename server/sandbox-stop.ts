@@ -3,13 +3,13 @@
 import { removePodNetns } from '../netns/netns.js';
 import { unmountPodShm } from '../oci/runtime/pod/files.js';
 import { stopContainer } from './container-stop.js';
-import { checkpoint } from './checkpoint.js';
+import { faultPoint } from '../core/faults.js';
 import type { Deps } from './deps.js';
-import { inParallel } from './undo.js';
+import { inParallel } from '../core/undo.js';
 import type { SandboxRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import { tearDownNetwork } from './network-teardown.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 
 /** Default grace for the containers of a pod being stopped, as containerd uses. */
 const POD_STOP_GRACE_SECONDS = 0;
@@ -29,7 +29,7 @@ export async function stopSandbox(deps: Deps, id: string, log: Logger): Promise<
       if (found.networkAttached) {
         await tearDownNetwork(deps, found);
         deps.tables.sandboxes.update(found.id, (r) => { r.networkAttached = false; });
-        checkpoint('sandbox-network-detached');
+        faultPoint('sandbox-network-detached');
       }
       if (found.netns) await removePodNetns(found.netns);
     })(),

@@ -1,6 +1,6 @@
 // Binds a CRI service definition to our handlers; every method without a handler answers UNIMPLEMENTED.
 import type * as grpc from '@grpc/grpc-js';
-import type { Logger } from './log.js';
+import type { Logger } from '../core/log.js';
 import { serverStream, unary, unimplemented, type RpcObserver, type ServerStream, type Unary } from './rpc.js';
 
 /** Drops the index signature grpc-js types carry, leaving the generated method names. */

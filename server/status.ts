@@ -1,6 +1,6 @@
 // Status: whether the runtime and the pod network are ready, as kubelet's node-ready check reads it.
 import type { Deps } from './deps.js';
-import { resolveExecutable } from './executables.js';
+import { resolveExecutable } from '../core/executables.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 
 async function runtimeCondition(deps: Deps) {

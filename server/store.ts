@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { AlreadyExists, InvalidArgument, NotFound } from './errors.js';
+import { AlreadyExists, InvalidArgument, NotFound } from '../core/errors.js';
 
 /** Schema versions, applied in order; `user_version` records how many ran. Never edit one that shipped. */
 const MIGRATIONS: string[] = [

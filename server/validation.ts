@@ -5,15 +5,12 @@ import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.
 import type { ContainerMetadata__Output } from '../gen/runtime/v1/ContainerMetadata.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import type { PodSandboxMetadata__Output } from '../gen/runtime/v1/PodSandboxMetadata.js';
-import { InvalidArgument } from './errors.js';
+import { InvalidArgument } from '../core/errors.js';
 
 /** Kubernetes object names are DNS subdomains: at most 253 characters. */
 const MAX_NAME = 253;
 /** kubelet refuses labels plus annotations over 256 KiB; so do we. */
 const MAX_LABEL_BYTES = 256 * 1024;
-/** Sysctls that are per network or IPC namespace, so a pod may set them (as kubelet's safe list). */
-const NAMESPACED_SYSCTL = /^(net\.[a-z0-9_.\-/]+|kernel\.(shm_rmid_forced|msgmax|msgmnb|msgmni|sem|shmall|shmmax|shmmni)|fs\.mqueue\.[a-z_]+)$/;
-
 function checkName(what: string, value: string): void {
   if (!value) throw new InvalidArgument(`${what} must not be empty`);
   if (value.length > MAX_NAME) throw new InvalidArgument(`${what} is ${value.length} characters long; at most ${MAX_NAME} are allowed`);
@@ -34,18 +31,6 @@ export function checkLabels(what: string, labels: Record<string, string>, annota
     bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
   }
   if (bytes > MAX_LABEL_BYTES) throw new InvalidArgument(`${what} labels and annotations total ${bytes} bytes; at most ${MAX_LABEL_BYTES} are allowed`);
-}
-
-/** Normalizes `net/ipv4/ip_forward` to `net.ipv4.ip_forward` and refuses host-wide sysctls. */
-export function checkSysctls(sysctls: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [rawName, value] of Object.entries(sysctls)) {
-    const name = rawName.includes('.') ? rawName : rawName.replaceAll('/', '.');
-    if (!NAMESPACED_SYSCTL.test(name)) throw new InvalidArgument(`sysctl "${rawName}" is not namespaced per pod and cannot be set (allowed: net.*, kernel.shm*/msg*/sem, fs.mqueue.*)`);
-    if (/[\n\0]/.test(value)) throw new InvalidArgument(`sysctl "${rawName}" has an invalid value`);
-    out[name] = value;
-  }
-  return out;
 }
 
 export function checkPodSandboxConfig(config: PodSandboxConfig__Output | null): asserts config is PodSandboxConfig__Output & { metadata: PodSandboxMetadata__Output } {

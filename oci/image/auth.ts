@@ -1,5 +1,5 @@
 // Registry authentication pieces that need no I/O: WWW-Authenticate challenges and CRI credentials.
-import { InvalidArgument } from '../../server/errors.js';
+import { InvalidArgument } from '../../core/errors.js';
 import type { AuthConfig } from './types.js';
 
 export interface Challenge {

@@ -7,8 +7,8 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/p
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { CriError, Internal } from '../../server/errors.js';
-import type { Logger } from '../../server/log.js';
+import { MinicriError, Internal } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
 import { SingleFlight } from './flight.js';
 
 export class ContentStore {
@@ -64,7 +64,7 @@ export class ContentStore {
         try {
           return await this.ingest(digest, size, what, await open());
         } catch (err) {
-          if (err instanceof CriError || attempt >= attempts) throw err;
+          if (err instanceof MinicriError || attempt >= attempts) throw err;
           this.log.debug({ digest, attempt, err: (err as Error).message }, 'blob download interrupted, retrying');
           await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
         }

@@ -4,9 +4,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
-import { checkpoint } from '../../server/checkpoint.js';
-import { FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable } from '../../server/errors.js';
-import type { Logger } from '../../server/log.js';
+import { faultPoint } from '../../core/faults.js';
+import { FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
 import { ContentStore } from './content.js';
 import { Mutex, Semaphore } from './flight.js';
 import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
@@ -185,7 +185,7 @@ export class Images {
       const top = await this.topManifest(ref, auth);
       lease.hold(top.digest);
       await this.content.put(top.bytes);
-      checkpoint('pull-manifest-stored');
+      faultPoint('pull-manifest-stored');
       let manifestDigest = top.digest;
       let parsed = parseManifestOrIndex(top.bytes, top.contentType, `manifest of "${name}"`);
       let endpoint = top.endpoint;
@@ -221,9 +221,9 @@ export class Images {
         if (await this.layers.has(diffId)) return 0;
         const what = `layer ${layer.digest} of "${name}"`;
         const n = await this.fetchBlob(ref, layer, source, auth, what);
-        checkpoint('pull-blob-stored');
+        faultPoint('pull-blob-stored');
         await this.layers.ensure(diffId, this.content.path(layer.digest), what);
-        checkpoint('pull-layer-unpacked');
+        faultPoint('pull-layer-unpacked');
         return n;
       })));
       for (const r of results) {

@@ -1,6 +1,6 @@
 // Pure path logic for unpacking layers: every tar entry name and link target is confined to the layer root,
 // and OCI whiteout markers are recognized so they can become overlayfs whiteouts.
-import { InvalidArgument } from '../../server/errors.js';
+import { InvalidArgument } from '../../core/errors.js';
 
 export const WHITEOUT_PREFIX = '.wh.';
 export const OPAQUE_MARKER = '.wh..wh..opq';

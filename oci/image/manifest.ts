@@ -1,6 +1,6 @@
 // OCI / Docker schema 2 manifests, indexes and image configs: media types and validation of what registries serve.
 import { z } from 'zod';
-import { InvalidArgument } from '../../server/errors.js';
+import { InvalidArgument } from '../../core/errors.js';
 import type { ImageConfig, Platform } from './types.js';
 
 export const MediaType = {

@@ -1,6 +1,6 @@
 // Image references normalized the way containerd and CRI-O do (docker.io default registry, library/ prefix,
 // latest default tag), so the same image has one name whichever spelling kubelet or a user sent.
-import { InvalidArgument } from '../../server/errors.js';
+import { InvalidArgument } from '../../core/errors.js';
 
 export const DEFAULT_REGISTRY = 'docker.io';
 

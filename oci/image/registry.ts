@@ -2,8 +2,8 @@
 // bearer-token and basic authentication, redirects, retries of transient failures and actionable errors.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { Internal, InvalidArgument, NotFound, PermissionDenied, Unavailable } from '../../server/errors.js';
-import type { Logger } from '../../server/log.js';
+import { Internal, InvalidArgument, NotFound, PermissionDenied, Unavailable } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
 import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from './auth.js';
 import { MANIFEST_ACCEPT } from './manifest.js';
 import { DEFAULT_REGISTRY, formatReference, type ImageRef } from './reference.js';

@@ -3,8 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../server/errors.js';
-import type { Logger } from '../../server/log.js';
+import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
 import { isMounted } from '../../netns/netns.js';
 import { MountError, mount, unmount, unmountIfMounted } from '../../netns/mounter.js';
 import { hexOf } from './content.js';

@@ -11,8 +11,8 @@ import { createGunzip } from 'node:zlib';
 import { setAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
 import tar from 'tar-stream';
-import { Internal, InvalidArgument } from '../../server/errors.js';
-import type { Logger } from '../../server/log.js';
+import { Internal, InvalidArgument } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
 import { classifyEntry, confine, symlinkTarget, xattrAllowed } from './layerpath.js';
 
 const MAX_SYMLINK_HOPS = 40;

@@ -6,8 +6,8 @@
 // _OCI_SYNCPIPE), where API version 1 writes one JSON line once runc create is done:
 //   {"data": <container pid>}   or   {"data": -1, "message": "<runc's error output>"}
 import { spawn } from 'node:child_process';
-import type { Logger } from '../../server/log.js';
-import { DeadlineExceeded, Internal } from '../../server/errors.js';
+import type { Logger } from '../../core/log.js';
+import { DeadlineExceeded, Internal } from '../../core/errors.js';
 import { liveProcesses } from './processes.js';
 import { runcErrorText } from './runc-errors.js';
 

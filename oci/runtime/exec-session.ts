@@ -11,8 +11,8 @@ import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { InvalidArgument, Internal } from '../../server/errors.js';
-import type { Logger } from '../../server/log.js';
+import { InvalidArgument, Internal } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
 
 /** Built by scripts/build-native.sh next to the compiled sources. */
 export const STREAM_HELPER = fileURLToPath(new URL('../../streamhelper/minicri-streamhelper', import.meta.url));

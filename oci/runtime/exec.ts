@@ -8,8 +8,8 @@
 import { readFile, rm } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { execa } from 'execa';
-import type { Logger } from '../../server/log.js';
-import { InvalidArgument } from '../../server/errors.js';
+import type { Logger } from '../../core/log.js';
+import { InvalidArgument } from '../../core/errors.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 // How long to keep reading output after runc has exited (children of the exec'd process may hold the pipes).

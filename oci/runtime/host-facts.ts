@@ -5,7 +5,7 @@ import { access, readdir, readFile, stat } from 'node:fs/promises';
 import { readlinkSync } from 'node:fs';
 import { release } from 'node:os';
 import { join } from 'node:path';
-import type { Logger } from '../../server/log.js';
+import type { Logger } from '../../core/log.js';
 import { KNOWN_CAPABILITIES } from './spec/capabilities.js';
 import { secureJoin, type HostDevice, type HostFacts } from './spec/index.js';
 import { readOomScoreLimits } from './oom.js';

@@ -2,7 +2,7 @@
 //   <RFC3339Nano timestamp> <stdout|stderr> <tags> <content>\n
 // tags is ':'-separated; its first tag is P (partial: the line continues in the next entry
 // of the same stream) or F (full: this entry ends a line). Pure functions only.
-import { InvalidArgument } from '../../server/errors.js';
+import { InvalidArgument } from '../../core/errors.js';
 
 export type LogStream = 'stdout' | 'stderr';
 

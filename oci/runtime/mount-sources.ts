@@ -4,7 +4,7 @@
 // containerd does for hostPath volumes.
 import { mkdir, realpath } from 'node:fs/promises';
 import type { Mount__Output } from '../../gen/runtime/v1/Mount.js';
-import { InvalidArgument } from '../../server/errors.js';
+import { InvalidArgument } from '../../core/errors.js';
 
 export async function resolveMountSources(mounts: Mount__Output[]): Promise<Mount__Output[]> {
   return Promise.all(mounts.map(async (m) => {

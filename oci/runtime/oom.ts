@@ -5,7 +5,7 @@
 // spec value below the daemon's own and fails with an opaque "can't get final child's PID from
 // pipe: EOF". Callers clamp spec values to this floor instead (and log once when they do).
 import { readFile } from 'node:fs/promises';
-import { Internal } from '../../server/errors.js';
+import { Internal } from '../../core/errors.js';
 
 export const CAP_SYS_RESOURCE = 24;
 export const OOM_SCORE_ADJ_MIN = -1000;

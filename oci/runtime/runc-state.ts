@@ -3,7 +3,7 @@
 // time, not a zombie); created while the exec fifo exists; running otherwise. No `runc state` process.
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Internal } from '../../server/errors.js';
+import { Internal } from '../../core/errors.js';
 
 export type RuncStatus = 'created' | 'running' | 'stopped';
 

@@ -3,7 +3,7 @@
 // CPU rate (nano cores) needs two samples: the caller keeps the previous one and calls nanoCores().
 import { readFile, access } from 'node:fs/promises';
 import { join } from 'node:path';
-import { NotFound, Internal } from '../../server/errors.js';
+import { NotFound, Internal } from '../../core/errors.js';
 
 export interface CgroupStats {
   /** When the sample was taken. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { Images } from '../../oci/image/images.js';
 import type { RegistryHostsConfig } from '../../oci/image/types.js';
-import { silentLogger } from '../../server/log.js';
+import { silentLogger } from '../../core/log.js';
 import { MemoryImageRepository } from './image-repo.js';
 
 export interface ImageEnv {

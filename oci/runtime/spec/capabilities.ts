@@ -1,5 +1,5 @@
 // Capability sets: containerd's default set, CRI add/drop (with "ALL"), privileged = everything.
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import type { SpecOpt } from './opts.js';
 import { processOf } from './opts.js';
 

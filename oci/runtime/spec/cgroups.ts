@@ -1,7 +1,7 @@
 // cgroupsPath for runc: a path under the pod's parent for the cgroupfs driver, and systemd's
 // "slice:prefix:name" form (a transient scope in the pod's slice) for the systemd driver.
 import path from 'node:path';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import type { SpecOpt } from './opts.js';
 import { linuxOf } from './opts.js';
 

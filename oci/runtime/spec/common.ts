@@ -1,7 +1,7 @@
 // What the container and pause builders derive the same way from a CRI security context.
 import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandboxConfig.js';
 import type { SecurityProfile__Output } from '../../../gen/runtime/v1/SecurityProfile.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import type { HostFacts } from './host.js';
 import type { NamespaceModes } from './namespaces.js';
 import type { ImageConfig } from './process.js';

@@ -2,7 +2,7 @@
 // container that lives in the pod's namespaces and cgroup.
 import type { ContainerConfig__Output } from '../../../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandboxConfig.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { containerAnnotations, withAnnotations } from './annotations.js';
 import { DEFAULT_CAPABILITIES, resolveCapabilities, withCapabilities } from './capabilities.js';
 import { withCgroupsPath, type CgroupDriver } from './cgroups.js';

@@ -1,6 +1,6 @@
 // The container log file kubelet asks for: log_path relative to the pod's log_directory.
 import path from 'node:path';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 
 /**
  * The host path of a container's log, or undefined when the pod or container asks for none.

@@ -1,7 +1,7 @@
 // /proc/self/mountinfo parsing and the propagation questions containerd asks before it grants
 // rshared/rslave bind mounts (a shared mount inside the container is useless, and possibly
 // confusing, when the host side does not propagate).
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 
 export interface MountInfo {
   mountPoint: string;

@@ -1,7 +1,7 @@
 // Mounts: the kernel filesystems every container gets, the pod's files, CRI bind mounts with
 // their propagation, image volumes, and the secure-join walk the edge uses to create targets.
 import path from 'node:path';
-import { Internal, InvalidArgument } from '../../../server/errors.js';
+import { Internal, InvalidArgument } from '../../../core/errors.js';
 import { ensureShared, ensureSharedOrSlave, type MountInfo } from './mountinfo.js';
 import type { SpecOpt } from './opts.js';
 import { linuxOf } from './opts.js';

@@ -1,7 +1,7 @@
 // Namespaces. The pause container owns the pod's IPC, UTS and PID namespaces and joins the
 // pod's network namespace; app containers join the pause's. An absent entry means "the host's".
 import type { NamespaceMode__Output } from '../../../gen/runtime/v1/NamespaceMode.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import type { SpecOpt } from './opts.js';
 import { linuxOf } from './opts.js';
 import type { LinuxNamespace } from './types.js';

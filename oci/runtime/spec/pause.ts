@@ -1,7 +1,7 @@
 // buildPauseSpec: the pod's infrastructure ("pause") container. It only holds the pod's
 // namespaces, so its spec is the container one minus everything app-specific.
 import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandboxConfig.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { sandboxAnnotations, withAnnotations } from './annotations.js';
 import { DEFAULT_CAPABILITIES, withCapabilities } from './capabilities.js';
 import { withCgroupsPath, type CgroupDriver } from './cgroups.js';

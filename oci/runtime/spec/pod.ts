@@ -1,5 +1,6 @@
 // Pod-wide kernel settings: hostname and namespaced sysctls.
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
+import { normalizeSysctls, sysctlNamespace } from '../../../core/sysctl.js';
 import type { SpecOpt } from './opts.js';
 import { linuxOf } from './opts.js';
 
@@ -18,13 +19,6 @@ export function withHostname(name: string | undefined): SpecOpt {
   };
 }
 
-// Sysctls scoped to an IPC namespace; kernel.shm_rmid_forced and the SysV limits are the ones
-// Kubernetes exposes, fs.mqueue.* are the POSIX message queue limits.
-const IPC_SYSCTLS = new Set([
-  'kernel.sem', 'kernel.shmall', 'kernel.shmmax', 'kernel.shmmni', 'kernel.shm_rmid_forced',
-  'kernel.msgmax', 'kernel.msgmnb', 'kernel.msgmni',
-]);
-
 export interface PodSysctls {
   /** IPC-namespace sysctls: set on the pause spec. */
   ipc: Record<string, string>;
@@ -39,20 +33,13 @@ export interface PodSysctls {
  */
 export function splitSysctls(sysctls: Readonly<Record<string, string>>, hostIpc: boolean, hostNetwork: boolean): PodSysctls {
   const out: PodSysctls = { ipc: {}, net: {} };
-  for (const [rawName, value] of Object.entries(sysctls)) {
-    const name = rawName.includes('/') && !rawName.includes('.') ? rawName.replaceAll('/', '.') : rawName;
-    if (!/^[a-z0-9_]+(\.[a-z0-9_-]+)+$/i.test(name) && !/^net\.[a-z0-9_./-]+$/i.test(name)) {
-      throw new InvalidArgument(`sysctl "${rawName}" is not a valid sysctl name`);
-    }
-    if (value.includes('\n') || value.includes('\0')) throw new InvalidArgument(`sysctl "${rawName}" has a value with a newline or NUL`);
-    if (IPC_SYSCTLS.has(name) || name.startsWith('fs.mqueue.')) {
+  for (const [name, value] of Object.entries(normalizeSysctls(sysctls))) {
+    if (sysctlNamespace(name) === 'ipc') {
       if (hostIpc) throw new InvalidArgument(`sysctl "${name}" is not allowed with the host IPC namespace: it would change the node`);
       out.ipc[name] = value;
-    } else if (name.startsWith('net.')) {
+    } else {
       if (hostNetwork) throw new InvalidArgument(`sysctl "${name}" is not allowed with host networking: it would change the node`);
       out.net[name] = value;
-    } else {
-      throw new InvalidArgument(`sysctl "${name}" is not namespaced: only IPC (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*) and net.* sysctls can be set per pod`);
     }
   }
   return out;

@@ -1,7 +1,7 @@
 // The container process: argv by Kubernetes rules, environment, working directory, terminal
 // and rlimits. Identity and capabilities live in user.ts and capabilities.ts.
 import path from 'node:path';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import type { SpecOpt } from './opts.js';
 import { processOf } from './opts.js';
 import type { POSIXRlimit } from './types.js';

@@ -1,7 +1,7 @@
 // cgroup resources from CRI LinuxContainerResources. CRI int64s arrive as decimal strings; each
 // is checked against what the kernel accepts so a typo fails here, not deep inside runc.
 import type { LinuxContainerResources__Output } from '../../../gen/runtime/v1/LinuxContainerResources.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import type { SpecOpt } from './opts.js';
 import { processOf, resourcesOf } from './opts.js';
 import type { LinuxResources } from './types.js';

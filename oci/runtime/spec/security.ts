@@ -1,7 +1,7 @@
 // Security settings: masked/read-only /proc and /sys paths, seccomp and AppArmor profile
 // selection, devices, and what "privileged" lifts.
 import path from 'node:path';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import type { SecurityProfile__Output } from '../../../gen/runtime/v1/SecurityProfile.js';
 import type { SpecOpt } from './opts.js';
 import { linuxOf, processOf, resourcesOf } from './opts.js';

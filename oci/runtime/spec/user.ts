@@ -1,7 +1,7 @@
 // User resolution against the container's own /etc/passwd and /etc/group (text read by the
 // caller from the rootfs), following the forms images and CRI use: uid, name, uid:gid,
 // name:group, and the mixed ones.
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import type { SpecOpt } from './opts.js';
 import { processOf } from './opts.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { NotFound, PermissionDenied, Unavailable } from '../../../server/errors.js';
+import { NotFound, PermissionDenied, Unavailable } from '../../../core/errors.js';
 import { imageEnv } from '../../support/image-env.js';
 import { freePort, startRegistry, type TestRegistry } from '../../support/registry.js';
 import { startFlakyProxy } from '../../support/image-proxy.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { NotFound } from '../../../server/errors.js';
+import { NotFound } from '../../../core/errors.js';
 import { imageEnv } from '../../support/image-env.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
 import { buildImage, busyboxLayer, pushImage, pushIndex, registryBlobFile, type BuiltImage } from '../../support/test-images.js';

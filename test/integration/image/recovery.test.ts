@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { execa } from 'execa';
 import { Images } from '../../../oci/image/images.js';
-import { silentLogger } from '../../../server/log.js';
+import { silentLogger } from '../../../core/log.js';
 import { MemoryImageRepository } from '../../support/image-repo.js';
 
 const config = { entrypoint: ['/x'], cmd: [], env: [], workingDir: '', user: '', exposedPorts: [], volumes: [], stopSignal: '', labels: {} };

@@ -4,8 +4,8 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { parseReference } from '../../../oci/image/reference.js';
 import { RegistryClient } from '../../../oci/image/registry.js';
-import { Unavailable } from '../../../server/errors.js';
-import { silentLogger } from '../../../server/log.js';
+import { Unavailable } from '../../../core/errors.js';
+import { silentLogger } from '../../../core/log.js';
 import { startRegistry } from '../../support/registry.js';
 import { buildImage, pushImage } from '../../support/test-images.js';
 

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { getAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { imageEnv } from '../../support/image-env.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
 import { buildImage, pushImage, tarball, type TarEntry } from '../../support/test-images.js';

@@ -8,8 +8,8 @@ import { execa } from 'execa';
 import { CniManager, NETWORK_NOT_READY, type PodNetworkRequest } from '../../../cni/manager.js';
 import { CniPluginError } from '../../../cni/exec.js';
 import { listPodNetns, removePodNetns } from '../../../netns/netns.js';
-import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from '../../../server/errors.js';
-import { silentLogger } from '../../../server/log.js';
+import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
+import { silentLogger } from '../../../core/log.js';
 import { bridgePorts, inNetns, makeTestNet, recordedCalls, waitFor, type TestNet } from '../../support/cni-env.js';
 
 function podRequest(id: string, netnsPath: string, extra: Partial<PodNetworkRequest> = {}): PodNetworkRequest {

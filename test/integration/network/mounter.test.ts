@@ -7,7 +7,7 @@ import { execa } from 'execa';
 import { MOUNTER, MS, MountError, mount, pinNetns, unmount, unmountIfMounted } from '../../../netns/mounter.js';
 import { isMounted } from '../../../netns/netns.js';
 import { liveProcesses } from '../../../oci/runtime/processes.js';
-import { Internal } from '../../../server/errors.js';
+import { Internal } from '../../../core/errors.js';
 import { unmountUnder } from '../../support/daemon.js';
 
 async function scratch(t: { after(fn: () => Promise<void>): void }): Promise<string> {

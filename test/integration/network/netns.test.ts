@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { createPodNetns, listPodNetns, netnsExists, removePodNetns, setNetnsSysctls } from '../../../netns/netns.js';
-import { InvalidArgument, NotFound } from '../../../server/errors.js';
+import { InvalidArgument, NotFound } from '../../../core/errors.js';
 import { inNetns } from '../../support/cni-env.js';
 
 test('pod netns: pinned nsfs file plus named symlink, removed cleanly and idempotently', async (t) => {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readStatsForPid, readCgroupStats, cgroupDirsForPath, nanoCores } from '../../../oci/runtime/stats.js';
-import { FailedPrecondition, NotFound } from '../../../server/errors.js';
+import { FailedPrecondition, NotFound } from '../../../core/errors.js';
 import { setup, uniqueId, waitFor, CGROUP_PARENT } from './helpers.js';
 
 test('execSync returns stdout, stderr and the exit code; refuses stopped containers', async (t) => {

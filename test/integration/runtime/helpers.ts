@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { liveProcesses } from '../../../oci/runtime/processes.js';
 import { OciRuntime } from '../../../oci/runtime/runc.js';
-import { silentLogger } from '../../../server/log.js';
+import { silentLogger } from '../../../core/log.js';
 import { makeBusyboxRootfs } from '../../support/rootfs.js';
 
 export const RUNC = '/usr/sbin/runc';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFile, readdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseCriLog, joinCriLogEntries } from '../../../oci/runtime/logs.js';
-import { FailedPrecondition, Internal, InvalidArgument, AlreadyExists } from '../../../server/errors.js';
+import { FailedPrecondition, Internal, InvalidArgument, AlreadyExists } from '../../../core/errors.js';
 import { setup, uniqueId, runcIds, conmonsMentioning, cgroupExists, waitFor } from './helpers.js';
 
 test('create leaves the container CREATED, start runs it, output lands in CRI log lines', async (t) => {

@@ -5,7 +5,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { OciRuntime } from '../../../oci/runtime/runc.js';
-import { silentLogger } from '../../../server/log.js';
+import { silentLogger } from '../../../core/log.js';
 import { setup, uniqueId, waitFor, conmonsMentioning, runcIds, RUNC, CONMON } from './helpers.js';
 
 const repo = fileURLToPath(new URL('../../../../', import.meta.url));

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Duplex } from 'node:stream';
 import { once } from 'node:events';
 import { ClientFrameFilter, authorityProblem, filterAuthority, frameHeaderBlock, isAcceptedAuthority, withLocalAuthority } from '../../../server/authority-filter.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import {
   CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS, PADDED, PING, PRIORITY, type Fields,
   clientEncoder, connectionStart, decodeBlock, encodeFields, frame, grpcMessage, parseFrames,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { basicCredentials, parseWwwAuthenticate } from '../../../oci/image/auth.js';
 import { endpointsFor, registryMessage } from '../../../oci/image/registry.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 
 test('parses bearer and basic challenges', () => {
   assert.deepEqual(parseWwwAuthenticate('Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/busybox:pull"'), [

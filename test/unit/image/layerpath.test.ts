@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { classifyEntry, confine, symlinkTarget, xattrAllowed } from '../../../oci/image/layerpath.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 
 test('entry paths are confined to the layer root', () => {
   assert.deepEqual(confine('a/b/c'), ['a', 'b', 'c']);

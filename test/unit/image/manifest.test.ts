@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { imageUser } from '../../../oci/image/images.js';
 import { MediaType, parseImageConfig, parseManifestOrIndex } from '../../../oci/image/manifest.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 
 const D = (c: string) => `sha256:${c.repeat(64)}`;
 const j = (o: unknown) => Buffer.from(JSON.stringify(o));

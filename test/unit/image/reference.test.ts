@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formatReference, parseReference } from '../../../oci/image/reference.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 
 const D = `sha256:${'a'.repeat(64)}`;
 

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bandwidthFromAnnotations, capabilityArgs, cniArgs, cniArgsString, parseQuantity, pluginStdin, runtimeConfigFor } from '../../../cni/args.js';
 import { parseNetworkList } from '../../../cni/config.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 
 const pod = { sandboxId: 'abc123', name: 'web', namespace: 'default', uid: 'u-1' };
 

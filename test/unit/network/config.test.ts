@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { confFileOrder, loadNetworks, parseNetworkList, selectDefault, LOOPBACK_NETWORK } from '../../../cni/config.js';
 import { defaultNetworkConfig, ensureDefaultNetwork } from '../../../cni/default-network.js';
-import { InvalidArgument } from '../../../server/errors.js';
-import { silentLogger } from '../../../server/log.js';
+import { InvalidArgument } from '../../../core/errors.js';
+import { silentLogger } from '../../../core/log.js';
 
 test('confFileOrder keeps conf extensions in byte order and drops the rest', () => {
   assert.deepEqual(confFileOrder(['99-b.conf', '10-a.conflist', 'README', 'x.json', '.hidden.conf', '10-a.conf.bak', 'B.conf']), [

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeRequest, parseReply } from '../../../netns/mounter.js';
-import { Internal } from '../../../server/errors.js';
+import { Internal } from '../../../core/errors.js';
 
 test('a mounter request is its id, op and args, each NUL-terminated', () => {
   assert.equal(encodeRequest(7, 'umount', ['/a b/c', '2']).toString('utf8'), '7\0umount\0/a b/c\x002\0');

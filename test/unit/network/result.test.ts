@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cidrFamily, convertResult, parseResult, podIps } from '../../../cni/result.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 
 const ifaces = [{ name: 'cni0', mac: 'aa:bb:cc:dd:ee:01' }, { name: 'veth1', mac: 'aa:bb:cc:dd:ee:02' }, { name: 'eth0', mac: 'aa:bb:cc:dd:ee:03', sandbox: '/var/run/netns/x' }];
 

@@ -5,7 +5,7 @@ import { buildConmonArgs, parseSyncMessage, type ConmonLaunch } from '../../../o
 import { runcErrorText, isNotExist, isNotRunning } from '../../../oci/runtime/runc-errors.js';
 import { parseExitFile, normalizeSignal, conmonLogLevel, signalNumber } from '../../../oci/runtime/runc.js';
 import { CappedBuffer } from '../../../oci/runtime/exec.js';
-import { Internal, InvalidArgument } from '../../../server/errors.js';
+import { Internal, InvalidArgument } from '../../../core/errors.js';
 
 const launch: ConmonLaunch = {
   id: 'c1', bundle: '/b', runtimePath: '/usr/sbin/runc', runtimeArgs: ['--root=/run/r'], logPath: '/l/c1.log',

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import {
   parseCriLogEntry, parseCriLog, joinCriLogEntries, formatRfc3339Nano, formatCriLogEntry, formatCriLog,
 } from '../../../oci/runtime/logs.js';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 
 test('parses the lines conmon writes, keeping the nanosecond timestamp text', () => {
   const e = parseCriLogEntry('2026-11-22T06:09:26.550284735+00:00 stdout F hello world');

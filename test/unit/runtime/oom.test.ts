@@ -4,7 +4,7 @@ import { mkdtemp, writeFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hasCapability, parseCapBnd, computeOomScoreLimits, clampOomScoreAdj, readOomScoreLimits } from '../../../oci/runtime/oom.js';
-import { Internal } from '../../../server/errors.js';
+import { Internal } from '../../../core/errors.js';
 
 test('reads capability bits from CapBnd masks', () => {
   assert.equal(hasCapability('000001ffffffffff', 24), true);

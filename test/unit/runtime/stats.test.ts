@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import {
   parseFlatKeyed, parseSingleValue, statsFromV1, statsFromV2, nanoCores, cgroupDirsFromProcCgroup, cgroupDirsForPath, readCgroupStats,
 } from '../../../oci/runtime/stats.js';
-import { Internal, NotFound } from '../../../server/errors.js';
+import { Internal, NotFound } from '../../../core/errors.js';
 
 const v1MemoryStat = 'cache 100\nrss 50\ntotal_cache 4096000\ntotal_rss 2048000\ntotal_inactive_file 1000000\ntotal_pgfault 77\ntotal_pgmajfault 3\n';
 const v2MemoryStat = 'anon 3000000\nfile 5000000\ninactive_file 2000000\npgfault 12\npgmajfault 1\n';

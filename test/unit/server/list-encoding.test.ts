@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { containerStatusHandlers } from '../../../server/container-status.js';
 import type { Deps } from '../../../server/deps.js';
 import { ListEncoder, listEncoders, listedSummaries, withListEncoders } from '../../../server/list-encoding.js';
-import { silentLogger } from '../../../server/log.js';
+import { silentLogger } from '../../../core/log.js';
 import { loadCri } from '../../../server/proto.js';
 import { openTables, type ContainerRecord } from '../../../server/records.js';
 import { Store } from '../../../server/store.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, it, mock } from 'node:test';
-import { silentLogger } from '../../../server/log.js';
+import { silentLogger } from '../../../core/log.js';
 import { collectAndCompact, quietCollector } from '../../../server/quiet-collector.js';
 
 const MiB = 2 ** 20;

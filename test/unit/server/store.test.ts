@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { AlreadyExists, InvalidArgument, NotFound } from '../../../server/errors.js';
+import { AlreadyExists, InvalidArgument, NotFound } from '../../../core/errors.js';
 import { Store } from '../../../server/store.js';
 
 interface Pod { id: string; name: string; state: string }

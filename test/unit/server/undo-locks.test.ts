@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { KeyedLock } from '../../../server/locks.js';
-import { silentLogger } from '../../../server/log.js';
-import { inParallel, withUndo } from '../../../server/undo.js';
+import { KeyedLock } from '../../../core/locks.js';
+import { silentLogger } from '../../../core/log.js';
+import { inParallel, withUndo } from '../../../core/undo.js';
 
 describe('undo', () => {
   it('unwinds in reverse, keeps going past a failing undo, and rethrows the first error', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import {
   DEFAULT_CAPABILITIES, normalizeCapability, resolveCapabilities, withCapabilities,
 } from '../../../oci/runtime/spec/capabilities.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { cgroupsPath, withCgroupsPath } from '../../../oci/runtime/spec/cgroups.js';
 import { applyOpts, baseSpec } from '../../../oci/runtime/spec/opts.js';
 

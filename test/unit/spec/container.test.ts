@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { DEFAULT_CAPABILITIES } from '../../../oci/runtime/spec/capabilities.js';
 import { buildContainerSpec } from '../../../oci/runtime/spec/container.js';
 import { DEFAULT_MASKED_PATHS } from '../../../oci/runtime/spec/security.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { ensureShared, ensureSharedOrSlave, mountOf, parseMountInfo } from '../../../oci/runtime/spec/mountinfo.js';
 import { MOUNTINFO } from './fixtures.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Internal, InvalidArgument } from '../../../server/errors.js';
+import { Internal, InvalidArgument } from '../../../core/errors.js';
 import { parseMountInfo } from '../../../oci/runtime/spec/mountinfo.js';
 import {
   cleanPath, defaultMountRoots, defaultMounts, imageVolumeMounts, imageVolumesToCreate, podFileMounts, secureJoin, withBindMounts,

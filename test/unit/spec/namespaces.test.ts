@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { containerNamespaces, pauseNamespaces } from '../../../oci/runtime/spec/namespaces.js';
 
 const POD = { network: 'POD', pid: 'POD', ipc: 'POD' } as const;

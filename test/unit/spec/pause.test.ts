@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { buildPauseSpec } from '../../../oci/runtime/spec/pause.js';
 import { hostFacts, pauseInput, resources, sandboxConfig } from './fixtures.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { ANNOTATION, containerAnnotations, sandboxAnnotations, withAnnotations } from '../../../oci/runtime/spec/annotations.js';
 import { containerLogPath } from '../../../oci/runtime/spec/logpath.js';
 import { applyOpts, baseSpec } from '../../../oci/runtime/spec/opts.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { applyOpts, baseSpec } from '../../../oci/runtime/spec/opts.js';
 import {
   DEFAULT_PATH, processArgs, processCwd, processEnv, withRlimits, withTerminal,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../server/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { parseGroup, parsePasswd, resolveUser } from '../../../oci/runtime/spec/user.js';
 
 const passwd = [

@@ -3,7 +3,7 @@
 // prove recovery leaves nothing behind whatever instant the daemon dies. Unset in production.
 const crashAt = process.env.MINICRI_TEST_CRASH_AT;
 
-export function checkpoint(step: string): void {
+export function faultPoint(step: string): void {
   if (crashAt !== undefined && crashAt === step) {
     process.stderr.write(`minicri: MINICRI_TEST_CRASH_AT=${step}: crashing on purpose\n`);
     process.kill(process.pid, 'SIGKILL');

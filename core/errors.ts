@@ -1,0 +1,56 @@
+// Typed errors thrown anywhere below the gRPC edge. Each carries a code of minicri's own; only the edge
+// (server/grpc-status.ts) knows which gRPC status a code becomes, so nothing below it depends on gRPC.
+
+/** What kind of failure an error is, as the caller needs to know it. */
+export type ErrorCode =
+  | 'not-found'
+  | 'invalid-argument'
+  | 'already-exists'
+  | 'failed-precondition'
+  | 'unimplemented'
+  | 'deadline-exceeded'
+  | 'unavailable'
+  | 'permission-denied'
+  | 'resource-exhausted'
+  | 'internal';
+
+export class MinicriError extends Error {
+  constructor(readonly code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+type Options = { cause?: unknown };
+
+export class NotFound extends MinicriError {
+  constructor(message: string, options?: Options) { super('not-found', message, options); }
+}
+export class InvalidArgument extends MinicriError {
+  constructor(message: string, options?: Options) { super('invalid-argument', message, options); }
+}
+export class AlreadyExists extends MinicriError {
+  constructor(message: string, options?: Options) { super('already-exists', message, options); }
+}
+export class FailedPrecondition extends MinicriError {
+  constructor(message: string, options?: Options) { super('failed-precondition', message, options); }
+}
+export class Unimplemented extends MinicriError {
+  constructor(message: string) { super('unimplemented', message); }
+}
+export class DeadlineExceeded extends MinicriError {
+  constructor(message: string, options?: Options) { super('deadline-exceeded', message, options); }
+}
+export class Unavailable extends MinicriError {
+  constructor(message: string, options?: Options) { super('unavailable', message, options); }
+}
+export class PermissionDenied extends MinicriError {
+  constructor(message: string, options?: Options) { super('permission-denied', message, options); }
+}
+export class ResourceExhausted extends MinicriError {
+  constructor(message: string, options?: Options) { super('resource-exhausted', message, options); }
+}
+/** A bug of ours, or a failure the caller can do nothing about. */
+export class Internal extends MinicriError {
+  constructor(message: string, options?: Options) { super('internal', message, options); }
+}
