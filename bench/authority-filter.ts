@@ -8,7 +8,7 @@
 // thousand rewritten calls of a daemon ~0.1 ms each, and nothing afterwards.
 // Run: npx tsc -p . && node dist/bench/authority-filter.js [calls]
 import { performance } from 'node:perf_hooks';
-import { ClientFrameFilter } from '../server/authority-filter.js';
+import { ClientFrameFilter } from '../http2/authority-filter.js';
 import { connectRaw, rawUnary, startEchoServer, type Wiring } from '../test/support/echo-server.js';
 import {
   DATA, END_HEADERS, END_STREAM, HEADERS, clientEncoder, connectionStart, encodeFields, frame, grpcMessage, requestFields,

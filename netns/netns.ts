@@ -7,7 +7,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { AlreadyExists, Internal, InvalidArgument, NotFound } from '../core/errors.js';
 import { normalizeSysctls, sysctlNamespace } from '../core/sysctl.js';
-import { pinNetns, unmountIfMounted } from './mounter.js';
+import { pinNetns, unmountIfMounted } from '../mounter/mounter.js';
 import { isMountPoint, netnsPinName, netnsSymlinkName, NETNS_PREFIX } from './names.js';
 
 /** iproute2's fixed directory for named network namespaces. */

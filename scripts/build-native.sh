@@ -24,4 +24,4 @@ build() {
 
 build oci/runtime/pause/pause.c dist/pause/pause
 build oci/runtime/streamhelper/streamhelper.c dist/streamhelper/minicri-streamhelper
-build netns/mounter/mounter.c dist/mounter/minicri-mounter
+build mounter/mounter.c dist/mounter/minicri-mounter

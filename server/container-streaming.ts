@@ -8,7 +8,7 @@ import type { Deps } from './deps.js';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import type { ContainerRecord } from './records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import type { StreamingBackend } from './streaming/server.js';
+import type { StreamingBackend } from '../streaming/server.js';
 
 async function runningContainer(deps: Deps, id: string, verb: string): Promise<ContainerRecord> {
   const record = await refreshContainer(deps, deps.tables.containers.find(id));

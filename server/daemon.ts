@@ -26,7 +26,7 @@ import { recover } from './recovery.js';
 import { runtimeService } from './runtime-service.js';
 import { bindService } from './service.js';
 import { Store } from './store.js';
-import { StreamingServer } from './streaming/server.js';
+import { StreamingServer } from '../streaming/server.js';
 
 /** kubelet sends and accepts messages up to 16 MiB (ExecSync output, large lists). */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;

@@ -8,7 +8,7 @@ import type { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import type { Tables } from './records.js';
 import type { Store } from './store.js';
-import type { StreamingEndpoint } from './streaming/server.js';
+import type { StreamingEndpoint } from '../streaming/server.js';
 
 /** The image a sandbox's pause container runs. */
 export interface PauseImage {

@@ -4,7 +4,7 @@ import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { filterAuthority } from './authority-filter.js';
+import { filterAuthority } from '../http2/authority-filter.js';
 
 /** True when something accepts connections on the socket path. */
 export function socketAnswers(path: string): Promise<boolean> {

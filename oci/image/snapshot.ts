@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { isMounted } from '../../netns/netns.js';
-import { MountError, mount, unmount, unmountIfMounted } from '../../netns/mounter.js';
+import { MountError, mount, unmount, unmountIfMounted } from '../../mounter/mounter.js';
 import { hexOf } from './content.js';
 import { SingleFlight } from './flight.js';
 import { unpackLayer } from './unpack.js';

@@ -4,7 +4,6 @@
 // goes away (the abort signal).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { EventEmitter } from 'node:events';
 import { open, readFile, rm } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import { constants as osConstants } from 'node:os';
@@ -13,6 +12,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgument, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import type { SessionStdio } from '../../core/stdio.js';
 
 /** Built by scripts/build-native.sh next to the compiled sources. */
 export const STREAM_HELPER = fileURLToPath(new URL('../../streamhelper/minicri-streamhelper', import.meta.url));
@@ -22,42 +22,6 @@ const HELPER_FAILED = 125;
 const DRAIN_GRACE_MS = 200;
 /** After killing the exec'd process, how long runc gets before it is killed too. */
 const KILL_GRACE_MS = 2000;
-
-export interface TerminalSize {
-  width: number;
-  height: number;
-}
-
-/**
- * Terminal sizes from the client. Sizes can arrive before the process is there to take them, so the
- * latest is kept and handed to whoever follows later.
- */
-export class TerminalSizes {
-  private readonly events = new EventEmitter<{ resize: [TerminalSize] }>();
-  private last: TerminalSize | undefined;
-
-  push(size: TerminalSize): void {
-    this.last = size;
-    this.events.emit('resize', size);
-  }
-
-  /** Calls `fn` with the latest size (if any) and each later one; returns the unsubscribe. */
-  follow(fn: (size: TerminalSize) => void): () => void {
-    if (this.last) fn(this.last);
-    this.events.on('resize', fn);
-    return () => this.events.off('resize', fn);
-  }
-}
-
-/** The client's side of a session: any of the three streams, terminal resizes, and going away. */
-export interface SessionStdio {
-  stdin: Readable | null;
-  stdout: Writable | null;
-  stderr: Writable | null;
-  resize: TerminalSizes;
-  /** Aborted when the client has gone away. */
-  signal: AbortSignal;
-}
 
 export interface ExecSessionRequest {
   runtimePath: string;

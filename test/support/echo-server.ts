@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import net from 'node:net';
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
-import { filterAuthority } from '../../server/authority-filter.js';
+import { filterAuthority } from '../../http2/authority-filter.js';
 
 export const ECHO_PATH = '/minicri.authoritytest.Echo/Echo';
 

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { request } from 'node:http';
 import type { Socket } from 'node:net';
 import WebSocket from 'ws';
-import { SpdySession, type SpdyStream } from '../../server/streaming/spdy.js';
+import { SpdySession, type SpdyStream } from '../../streaming/spdy.js';
 
 export interface SpdyConnection {
   session: SpdySession;

@@ -2,7 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DNSConfig__Output } from '../../../gen/runtime/v1/DNSConfig.js';
-import { MS, mount, unmountIfMounted } from '../../../netns/mounter.js';
+import { MS, mount, unmountIfMounted } from '../../../mounter/mounter.js';
 
 /** The pod's resolv.conf: the DNS config kubelet computed, or the host's when it gave none. */
 export function resolvConf(dns: DNSConfig__Output | null | undefined, hostResolv: string): string {

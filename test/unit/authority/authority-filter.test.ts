@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Duplex } from 'node:stream';
 import { once } from 'node:events';
-import { ClientFrameFilter, authorityProblem, filterAuthority, frameHeaderBlock, isAcceptedAuthority, withLocalAuthority } from '../../../server/authority-filter.js';
+import { ClientFrameFilter, authorityProblem, filterAuthority, frameHeaderBlock, isAcceptedAuthority, withLocalAuthority } from '../../../http2/authority-filter.js';
 import { InvalidArgument } from '../../../core/errors.js';
 import {
   CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS, PADDED, PING, PRIORITY, type Fields,

@@ -3,9 +3,9 @@ import { describe, it } from 'node:test';
 import {
   decodeChannelMessage, encodeChannelMessage, encodeStatus, exitCodeStatus, negotiate, parsePorts, portPrefix, protocolVersion, ResizeDecoder,
   SPDY_EXEC_PROTOCOLS, successStatus, WS_EXEC_PROTOCOLS,
-} from '../../../server/streaming/protocol.js';
-import { expectedStreams } from '../../../server/streaming/remote-command.js';
-import { TokenCache } from '../../../server/streaming/tokens.js';
+} from '../../../streaming/protocol.js';
+import { expectedStreams } from '../../../streaming/remote-command.js';
+import { TokenCache } from '../../../streaming/tokens.js';
 
 describe('protocol negotiation', () => {
   it('picks our best protocol the client offers, from one header or several', () => {

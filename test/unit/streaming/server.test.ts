@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import { silentLogger } from '../../../core/log.js';
-import { StreamingServer, type StreamingBackend, type StreamRequest } from '../../../server/streaming/server.js';
+import { StreamingServer, type StreamingBackend, type StreamRequest } from '../../../streaming/server.js';
 import { readAll, spdyExec, spdyRemoteCommand, UpgradeRefused } from '../../support/streaming-client.js';
 
 /** `echo` writes its arguments; `hang` runs until the client goes away. */

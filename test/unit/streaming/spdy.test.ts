@@ -5,8 +5,8 @@ import { describe, it } from 'node:test';
 import { adler32Of } from '../../support/adler32.js';
 import {
   decodeHeaderBlock, encodeData, encodeHeaderBlock, encodePing, encodeRstStream, FLAG_FIN, HEADER_DICTIONARY, parseFrames, SpdyProtocolError,
-} from '../../../server/streaming/spdy-frames.js';
-import { SpdySession, type SpdyStream } from '../../../server/streaming/spdy.js';
+} from '../../../streaming/spdy-frames.js';
+import { SpdySession, type SpdyStream } from '../../../streaming/spdy.js';
 
 async function socketPair(): Promise<[Socket, Socket, () => void]> {
   const srv = createServer();

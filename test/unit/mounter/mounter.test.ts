@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeRequest, parseReply } from '../../../netns/mounter.js';
+import { encodeRequest, parseReply } from '../../../mounter/mounter.js';
 import { Internal } from '../../../core/errors.js';
 
 test('a mounter request is its id, op and args, each NUL-terminated', () => {

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { MOUNTER, MS, MountError, mount, pinNetns, unmount, unmountIfMounted } from '../../../netns/mounter.js';
+import { MOUNTER, MS, MountError, mount, pinNetns, unmount, unmountIfMounted } from '../../../mounter/mounter.js';
 import { isMounted } from '../../../netns/netns.js';
 import { liveProcesses } from '../../../oci/runtime/processes.js';
 import { Internal } from '../../../core/errors.js';

@@ -1,6 +1,6 @@
 // The Kubernetes side of streaming, pure: subprotocol negotiation, the metav1.Status the error
 // stream carries, terminal-size messages and the WebSocket channel framing.
-import type { TerminalSize } from '../../oci/runtime/exec-session.js';
+import type { TerminalSize } from '../core/stdio.js';
 
 export type Verb = 'exec' | 'attach' | 'portforward';
 

@@ -6,8 +6,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createWebSocketStream, WebSocketServer, type WebSocket } from 'ws';
-import type { SessionStdio } from '../../oci/runtime/exec-session.js';
-import type { Logger } from '../../core/log.js';
+import type { SessionStdio } from '../core/stdio.js';
+import type { Logger } from '../core/log.js';
 import { spdyPortForward, wsPortForward, type PodConnector } from './port-forward.js';
 import {
   errorStatus, exitCodeStatus, negotiate, parsePorts, protocolVersion, SPDY_EXEC_PROTOCOLS, SPDY_PORTFORWARD_PROTOCOLS, successStatus,

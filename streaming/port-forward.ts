@@ -4,7 +4,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { PassThrough, Writable } from 'node:stream';
 import type { WebSocket } from 'ws';
-import type { Logger } from '../../core/log.js';
+import type { Logger } from '../core/log.js';
 import { decodeChannelMessage, encodeChannelMessage, portPrefix } from './protocol.js';
 import type { SpdySession, SpdyStream } from './spdy.js';
 

@@ -1,7 +1,7 @@
 // Single-use, short-lived tokens naming a validated streaming request: the CRI call validates and
 // stores, the client redeems the token at the HTTP server exactly once.
 import { randomBytes } from 'node:crypto';
-import { ResourceExhausted } from '../../core/errors.js';
+import { ResourceExhausted } from '../core/errors.js';
 
 export const TOKEN_TTL_MS = 60_000;
 /** Pending (issued, not yet redeemed) tokens at most; kubelet redeems within a second or two. */

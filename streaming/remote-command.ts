@@ -3,7 +3,7 @@
 import { once } from 'node:events';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import type { WebSocket } from 'ws';
-import { TerminalSizes, type SessionStdio } from '../../oci/runtime/exec-session.js';
+import { TerminalSizes, type SessionStdio } from '../core/stdio.js';
 import {
   CH_CLOSE, CH_ERROR, CH_RESIZE, CH_STDERR, CH_STDIN, CH_STDOUT, decodeChannelMessage, encodeChannelMessage, encodeStatus, ResizeDecoder, type Status,
 } from './protocol.js';
