@@ -10,7 +10,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { PAUSE_BINARY } from '../server/pause-image.js';
+import { PAUSE_BINARY } from '../pod/pause-image.js';
 import { makeBusyboxRootfs } from '../test/support/rootfs.js';
 import { CGROUP_PARENT, CNI_BIN, FLOOR_NETNS_PREFIX, NETWORK, RUNC, type BenchEnv } from './lib/env.js';
 import { lifecycleSummary, type LifecycleResult, type LifecycleSamples } from './lifecycle.js';

@@ -1,8 +1,8 @@
 // ExecSync: run a command in a running container and return its output and exit code.
-import type { Deps } from './deps.js';
+import type { Deps } from '../pod/context.js';
 import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { refreshContainer, runtimeOf } from './container-common.js';
+import { refreshContainer, runtimeOf } from '../pod/container-refresh.js';
 
 /** kubelet caps exec output at 16 MiB; so do we, without waiting on the rest. */
 const MAX_EXEC_OUTPUT = 16 * 1024 * 1024;

@@ -1,8 +1,8 @@
 // ContainerStatus and ListContainers, from the records (refreshed from exit files for running ones).
-import type { Deps } from './deps.js';
-import { matchesLabels } from './filters.js';
+import type { Deps } from '../pod/context.js';
+import { matchesLabels } from '../pod/filters.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { containerMayHaveExited, containerStatus, containerSummary, refreshContainer } from './container-common.js';
+import { containerMayHaveExited, containerStatus, containerSummary, refreshContainer } from '../pod/container-refresh.js';
 import { listedSummaries, type ListEncoder } from './list-encoding.js';
 
 export function containerStatusHandlers(deps: Deps, encoder: ListEncoder): RuntimeHandlers {

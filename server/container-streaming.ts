@@ -3,10 +3,10 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connectInNetns, runAttachSession, runExecSession } from '../oci/runtime/exec-session.js';
-import { refreshContainer, runtimeOf } from './container-common.js';
-import type { Deps } from './deps.js';
+import { refreshContainer, runtimeOf } from '../pod/container-refresh.js';
+import type { Deps } from '../pod/context.js';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
-import type { ContainerRecord } from './records.js';
+import type { ContainerRecord } from '../pod/records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 import type { StreamingBackend } from '../streaming/server.js';
 

@@ -1,9 +1,9 @@
 // UpdateContainerResources (runc update) and ReopenContainerLog (conmon reopens the log file).
 import { linuxResources } from '../oci/runtime/spec/resources.js';
-import type { Deps } from './deps.js';
+import type { Deps } from '../pod/context.js';
 import { FailedPrecondition } from '../core/errors.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { refreshContainer, runtimeOf } from './container-common.js';
+import { refreshContainer, runtimeOf } from '../pod/container-refresh.js';
 
 export function containerUpdateHandlers(deps: Deps): RuntimeHandlers {
   return {

@@ -10,22 +10,22 @@ import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
 import type { Config } from './config.js';
 import { openRuntimes } from './runtimes.js';
 import { streamingBackend } from './container-streaming.js';
-import type { Deps } from './deps.js';
+import type { Deps } from '../pod/context.js';
 import { imageService } from './image-service.js';
 import { claimSocketPath, listenUnix } from './listen.js';
 import { listEncoders, withListEncoders } from './list-encoding.js';
 import type { Logger } from '../core/log.js';
 import { KeyedLock } from '../core/locks.js';
-import { pauseImageSource } from './pause-image.js';
+import { pauseImageSource } from '../pod/pause-image.js';
 import { quietCollector } from './quiet-collector.js';
 import { startMetrics, type Metrics } from './metrics.js';
 import { loadCri } from './proto.js';
-import { openTables } from './records.js';
-import { Retrier } from './retrier.js';
-import { recover } from './recovery.js';
+import { openTables } from '../pod/records.js';
+import { Retrier } from '../pod/pending.js';
+import { recover } from '../pod/recovery.js';
 import { runtimeService } from './runtime-service.js';
 import { bindService } from './service.js';
-import { Store } from './store.js';
+import { Store } from '../store/store.js';
 import { StreamingServer } from '../streaming/server.js';
 
 /** kubelet sends and accepts messages up to 16 MiB (ExecSync output, large lists). */

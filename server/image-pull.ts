@@ -1,5 +1,5 @@
 // PullImage: fetch an image (or find it present) and answer its id.
-import type { Deps } from './deps.js';
+import type { Deps } from '../pod/context.js';
 import { InvalidArgument } from '../core/errors.js';
 import type { ImageHandlers } from './image-service.js';
 

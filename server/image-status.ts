@@ -2,8 +2,8 @@
 import type { Image } from '../gen/runtime/v1/Image.js';
 import { imageUser } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
-import type { Deps } from './deps.js';
-import { nanosFromMillis } from './records.js';
+import type { Deps } from '../pod/context.js';
+import { nanosFromMillis } from '../pod/records.js';
 import type { ImageHandlers } from './image-service.js';
 
 function criImage(r: ImageRecord): Image {

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { claimSocketPath } from './listen.js';
 import type { Logger } from '../core/log.js';
-import type { Tables } from './records.js';
+import type { Tables } from '../pod/records.js';
 import type { RpcObserver } from './rpc.js';
 
 export interface Metrics {

@@ -1,7 +1,7 @@
 // RuntimeConfig and UpdateRuntimeConfig: the cgroup driver kubelet must match, and the pod CIDR it hands us.
 import { isIP } from 'node:net';
 import { InvalidArgument } from '../core/errors.js';
-import type { Deps } from './deps.js';
+import type { Deps } from '../pod/context.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 
 /** kubelet sends one CIDR, or an IPv4 and an IPv6 one joined by a comma. */

@@ -1,11 +1,11 @@
 // PodSandboxStatus and ListPodSandbox: answered from the records in memory, so relists stay cheap.
-import type { Deps } from './deps.js';
+import type { Deps } from '../pod/context.js';
 import type { PodSandbox } from '../gen/runtime/v1/PodSandbox.js';
-import { matchesLabels } from './filters.js';
+import { matchesLabels } from '../pod/filters.js';
 import { listedSummaries, type ListEncoder } from './list-encoding.js';
-import type { SandboxRecord } from './records.js';
+import type { SandboxRecord } from '../pod/records.js';
 import type { RuntimeHandlers } from './runtime-service.js';
-import { pauseMayHaveExited, podNetworkRequest, refreshSandbox, sandboxStatus } from './sandbox-common.js';
+import { pauseMayHaveExited, podNetworkRequest, refreshSandbox, sandboxStatus } from '../pod/sandbox-refresh.js';
 
 function sandboxSummary(r: SandboxRecord): PodSandbox {
   return {

@@ -1,5 +1,5 @@
 // Status: whether the runtime and the pod network are ready, as kubelet's node-ready check reads it.
-import type { Deps } from './deps.js';
+import type { Deps } from '../pod/context.js';
 import { resolveExecutable } from '../core/executables.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 

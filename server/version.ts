@@ -1,6 +1,6 @@
 // Version: who we are and which CRI we speak.
 import type { VersionResponse } from '../gen/runtime/v1/VersionResponse.js';
-import type { Deps } from './deps.js';
+import type { Deps } from '../pod/context.js';
 import type { RuntimeHandlers } from './runtime-service.js';
 
 /** The kubelet-facing API version field; every CRI runtime answers this constant. */

@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, rmdir, writeFile } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { PAUSE_BINARY } from '../../server/pause-image.js';
+import { PAUSE_BINARY } from '../../pod/pause-image.js';
 import { unmountUnder } from '../../test/support/daemon.js';
 import { startRegistry, type TestRegistry } from '../../test/support/registry.js';
 import { buildImage, pushImage, type TarEntry } from '../../test/support/test-images.js';

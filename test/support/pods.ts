@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VERSION } from '../../server/daemon.js';
-import { builtinPauseName } from '../../server/pause-image.js';
+import { builtinPauseName } from '../../pod/pause-image.js';
 import type { ContainerConfig } from '../../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig } from '../../gen/runtime/v1/PodSandboxConfig.js';
 

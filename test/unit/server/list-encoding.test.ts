@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { containerStatusHandlers } from '../../../server/container-status.js';
-import type { Deps } from '../../../server/deps.js';
+import type { Deps } from '../../../pod/context.js';
 import { ListEncoder, listEncoders, listedSummaries, withListEncoders } from '../../../server/list-encoding.js';
 import { silentLogger } from '../../../core/log.js';
 import { loadCri } from '../../../server/proto.js';
-import { openTables, type ContainerRecord } from '../../../server/records.js';
-import { Store } from '../../../server/store.js';
+import { openTables, type ContainerRecord } from '../../../pod/records.js';
+import { Store } from '../../../store/store.js';
 
 const cri = loadCri();
 // The generated method types are narrower than the plain objects handlers return; the wire is what matters here.

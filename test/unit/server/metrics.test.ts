@@ -9,9 +9,9 @@ import { parseConfig } from '../../../server/config.js';
 import { NotFound } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { listenTarget, startMetrics } from '../../../server/metrics.js';
-import { openTables, type SandboxRecord } from '../../../server/records.js';
+import { openTables, type SandboxRecord } from '../../../pod/records.js';
 import { bindService } from '../../../server/service.js';
-import { Store } from '../../../server/store.js';
+import { Store } from '../../../store/store.js';
 
 /** GET over a unix socket: status and body. */
 function get(socketPath: string, path: string): Promise<{ status: number; body: string }> {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { AlreadyExists, InvalidArgument, NotFound } from '../../../core/errors.js';
-import { Store } from '../../../server/store.js';
+import { Store } from '../../../store/store.js';
 
 interface Pod { id: string; name: string; state: string }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandboxConfig.js';
 import { InvalidArgument } from '../../../core/errors.js';
-import { checkPodSandboxConfig } from '../../../server/validation.js';
+import { checkPodSandboxConfig } from '../../../pod/validation.js';
 
 function config(change: (c: PodSandboxConfig__Output) => void = () => {}): PodSandboxConfig__Output {
   const c: PodSandboxConfig__Output = {

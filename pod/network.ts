@@ -3,9 +3,9 @@
 // and retried in the background with backoff, across restarts, until it succeeds. Status (verbose)
 // lists what is pending.
 import type { PodNetworkRequest } from '../cni/manager.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import type { SandboxRecord } from './records.js';
-import { podNetworkRequest } from './sandbox-common.js';
+import { podNetworkRequest } from './sandbox-refresh.js';
 
 export interface PendingTeardown {
   /** The sandbox id. */

@@ -3,9 +3,9 @@
 import { fileURLToPath } from 'node:url';
 import type { Images } from '../oci/image/images.js';
 import { defaultMountRoots } from '../oci/runtime/spec/index.js';
-import type { Config } from './config.js';
-import { specImageConfig } from './container-common.js';
-import type { PauseImage } from './deps.js';
+import type { Config } from '../server/config.js';
+import { specImageConfig } from './container-refresh.js';
+import type { PauseImage } from './context.js';
 import type { Logger } from '../core/log.js';
 
 export const PAUSE_BINARY = fileURLToPath(new URL('../pause/pause', import.meta.url));

@@ -2,9 +2,9 @@
 // sandboxes and containers that failed or were cut off (a runc delete or an unmount that did not
 // succeed). Neither waits for kubelet to ask again; both survive restarts, being in the store.
 import { removeContainer } from './container-remove.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import type { Logger } from '../core/log.js';
-import { backoff, deferTeardown } from './network-teardown.js';
+import { backoff, deferTeardown } from './network.js';
 import type { PendingRemoval } from './records.js';
 import { removeSandbox } from './sandbox-remove.js';
 

@@ -4,7 +4,7 @@ import type { ContainerStatus } from '../gen/runtime/v1/ContainerStatus.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import type { ExitStatus, OciRuntime } from '../oci/runtime/runc.js';
 import type { ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import { FailedPrecondition } from '../core/errors.js';
 import { nanosFromMillis, nowNanos, type ContainerRecord } from './records.js';
 

@@ -7,13 +7,13 @@ import type { CreateContainerResponse } from '../gen/runtime/v1/CreateContainerR
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import { resolveMountSources } from '../oci/runtime/mount-sources.js';
 import { faultPoint } from '../core/faults.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import type { Logger } from '../core/log.js';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import { nowNanos, type ContainerRecord } from './records.js';
-import type { RuntimeHandlers } from './runtime-service.js';
-import { refreshContainer, specImageConfig } from './container-common.js';
-import { refreshSandbox } from './sandbox-common.js';
+import type { RuntimeHandlers } from '../server/runtime-service.js';
+import { refreshContainer, specImageConfig } from './container-refresh.js';
+import { refreshSandbox } from './sandbox-refresh.js';
 import { withUndo } from '../core/undo.js';
 import { checkContainerConfig } from './validation.js';
 

@@ -1,9 +1,9 @@
 // StopContainer: the image's stop signal, then SIGKILL after the timeout. Idempotent.
 import { faultPoint } from '../core/faults.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import type { Logger } from '../core/log.js';
-import type { RuntimeHandlers } from './runtime-service.js';
-import { recordExit, refreshContainer, runtimeOf } from './container-common.js';
+import type { RuntimeHandlers } from '../server/runtime-service.js';
+import { recordExit, refreshContainer, runtimeOf } from './container-refresh.js';
 import { NotFound } from '../core/errors.js';
 
 /** Stops one container (the caller holds its lock); a container that is not running is left as is. */

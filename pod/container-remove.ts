@@ -2,11 +2,11 @@
 // Idempotent: an unknown id is not an error.
 import { rm } from 'node:fs/promises';
 import { faultPoint } from '../core/faults.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import type { Logger } from '../core/log.js';
-import { attemptRemoval } from './retrier.js';
-import type { RuntimeHandlers } from './runtime-service.js';
-import { runtimeOf } from './container-common.js';
+import { attemptRemoval } from './pending.js';
+import type { RuntimeHandlers } from '../server/runtime-service.js';
+import { runtimeOf } from './container-refresh.js';
 import { stopContainer } from './container-stop.js';
 import { inParallel } from '../core/undo.js';
 

@@ -4,11 +4,11 @@ import { removePodNetns } from '../netns/netns.js';
 import { unmountPodShm } from '../oci/runtime/pod/files.js';
 import { stopContainer } from './container-stop.js';
 import { faultPoint } from '../core/faults.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import { inParallel } from '../core/undo.js';
 import type { SandboxRecord } from './records.js';
-import type { RuntimeHandlers } from './runtime-service.js';
-import { tearDownNetwork } from './network-teardown.js';
+import type { RuntimeHandlers } from '../server/runtime-service.js';
+import { tearDownNetwork } from './network.js';
 import type { Logger } from '../core/log.js';
 
 /** Default grace for the containers of a pod being stopped, as containerd uses. */

@@ -1,8 +1,8 @@
 // The typed records the daemon keeps for sandboxes and containers, and the tables holding them.
 import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
-import type { PendingTeardown } from './network-teardown.js';
-import type { RecordTable, Store } from './store.js';
+import type { PendingTeardown } from './network.js';
+import type { RecordTable, Store } from '../store/store.js';
 
 export type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
 

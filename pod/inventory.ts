@@ -11,11 +11,11 @@ import type { ImageRecord } from '../oci/image/types.js';
 import { listConmons } from '../oci/runtime/conmon.js';
 import { unmountPodShm } from '../oci/runtime/pod/files.js';
 import type { OciRuntime } from '../oci/runtime/runc.js';
-import type { Config } from './config.js';
-import { openRuntimes } from './runtimes.js';
+import type { Config } from '../server/config.js';
+import { openRuntimes } from '../server/runtimes.js';
 import type { Logger } from '../core/log.js';
 import { openTables, type Tables } from './records.js';
-import { Store } from './store.js';
+import { Store } from '../store/store.js';
 
 /** What repairs use: the image service (root filesystems) and CNI (DEL of cached attachments). */
 export interface RepairTools {

@@ -8,12 +8,12 @@ import { createPodNetns, podNetnsPaths, removePodNetns, setNetnsSysctls } from '
 import { buildPauseSpec, defaultMountRoots, splitSysctls } from '../oci/runtime/spec/index.js';
 import { hostsFile, mountPodShm, resolvConf, unmountPodShm, writePodFiles } from '../oci/runtime/pod/files.js';
 import { faultPoint } from '../core/faults.js';
-import type { Deps } from './deps.js';
-import { tearDownNetwork } from './network-teardown.js';
+import type { Deps } from './context.js';
+import { tearDownNetwork } from './network.js';
 import { InvalidArgument } from '../core/errors.js';
 import { nowNanos, sandboxReservation, type SandboxRecord } from './records.js';
-import type { RuntimeHandlers } from './runtime-service.js';
-import { podNetworkRequest, podNamespaceModes } from './sandbox-common.js';
+import type { RuntimeHandlers } from '../server/runtime-service.js';
+import { podNetworkRequest, podNamespaceModes } from './sandbox-refresh.js';
 import { inParallel, withUndo } from '../core/undo.js';
 import { checkPodSandboxConfig } from './validation.js';
 

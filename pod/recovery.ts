@@ -3,14 +3,14 @@
 // NOTREADY; network attachments whose namespace vanished (a reboot) are released through the CNI
 // cache; every host object of ours that no record explains is removed.
 import { netnsExists } from '../netns/netns.js';
-import { refreshContainer, runtimeFor } from './container-common.js';
+import { refreshContainer, runtimeFor } from './container-refresh.js';
 import { removeContainer } from './container-remove.js';
-import type { Deps } from './deps.js';
-import { inventory, repairOrphans } from './doctor.js';
+import type { Deps } from './context.js';
+import { inventory, repairOrphans } from './inventory.js';
 import type { Logger } from '../core/log.js';
 import { nowNanos } from './records.js';
-import { tearDownNetwork } from './network-teardown.js';
-import { attemptRemoval } from './retrier.js';
+import { tearDownNetwork } from './network.js';
+import { attemptRemoval } from './pending.js';
 import { removeSandbox } from './sandbox-remove.js';
 
 /** Runs one step for each item; a failure is logged and the rest go on (recovery must not stop a start). */

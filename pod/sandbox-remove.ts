@@ -4,10 +4,10 @@ import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { removeContainer } from './container-remove.js';
 import { faultPoint } from '../core/faults.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import type { Logger } from '../core/log.js';
-import { attemptRemoval } from './retrier.js';
-import type { RuntimeHandlers } from './runtime-service.js';
+import { attemptRemoval } from './pending.js';
+import type { RuntimeHandlers } from '../server/runtime-service.js';
 import { stopSandbox } from './sandbox-stop.js';
 import { inParallel } from '../core/undo.js';
 

@@ -2,7 +2,7 @@
 import type { PodSandboxStatus } from '../gen/runtime/v1/PodSandboxStatus.js';
 import type { PodNetworkRequest } from '../cni/manager.js';
 import { podNamespaceModes } from '../oci/runtime/spec/common.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import type { SandboxRecord } from './records.js';
 
 export { podNamespaceModes };

@@ -4,11 +4,11 @@ import type { ContainerStats } from '../gen/runtime/v1/ContainerStats.js';
 import type { PodSandboxStats } from '../gen/runtime/v1/PodSandboxStats.js';
 import { nanoCores, readStatsForPid, type CgroupStats } from '../oci/runtime/stats.js';
 import { diskUsage } from '../oci/runtime/usage.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import { matchesLabels } from './filters.js';
 import { nanosFromMillis, type ContainerRecord, type SandboxRecord } from './records.js';
-import type { RuntimeHandlers } from './runtime-service.js';
-import { refreshContainer } from './container-common.js';
+import type { RuntimeHandlers } from '../server/runtime-service.js';
+import { refreshContainer } from './container-refresh.js';
 
 const value = (n: number) => ({ value: String(Math.max(0, Math.round(n))) });
 const nanos = (d: Date) => nanosFromMillis(d.getTime());

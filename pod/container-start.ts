@@ -1,10 +1,10 @@
 // StartContainer: `runc start` on a CREATED container; conmon already holds its stdio and log.
 import { faultPoint } from '../core/faults.js';
-import type { Deps } from './deps.js';
+import type { Deps } from './context.js';
 import { FailedPrecondition } from '../core/errors.js';
 import { nowNanos } from './records.js';
-import type { RuntimeHandlers } from './runtime-service.js';
-import { runtimeOf } from './container-common.js';
+import type { RuntimeHandlers } from '../server/runtime-service.js';
+import { runtimeOf } from './container-refresh.js';
 
 export function containerStartHandlers(deps: Deps): RuntimeHandlers {
   return {

@@ -3,11 +3,11 @@ import type { CniManager } from '../cni/manager.js';
 import type { Images } from '../oci/image/images.js';
 import type { OciRuntime } from '../oci/runtime/runc.js';
 import type { HostFacts, ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
-import type { Config } from './config.js';
+import type { Config } from '../server/config.js';
 import type { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import type { Tables } from './records.js';
-import type { Store } from './store.js';
+import type { Store } from '../store/store.js';
 import type { StreamingEndpoint } from '../streaming/server.js';
 
 /** The image a sandbox's pause container runs. */
