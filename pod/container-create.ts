@@ -2,50 +2,50 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { buildContainerSpec, containerLogPath, imageVolumesToCreate } from '../oci/runtime/spec/index.js';
-import type { CreateContainerResponse } from '../gen/runtime/v1/CreateContainerResponse.js';
+import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
+import { faultPoint } from '../core/faults.js';
+import type { Logger } from '../core/log.js';
+import { nowNanos } from '../core/time.js';
+import { withUndo } from '../core/undo.js';
+import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import { resolveMountSources } from '../oci/runtime/mount-sources.js';
-import { faultPoint } from '../core/faults.js';
-import type { Deps } from './context.js';
-import type { Logger } from '../core/log.js';
-import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
-import { nowNanos, type ContainerRecord } from './records.js';
-import type { RuntimeHandlers } from '../server/runtime-service.js';
-import { refreshContainer, specImageConfig } from './container-refresh.js';
-import { refreshSandbox } from './sandbox-refresh.js';
-import { withUndo } from '../core/undo.js';
+import { buildContainerSpec, containerLogPath, imageVolumesToCreate } from '../oci/runtime/spec/index.js';
+import { containerNow } from './container-refresh.js';
+import type { PodContext } from './context.js';
+import { specImageConfig } from './image-config.js';
+import type { ContainerRecord } from './records.js';
+import { sandboxNow } from './sandbox-refresh.js';
+import { markContainerCreated } from './state.js';
 import { checkContainerConfig } from './validation.js';
 
-export function containerCreateHandlers(deps: Deps): RuntimeHandlers {
-  return {
-    CreateContainer: async (request, ctx) => {
-      const config = request.config;
-      checkContainerConfig(config);
-      // Under the sandbox's lock: a pod being stopped or removed meanwhile would miss this container.
-      const sandboxId = deps.tables.sandboxes.find(request.pod_sandbox_id).id;
-      return deps.locks.run(sandboxId, () => createContainer(deps, sandboxId, config, request.sandbox_config, ctx.log));
-    },
-  };
+/** Creates a container in the sandbox with that id or unique prefix; returns its id. */
+export async function createContainer(
+  ctx: PodContext, sandboxIdOrPrefix: string, config: ContainerConfig__Output | null, sandboxConfig: PodSandboxConfig__Output | null, log: Logger,
+): Promise<string> {
+  checkContainerConfig(config);
+  // Under the sandbox's lock: a pod being stopped or removed meanwhile would miss this container.
+  const sandboxId = ctx.tables.sandboxes.find(sandboxIdOrPrefix).id;
+  return ctx.locks.run(sandboxId, () => createInSandbox(ctx, sandboxId, config, sandboxConfig, log));
 }
 
 type CheckedConfig = ContainerRecord['config'];
 
-async function createContainer(
-  deps: Deps, sandboxId: string, config: CheckedConfig, requestSandboxConfig: PodSandboxConfig__Output | null, parentLog: Logger,
-): Promise<CreateContainerResponse> {
+async function createInSandbox(
+  ctx: PodContext, sandboxId: string, config: CheckedConfig, requestSandboxConfig: PodSandboxConfig__Output | null, parentLog: Logger,
+): Promise<string> {
   // Refreshed: a container must never join the namespaces of a pause that has died (its pid may be reused).
-  const sandbox = await refreshSandbox(deps, deps.tables.sandboxes.find(sandboxId));
+  const sandbox = await sandboxNow(ctx, sandboxId);
   if (sandbox.state !== 'SANDBOX_READY') {
     throw new FailedPrecondition(`sandbox ${sandbox.id} is not ready (state ${sandbox.state}): start a new sandbox and create the container there`);
   }
   const sandboxConfig = requestSandboxConfig ?? sandbox.config;
-  const image = deps.images.resolve(config.image!.image);
+  const image = ctx.images.resolve(config.image!.image);
   const logPath = config.log_path ? containerLogPath(sandbox.config.log_directory, config.log_path) : undefined;
   if (config.log_path && !logPath) {
     throw new InvalidArgument(`log_path "${config.log_path}" must stay inside the sandbox log directory "${sandbox.config.log_directory}"`);
   }
-  const runtime = deps.runtimes.get(sandbox.runtimeHandler);
+  const runtime = ctx.runtimes.get(sandbox.runtimeHandler);
   if (!runtime) throw new FailedPrecondition(`runtime handler "${sandbox.runtimeHandler}" of sandbox ${sandbox.id} is no longer configured: add it back or start a new sandbox`);
   const id = randomBytes(32).toString('hex');
   const log = parentLog.child({ containerId: id });
@@ -54,17 +54,17 @@ async function createContainer(
     id, sandboxId: sandbox.id, state: 'CONTAINER_CREATED', creating: true, createdAt: nowNanos(), startedAt: '0', finishedAt: '0',
     exitCode: 0, reason: '', message: '', config,
     image: { id: image.id, name: config.image!.image, ref: image.repoDigests[0] ?? image.id },
-    dir: join(deps.config.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: imageConfig.StopSignal || 'SIGTERM',
+    dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: imageConfig.StopSignal || 'SIGTERM',
   };
   // Under the sandbox's lock already (so no two creations in a pod overlap); the id lock makes a
   // Stop or Remove of the container (listed as soon as its record exists) wait for the creation.
-  return deps.locks.run(id, () => withUndo(log, async (undo) => {
-    deps.tables.containers.put(record);
-    undo.pushRecord('container record', () => deps.tables.containers.delete(id));
+  return ctx.locks.run(id, () => withUndo(log, async (undo) => {
+    ctx.tables.containers.put(record);
+    undo.pushRecord('container record', () => ctx.tables.containers.delete(id));
     await mkdir(record.dir, { recursive: true, mode: 0o711 });
     undo.push('container directory', () => rm(record.dir, { recursive: true, force: true }));
-    const rootfs = await deps.images.prepareRootfs(id, image.id);
-    undo.push('container rootfs', () => deps.images.removeRootfs(id));
+    const rootfs = await ctx.images.prepareRootfs(id, image.id);
+    undo.push('container rootfs', () => ctx.images.removeRootfs(id));
     record.rootfsUpper = rootfs.mount?.options.find((o) => o.startsWith('upperdir='))?.slice('upperdir='.length);
     faultPoint('container-rootfs-mounted');
 
@@ -73,7 +73,7 @@ async function createContainer(
       volumeDirs[volume] = join(record.dir, 'volumes', volume.replaceAll('/', '_'));
       await mkdir(volumeDirs[volume], { recursive: true, mode: 0o755 });
     }
-    const host = await deps.hostFacts(rootfs.path);
+    const host = await ctx.hostFacts(rootfs.path);
     const seccomp = config.linux?.security_context?.seccomp;
     if (seccomp?.profile_type === 'Localhost' && seccomp.localhost_ref) {
       host.seccompProfiles = { [seccomp.localhost_ref]: await readFile(seccomp.localhost_ref, 'utf8').catch((err: Error) => {
@@ -82,7 +82,7 @@ async function createContainer(
     }
     const target = config.linux?.security_context?.namespace_options?.target_id;
     if (target) {
-      const targetRecord = await refreshContainer(deps, deps.tables.containers.find(target));
+      const targetRecord = await containerNow(ctx, target);
       if (targetRecord.sandboxId !== sandbox.id || targetRecord.state !== 'CONTAINER_RUNNING') {
         throw new FailedPrecondition(`PID namespace target ${target} must be a running container of sandbox ${sandbox.id}`);
       }
@@ -90,7 +90,7 @@ async function createContainer(
     }
     const spec = buildContainerSpec({
       id, sandboxId: sandbox.id, config: { ...config, mounts: await resolveMountSources(config.mounts) }, sandboxConfig, image: { name: record.image.name, config: imageConfig },
-      rootfs: rootfs.path, cgroupDriver: deps.config.cgroup_driver, host, volumeDirs,
+      rootfs: rootfs.path, cgroupDriver: ctx.settings.cgroup_driver, host, volumeDirs,
       sandbox: {
         pausePid: sandbox.pausePid!, netnsPath: sandbox.netns?.path, shmPath: sandbox.shm,
         hostsPath: join(sandbox.dir, 'hosts'), resolvPath: join(sandbox.dir, 'resolv.conf'), hostnamePath: join(sandbox.dir, 'hostname'),
@@ -103,10 +103,9 @@ async function createContainer(
       id, bundle: record.dir, logPath: record.logPath || '/dev/null', stdin: config.stdin, stdinOnce: config.stdin_once, tty: config.tty,
     });
     faultPoint('container-created');
-    record.pid = pid;
-    delete record.creating;
-    deps.tables.containers.put(record);
+    markContainerCreated(record, pid);
+    ctx.tables.containers.put(record);
     log.info({ name: config.metadata.name, image: record.image.name }, 'container created');
-    return { container_id: id };
+    return id;
   }));
 }

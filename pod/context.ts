@@ -1,14 +1,10 @@
-// What the RPC handlers are given: the daemon's configuration, state and domain modules.
-import type { CniManager } from '../cni/manager.js';
-import type { Images } from '../oci/image/images.js';
-import type { OciRuntime } from '../oci/runtime/runc.js';
-import type { HostFacts, ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
-import type { Config } from '../server/config.js';
+// What every operation of the pod domain is given: its settings, its records and locks, and the narrow
+// interfaces to the network, the OCI runtimes, images and the host.
 import type { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
+import type { HostFacts, ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
+import type { ContainerRuntime, PodHost, PodImages, PodNetwork } from './interfaces.js';
 import type { Tables } from './records.js';
-import type { Store } from '../store/store.js';
-import type { StreamingEndpoint } from '../streaming/server.js';
 
 /** The image a sandbox's pause container runs. */
 export interface PauseImage {
@@ -17,23 +13,29 @@ export interface PauseImage {
   config: SpecImageConfig;
 }
 
-export interface Deps {
-  config: Config;
-  store: Store;
-  log: Logger;
-  /** The daemon's version, from package.json. */
-  version: string;
+/** The daemon settings the domain reads (the daemon's Config has them under the same names). */
+export interface PodSettings {
+  root_dir: string;
+  state_dir: string;
+  netns_dir: string;
+  cgroup_driver: 'cgroupfs' | 'systemd';
+  default_runtime: string;
+  cni: { cache_dir: string; conf_dir: string };
+}
+
+export interface PodContext {
+  settings: PodSettings;
   tables: Tables;
   /** Serializes operations on one sandbox or container (keyed by id or reservation). */
   locks: KeyedLock;
-  cni: CniManager;
+  log: Logger;
+  network: PodNetwork;
   /** One OCI runtime per configured handler name. */
-  runtimes: Map<string, OciRuntime>;
-  images: Images;
+  runtimes: Map<string, ContainerRuntime>;
+  images: PodImages;
+  host: PodHost;
   /** The configured pause image (pulled on first use) or the built-in one. */
   pauseImage(log: Logger): Promise<PauseImage>;
   /** What spec building needs to know of this node, with the passwd and group files of `rootfs`. */
   hostFacts(rootfs: string): Promise<HostFacts>;
-  /** Issues exec/attach/port-forward URLs on the streaming server. */
-  streaming: StreamingEndpoint;
 }

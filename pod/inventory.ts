@@ -3,24 +3,19 @@
 // gone is missing. Repair removes orphans: attachments through CNI DEL first, then what DEL could not release.
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { CniManager } from '../cni/manager.js';
+import type { Logger } from '../core/log.js';
 import { cachedAttachmentIds, hostLocalReservations, portmapChains, removePortmapChain, removeReservation } from '../cni/inventory.js';
 import { listPodNetns, netnsOwnerPrefix, removePodNetns } from '../netns/netns.js';
-import { Images } from '../oci/image/images.js';
-import type { ImageRecord } from '../oci/image/types.js';
 import { listConmons } from '../oci/runtime/conmon.js';
 import { unmountPodShm } from '../oci/runtime/pod/files.js';
-import type { OciRuntime } from '../oci/runtime/runc.js';
-import type { Config } from '../server/config.js';
-import { openRuntimes } from '../server/runtimes.js';
-import type { Logger } from '../core/log.js';
-import { openTables, type Tables } from './records.js';
-import { Store } from '../store/store.js';
+import type { PodSettings } from './context.js';
+import type { ContainerRuntime, PodImages, PodNetwork } from './interfaces.js';
+import type { Tables } from './records.js';
 
 /** What repairs use: the image service (root filesystems) and CNI (DEL of cached attachments). */
 export interface RepairTools {
-  images: Pick<Images, 'removeRootfs' | 'gc'>;
-  cni: Pick<CniManager, 'gc'>;
+  images: Pick<PodImages, 'removeRootfs' | 'gc'>;
+  network: Pick<PodNetwork, 'gc'>;
 }
 
 export interface Finding {
@@ -32,11 +27,11 @@ export interface Finding {
   repair?: (tools: RepairTools) => Promise<unknown>;
 }
 
-/** Where the inventory looks: the daemon's configuration, its records and its OCI runtimes. */
+/** Where the inventory looks: the daemon's settings, its records and its OCI runtimes. */
 export interface InventorySource {
-  config: Config;
+  settings: PodSettings;
   tables: Tables;
-  runtimes: Map<string, OciRuntime>;
+  runtimes: Map<string, Pick<ContainerRuntime, 'list' | 'delete'>>;
   log: Logger;
 }
 
@@ -47,7 +42,7 @@ async function mountsBelow(dir: string): Promise<string[]> {
 }
 
 export async function inventory(src: InventorySource): Promise<Finding[]> {
-  const { config, tables } = src;
+  const { settings, tables } = src;
   const sandboxes = tables.sandboxes.list();
   const known = new Set([...sandboxes.map((s) => s.id), ...tables.containers.list().map((c) => c.id)]);
   // A pending teardown explains the network objects it is still releasing.
@@ -56,8 +51,8 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
   const add = (kind: Finding['kind'], object: string, owner: string | undefined, ok: boolean, repair: (tools: RepairTools) => Promise<unknown>) =>
     findings.push({ kind, object, owner, status: ok ? 'ok' : 'orphan', ...(ok ? {} : { repair }) });
 
-  const podDirs = [join(config.root_dir, 'sandboxes'), join(config.state_dir, 'sandboxes')];
-  const cached = await cachedAttachmentIds(config.cni.cache_dir);
+  const podDirs = [join(settings.root_dir, 'sandboxes'), join(settings.state_dir, 'sandboxes')];
+  const cached = await cachedAttachmentIds(settings.cni.cache_dir);
   const traces = [...networked, ...cached, ...(await Promise.all(podDirs.map((d) => readdir(d).catch(() => [] as string[])))).flat()];
   // Netns pins, host-local reservations and portmap chains live in places other runtimes (and other minicri
   // daemons, as in tests) share: one is ours only when this daemon left a trace of its sandbox (a record, a
@@ -65,7 +60,7 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
   const ours = (owner: string) => owner !== '' && traces.some((id) => id.startsWith(owner));
 
   const pinned = new Set(sandboxes.flatMap((s) => (s.netns ? [s.netns.path] : [])));
-  const pins = await listPodNetns(config.netns_dir);
+  const pins = await listPodNetns(settings.netns_dir);
   for (const path of pins) {
     const owner = sandboxes.find((s) => s.netns?.path === path)?.id ?? netnsOwnerPrefix(path);
     if (ours(owner)) add('netns', path, owner, pinned.has(path), () => removePodNetns({ path }));
@@ -77,9 +72,9 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
   for (const [handler, runtime] of src.runtimes) {
     for (const id of await runtime.list().catch(() => [] as string[])) add('runc', `${handler}/${id}`, id, known.has(id), () => runtime.delete(id, { force: true }));
   }
-  for (const { pid, id } of await listConmons(config.state_dir)) add('conmon', `pid ${pid}`, id, known.has(id), async () => process.kill(pid, 'SIGKILL'));
+  for (const { pid, id } of await listConmons(settings.state_dir)) add('conmon', `pid ${pid}`, id, known.has(id), async () => process.kill(pid, 'SIGKILL'));
 
-  const rootfsDir = join(config.root_dir, 'images', 'rootfs');
+  const rootfsDir = join(settings.root_dir, 'images', 'rootfs');
   for (const key of await readdir(rootfsDir).catch(() => [] as string[])) {
     add('rootfs', join(rootfsDir, key), key, known.has(key), ({ images }) => images.removeRootfs(key));
   }
@@ -92,25 +87,15 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
 
   const attached = sandboxes.filter((s) => s.networkAttached).map((s) => s.id);
   for (const id of cached) {
-    add('cni-attachment', `${config.cni.cache_dir}/results/*-${id}-*`, id, networked.has(id), ({ cni }) => cni.gc(attached));
+    add('cni-attachment', `${settings.cni.cache_dir}/results/*-${id}-*`, id, networked.has(id), ({ network }) => network.gc(attached));
   }
-  for (const r of await hostLocalReservations(config.cni.conf_dir, src.log)) {
+  for (const r of await hostLocalReservations(settings.cni.conf_dir, src.log)) {
     if (ours(r.containerId)) add('ip-reservation', `${r.network} ${r.ip}`, r.containerId, networked.has(r.containerId), () => removeReservation(r));
   }
   for (const c of await portmapChains()) {
     if (ours(c.containerId)) add('iptables-chain', `nat ${c.chain}`, c.containerId, networked.has(c.containerId), () => removePortmapChain(c.chain));
   }
   return findings;
-}
-
-/** The inventory as `minicri doctor` takes it, from the store on disk (the daemon may be running or not). */
-export async function examine(config: Config, log: Logger): Promise<Finding[]> {
-  const store = Store.open(join(config.root_dir, 'minicri.db'));
-  try {
-    return await inventory({ config, tables: openTables(store), runtimes: await openRuntimes(config, log), log });
-  } finally {
-    store.close();
-  }
 }
 
 /**
@@ -136,25 +121,4 @@ export async function repairOrphans(findings: Finding[], tools: RepairTools, log
   }
   if (findings.some((f) => f.kind === 'rootfs' && f.status === 'orphan')) await tools.images.gc();
   return errors;
-}
-
-/** `minicri doctor --repair`: opens the image service and CNI the daemon would use, and repairs. */
-export async function repair(findings: Finding[], config: Config, log: Logger): Promise<string[]> {
-  const store = Store.open(join(config.root_dir, 'minicri.db'));
-  let cni: CniManager | undefined;
-  try {
-    const images = await Images.open({ rootDir: join(config.root_dir, 'images'), repo: store.table<ImageRecord>('image'), registries: { mirrors: {}, insecure: [] }, log });
-    cni = await CniManager.create({ confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir, log, watch: false });
-    return await repairOrphans(findings, { images, cni }, log);
-  } finally {
-    cni?.close();
-    store.close();
-  }
-}
-
-export function formatFindings(findings: Finding[]): string {
-  const rows = findings.map((f) => `${f.status.padEnd(8)} ${f.kind.padEnd(15)} ${f.object}${f.owner ? `  (${f.owner.slice(0, 12)})` : ''}`);
-  const orphans = findings.filter((f) => f.status === 'orphan').length;
-  const missing = findings.filter((f) => f.status === 'missing').length;
-  return `${rows.join('\n')}${rows.length ? '\n' : ''}${findings.length} objects: ${orphans} orphaned, ${missing} missing\n`;
 }

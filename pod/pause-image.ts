@@ -1,12 +1,11 @@
 // The pause image: the configured `pause_image` (pulled on first use), or minicri's own pause binary
 // imported as a one-file image so it is listed, pinned, like any other.
 import { fileURLToPath } from 'node:url';
+import type { Logger } from '../core/log.js';
 import type { Images } from '../oci/image/images.js';
 import { defaultMountRoots } from '../oci/runtime/spec/index.js';
-import type { Config } from '../server/config.js';
-import { specImageConfig } from './container-refresh.js';
 import type { PauseImage } from './context.js';
-import type { Logger } from '../core/log.js';
+import { specImageConfig } from './image-config.js';
 
 export const PAUSE_BINARY = fileURLToPath(new URL('../pause/pause', import.meta.url));
 
@@ -15,7 +14,7 @@ export function builtinPauseName(version: string): string {
 }
 
 /** Returns the function sandboxes ask for their pause image; imports the built-in one now. */
-export async function pauseImageSource(config: Config, images: Images, version: string): Promise<(log: Logger) => Promise<PauseImage>> {
+export async function pauseImageSource(config: { pause_image: string }, images: Pick<Images, 'status' | 'importLocal' | 'pull'>, version: string): Promise<(log: Logger) => Promise<PauseImage>> {
   if (!config.pause_image) {
     const name = builtinPauseName(version);
     const record = images.status(name) ?? await images.importLocal(

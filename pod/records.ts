@@ -1,7 +1,8 @@
 // The typed records the daemon keeps for sandboxes and containers, and the tables holding them.
+// A record's state changes only through the named transitions of state.ts.
+import type { PodNetworkRequest } from '../cni/manager.js';
 import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
-import type { PendingTeardown } from './network.js';
 import type { RecordTable, Store } from '../store/store.js';
 
 export type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
@@ -66,6 +67,17 @@ export interface ContainerRecord {
   stopSignal: string;
 }
 
+/** A pod network teardown (CNI DEL) that failed and is retried in the background until it succeeds. */
+export interface PendingTeardown {
+  /** The sandbox id. */
+  id: string;
+  request: PodNetworkRequest;
+  attempts: number;
+  lastError: string;
+  /** Unix ms of the next try. */
+  nextAt: number;
+}
+
 /** kubelet's own naming of a sandbox: one per name, namespace, uid and attempt. */
 export function sandboxReservation(r: SandboxRecord): string {
   const m = r.config.metadata;
@@ -91,17 +103,4 @@ export function openTables(store: Store): Tables {
     containers: store.table<ContainerRecord>('container', containerReservation),
     teardowns: store.table<PendingTeardown>('teardown'),
   };
-}
-
-/** The wall clock at an arbitrary point, in nanoseconds, minus the monotonic clock then. */
-const EPOCH_OFFSET = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();
-
-/** A time in Unix milliseconds as a CRI timestamp (nanoseconds, decimal string). */
-export function nanosFromMillis(ms: number): string {
-  return (BigInt(Math.trunc(ms)) * 1_000_000n).toString();
-}
-
-/** Now as CRI timestamps are: nanoseconds since the epoch, as a decimal string; never goes backwards. */
-export function nowNanos(): string {
-  return (EPOCH_OFFSET + process.hrtime.bigint()).toString();
 }

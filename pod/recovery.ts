@@ -2,16 +2,16 @@
 // crash, a kill -9 or a reboot. Operations cut off mid-way are undone; sandboxes whose pause died turn
 // NOTREADY; network attachments whose namespace vanished (a reboot) are released through the CNI
 // cache; every host object of ours that no record explains is removed.
-import { netnsExists } from '../netns/netns.js';
-import { refreshContainer, runtimeFor } from './container-refresh.js';
-import { removeContainer } from './container-remove.js';
-import type { Deps } from './context.js';
-import { inventory, repairOrphans } from './inventory.js';
 import type { Logger } from '../core/log.js';
-import { nowNanos } from './records.js';
+import { nowNanos } from '../core/time.js';
+import { refreshContainer, runtimeFor } from './container-refresh.js';
+import { removeContainerLocked } from './container-remove.js';
+import type { PodContext } from './context.js';
+import { inventory, repairOrphans } from './inventory.js';
 import { tearDownNetwork } from './network.js';
-import { attemptRemoval } from './pending.js';
-import { removeSandbox } from './sandbox-remove.js';
+import { attemptRemoval } from './removal.js';
+import { removeSandboxLocked } from './sandbox-remove.js';
+import { markContainerLost, markContainerRunning, markSandboxNotReady } from './state.js';
 
 /** Runs one step for each item; a failure is logged and the rest go on (recovery must not stop a start). */
 async function each<T>(items: T[], log: Logger, what: (t: T) => string, step: (t: T) => Promise<unknown>): Promise<void> {
@@ -24,63 +24,63 @@ async function each<T>(items: T[], log: Logger, what: (t: T) => string, step: (t
   }
 }
 
-export async function recover(deps: Deps, log: Logger): Promise<void> {
-  const { sandboxes, containers } = deps.tables;
+export async function recover(ctx: PodContext, log: Logger): Promise<void> {
+  const { sandboxes, containers } = ctx.tables;
 
   await each(containers.list().filter((c) => c.creating), log, (c) => c.id, async (c) => {
     log.warn({ containerId: c.id }, 'container creation was cut off: undoing it');
-    await removeContainer(deps, c.id, log);
+    await removeContainerLocked(ctx, c.id, log);
   });
   await each(sandboxes.list().filter((s) => s.creating), log, (s) => s.id, async (s) => {
     log.warn({ sandboxId: s.id }, 'sandbox creation was cut off: undoing it');
-    await removeSandbox(deps, s.id, log);
+    await removeSandboxLocked(ctx, s.id, log);
   });
 
   // Removals that failed or were cut off are finished now.
-  await each(containers.list().filter((c) => c.removing), log, (c) => c.id, (c) => attemptRemoval(containers, c.id, () => removeContainer(deps, c.id, log)));
-  await each(sandboxes.list().filter((s) => s.removing), log, (s) => s.id, (s) => attemptRemoval(sandboxes, s.id, () => removeSandbox(deps, s.id, log)));
+  await each(containers.list().filter((c) => c.removing), log, (c) => c.id, (c) => attemptRemoval(containers, c.id, () => removeContainerLocked(ctx, c.id, log)));
+  await each(sandboxes.list().filter((s) => s.removing), log, (s) => s.id, (s) => attemptRemoval(sandboxes, s.id, () => removeSandboxLocked(ctx, s.id, log)));
 
   // A start cut off after `runc start` left a running container recorded as created.
   await each(containers.list().filter((c) => c.state === 'CONTAINER_CREATED'), log, (c) => c.id, async (c) => {
-    const state = await runtimeFor(deps, c)?.state(c.id);
+    const state = await runtimeFor(ctx, c)?.state(c.id);
     if (state && state.status !== 'created') {
       log.warn({ containerId: c.id, status: state.status }, 'container was started while its start was cut off: recording it as started');
-      containers.update(c.id, (r) => { r.state = 'CONTAINER_RUNNING'; r.startedAt = nowNanos(); });
+      containers.update(c.id, (r) => markContainerRunning(r, nowNanos()));
     }
   });
 
   // Exit files outlive the daemon: containers that exited meanwhile get their codes.
   await each(containers.list().filter((c) => c.state === 'CONTAINER_RUNNING'), log, (c) => c.id, async (c) => {
-    const fresh = await refreshContainer(deps, c);
-    const runtime = runtimeFor(deps, c);
+    const fresh = await refreshContainer(ctx, c);
+    const runtime = runtimeFor(ctx, c);
     if (fresh.state === 'CONTAINER_RUNNING' && runtime && !(await runtime.state(c.id))) {
       // No exit file and no runc state: the host lost it (a reboot emptied /run).
-      containers.update(c.id, (r) => { r.state = 'CONTAINER_EXITED'; r.exitCode = 255; r.reason = 'Unknown'; r.message = 'the container was lost while minicri was down (host reboot?)'; });
+      containers.update(c.id, (r) => markContainerLost(r, 'the container was lost while minicri was down (host reboot?)'));
     }
   });
 
   await each(sandboxes.list().filter((s) => s.state === 'SANDBOX_READY'), log, (s) => s.id, async (s) => {
-    const state = await deps.runtimes.get(s.runtimeHandler)?.state(s.id);
+    const state = await ctx.runtimes.get(s.runtimeHandler)?.state(s.id);
     if (!state || state.status !== 'running') {
       log.warn({ sandboxId: s.id }, 'the pause container is gone: sandbox is NOTREADY');
-      sandboxes.update(s.id, (r) => { r.state = 'SANDBOX_NOTREADY'; });
+      sandboxes.update(s.id, markSandboxNotReady);
     }
   });
 
   // An attachment whose namespace is gone (a reboot) still holds its IP: release it from the cache.
   await each(sandboxes.list().filter((s) => s.networkAttached && s.netns), log, (s) => s.id, async (s) => {
-    if (await netnsExists(s.netns!.path)) return;
+    if (await ctx.host.netnsExists(s.netns!.path)) return;
     log.warn({ sandboxId: s.id }, 'network namespace is gone: releasing the pod network through the CNI cache');
-    await tearDownNetwork(deps, s);
+    await tearDownNetwork(ctx, s);
     sandboxes.update(s.id, (r) => { r.networkAttached = false; });
   });
 
   // CNI attachments in the cache that no sandbox explains go first (CNI GC, and DEL for older plugins).
-  await each([sandboxes.list().filter((s) => s.networkAttached).map((s) => s.id)], log, () => 'cni gc', (valid) => deps.cni.gc(valid));
+  await each([sandboxes.list().filter((s) => s.networkAttached).map((s) => s.id)], log, () => 'cni gc', (valid) => ctx.network.gc(valid));
   // Then whatever else no record explains (runc containers, conmons, root filesystems, shm mounts, netns
   // pins, what DEL could not release) goes, through doctor's inventory.
-  await each([deps], log, () => 'orphan sweep', async ({ config, tables, runtimes }) => {
-    const findings = await inventory({ config, tables, runtimes, log });
-    for (const error of await repairOrphans(findings, deps, log)) log.error({ error }, 'removing an unexplained host object failed; it is retried at the next start');
+  await each([ctx], log, () => 'orphan sweep', async ({ settings, tables, runtimes, images, network }) => {
+    const findings = await inventory({ settings, tables, runtimes, log });
+    for (const error of await repairOrphans(findings, { images, network }, log)) log.error({ error }, 'removing an unexplained host object failed; it is retried at the next start');
   });
 }

@@ -1,14 +1,16 @@
 // ContainerStats, ListContainerStats, PodSandboxStats, ListPodSandboxStats: cgroup samples of
 // running containers (cpu, memory) and the size of their writable layers.
+import { nanosFromMillis } from '../core/time.js';
 import type { ContainerStats } from '../gen/runtime/v1/ContainerStats.js';
+import type { ContainerStatsFilter__Output } from '../gen/runtime/v1/ContainerStatsFilter.js';
 import type { PodSandboxStats } from '../gen/runtime/v1/PodSandboxStats.js';
+import type { PodSandboxStatsFilter__Output } from '../gen/runtime/v1/PodSandboxStatsFilter.js';
 import { nanoCores, readStatsForPid, type CgroupStats } from '../oci/runtime/stats.js';
 import { diskUsage } from '../oci/runtime/usage.js';
-import type { Deps } from './context.js';
-import { matchesLabels } from './filters.js';
-import { nanosFromMillis, type ContainerRecord, type SandboxRecord } from './records.js';
-import type { RuntimeHandlers } from '../server/runtime-service.js';
 import { refreshContainer } from './container-refresh.js';
+import type { PodContext } from './context.js';
+import { matchesLabels } from './filters.js';
+import type { ContainerRecord, SandboxRecord } from './records.js';
 
 const value = (n: number) => ({ value: String(Math.max(0, Math.round(n))) });
 const nanos = (d: Date) => nanosFromMillis(d.getTime());
@@ -17,9 +19,9 @@ const nanos = (d: Date) => nanosFromMillis(d.getTime());
 const previous = new Map<string, Pick<CgroupStats, 'timestamp' | 'cpuUsageNs'>>();
 
 /** Drops the samples of containers and sandboxes that no longer exist (the list calls kubelet makes run it). */
-function forgetRemoved(deps: Deps): void {
+function forgetRemoved(ctx: PodContext): void {
   for (const id of previous.keys()) {
-    if (!deps.tables.containers.get(id) && !deps.tables.sandboxes.get(id)) previous.delete(id);
+    if (!ctx.tables.containers.get(id) && !ctx.tables.sandboxes.get(id)) previous.delete(id);
   }
 }
 
@@ -45,8 +47,8 @@ function cpuAndMemory(stats: (CgroupStats & { nanoCores?: number }) | undefined)
   };
 }
 
-async function containerStats(deps: Deps, record: ContainerRecord): Promise<ContainerStats> {
-  const fresh = await refreshContainer(deps, record);
+async function containerStats(ctx: PodContext, record: ContainerRecord): Promise<ContainerStats> {
+  const fresh = await refreshContainer(ctx, record);
   const running = fresh.state === 'CONTAINER_RUNNING';
   const stats = running ? await sample(fresh.id, fresh.pid) : undefined;
   const layer = fresh.rootfsUpper ? await diskUsage(fresh.rootfsUpper) : undefined;
@@ -54,16 +56,16 @@ async function containerStats(deps: Deps, record: ContainerRecord): Promise<Cont
     attributes: { id: fresh.id, metadata: fresh.config.metadata, labels: fresh.config.labels, annotations: fresh.config.annotations },
     ...cpuAndMemory(stats),
     writable_layer: layer ? {
-      timestamp: nanos(new Date()), fs_id: { mountpoint: deps.config.root_dir }, used_bytes: value(layer.bytes), inodes_used: value(layer.inodes),
+      timestamp: nanos(new Date()), fs_id: { mountpoint: ctx.settings.root_dir }, used_bytes: value(layer.bytes), inodes_used: value(layer.inodes),
     } : null,
   };
 }
 
-async function sandboxStats(deps: Deps, sandbox: SandboxRecord): Promise<PodSandboxStats> {
-  const containers = deps.tables.containers.list().filter((c) => c.sandboxId === sandbox.id);
+async function sandboxStats(ctx: PodContext, sandbox: SandboxRecord): Promise<PodSandboxStats> {
+  const containers = ctx.tables.containers.list().filter((c) => c.sandboxId === sandbox.id);
   const [pause, ...stats] = await Promise.all([
     sandbox.state === 'SANDBOX_READY' ? sample(sandbox.id, sandbox.pausePid) : undefined,
-    ...containers.map((c) => containerStats(deps, c)),
+    ...containers.map((c) => containerStats(ctx, c)),
   ]);
   // The pod's usage is its pause plus its containers (their cgroups are siblings under the parent).
   const sum = (pick: (s: ContainerStats) => { value?: unknown } | null | undefined, own: number) =>
@@ -79,22 +81,23 @@ async function sandboxStats(deps: Deps, sandbox: SandboxRecord): Promise<PodSand
   };
 }
 
-export function containerStatsHandlers(deps: Deps): RuntimeHandlers {
-  return {
-    ContainerStats: async (request) => ({ stats: await containerStats(deps, deps.tables.containers.find(request.container_id)) }),
-    ListContainerStats: async (request) => {
-      forgetRemoved(deps);
-      const f = request.filter;
-      const records = deps.tables.containers.list().filter((r) =>
-        (!f?.id || r.id.startsWith(f.id)) && (!f?.pod_sandbox_id || r.sandboxId.startsWith(f.pod_sandbox_id)) && matchesLabels(r.config.labels, f?.label_selector));
-      return { stats: await Promise.all(records.map((r) => containerStats(deps, r))) };
-    },
-    PodSandboxStats: async (request) => ({ stats: await sandboxStats(deps, deps.tables.sandboxes.find(request.pod_sandbox_id)) }),
-    ListPodSandboxStats: async (request) => {
-      forgetRemoved(deps);
-      const f = request.filter;
-      const records = deps.tables.sandboxes.list().filter((r) => (!f?.id || r.id.startsWith(f.id)) && matchesLabels(r.config.labels, f?.label_selector));
-      return { stats: await Promise.all(records.map((r) => sandboxStats(deps, r))) };
-    },
-  };
+export function statsOfContainer(ctx: PodContext, idOrPrefix: string): Promise<ContainerStats> {
+  return containerStats(ctx, ctx.tables.containers.find(idOrPrefix));
+}
+
+export function listContainerStats(ctx: PodContext, f: ContainerStatsFilter__Output | null | undefined): Promise<ContainerStats[]> {
+  forgetRemoved(ctx);
+  const records = ctx.tables.containers.list().filter((r) =>
+    (!f?.id || r.id.startsWith(f.id)) && (!f?.pod_sandbox_id || r.sandboxId.startsWith(f.pod_sandbox_id)) && matchesLabels(r.config.labels, f?.label_selector));
+  return Promise.all(records.map((r) => containerStats(ctx, r)));
+}
+
+export function statsOfSandbox(ctx: PodContext, idOrPrefix: string): Promise<PodSandboxStats> {
+  return sandboxStats(ctx, ctx.tables.sandboxes.find(idOrPrefix));
+}
+
+export function listSandboxStats(ctx: PodContext, f: PodSandboxStatsFilter__Output | null | undefined): Promise<PodSandboxStats[]> {
+  forgetRemoved(ctx);
+  const records = ctx.tables.sandboxes.list().filter((r) => (!f?.id || r.id.startsWith(f.id)) && matchesLabels(r.config.labels, f?.label_selector));
+  return Promise.all(records.map((r) => sandboxStats(ctx, r)));
 }

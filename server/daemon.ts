@@ -2,31 +2,33 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { CniManager } from '../cni/manager.js';
 import { ensureDefaultNetwork } from '../cni/default-network.js';
+import { CniManager } from '../cni/manager.js';
+import { KeyedLock } from '../core/locks.js';
+import type { Logger } from '../core/log.js';
 import { Images, type PullIntent } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
+import type { PodContext } from '../pod/context.js';
+import { hostMechanics } from '../pod/host.js';
+import { pauseImageSource } from '../pod/pause-image.js';
+import { Retrier } from '../pod/pending.js';
+import { openTables } from '../pod/records.js';
+import { recover } from '../pod/recovery.js';
+import { podCidr } from '../pod/runtime-status.js';
+import { Store } from '../store/store.js';
+import { StreamingServer } from '../streaming/server.js';
 import type { Config } from './config.js';
-import { openRuntimes } from './runtimes.js';
-import { streamingBackend } from './container-streaming.js';
-import type { Deps } from '../pod/context.js';
 import { imageService } from './image-service.js';
 import { claimSocketPath, listenUnix } from './listen.js';
 import { listEncoders, withListEncoders } from './list-encoding.js';
-import type { Logger } from '../core/log.js';
-import { KeyedLock } from '../core/locks.js';
-import { pauseImageSource } from '../pod/pause-image.js';
-import { quietCollector } from './quiet-collector.js';
 import { startMetrics, type Metrics } from './metrics.js';
 import { loadCri } from './proto.js';
-import { openTables } from '../pod/records.js';
-import { Retrier } from '../pod/pending.js';
-import { recover } from '../pod/recovery.js';
+import { quietCollector } from './quiet-collector.js';
 import { runtimeService } from './runtime-service.js';
+import { openRuntimes } from './runtimes.js';
 import { bindService } from './service.js';
-import { Store } from '../store/store.js';
-import { StreamingServer } from '../streaming/server.js';
+import { streamingBackend } from './streaming-backend.js';
 
 /** kubelet sends and accepts messages up to 16 MiB (ExecSync output, large lists). */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -74,36 +76,36 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
       log: log.child({ module: 'cni' }),
     });
-    const podCidr = store.getMeta('pod_cidr');
-    if (podCidr) cni.setPodCidr(podCidr);
+    const cidr = podCidr(store);
+    if (cidr) cni.setPodCidr(cidr);
     const runtimes = await openRuntimes(config, log);
     for (const runtime of runtimes.values()) runtime.watchExits();
     const node = await gatherNodeFacts(log);
-    let deps: Deps | undefined;
+    let pods: PodContext | undefined;
     streaming = await StreamingServer.start({
       address: config.streaming.address, port: config.streaming.port,
       idleTimeoutMs: config.streaming.idle_timeout_seconds * 1000, maxSessions: config.streaming.max_sessions,
-      backend: streamingBackend(() => deps!),
+      backend: streamingBackend(() => pods!),
       log: log.child({ module: 'streaming' }),
     });
-    deps = {
-      config, store, log, version: VERSION, tables, locks, cni, runtimes, images,
+    pods = {
+      settings: config, tables, locks, log, network: cni, runtimes, images, host: hostMechanics,
       pauseImage: await pauseImageSource(config, images, VERSION),
       hostFacts: (rootfs) => node.forRootfs(rootfs),
-      streaming,
     };
     const cri = loadCri();
-    await recover(deps, log.child({ module: 'recovery' }));
+    await recover(pods, log.child({ module: 'recovery' }));
     if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }));
-    const retrier = new Retrier(deps, log.child({ module: 'retry' }));
+    const retrier = new Retrier(pods, log.child({ module: 'retry' }));
     retrier.start();
     const server = new grpc.Server({
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     });
     const lists = listEncoders(cri.RuntimeService.service);
-    server.addService(withListEncoders(cri.RuntimeService.service, lists), bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(deps, lists), log, metrics?.observe));
-    server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(deps), log, metrics?.observe));
+    const edge = { config, version: VERSION, pods, images, meta: store, streaming, lists };
+    server.addService(withListEncoders(cri.RuntimeService.service, lists), bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(edge), log, metrics?.observe));
+    server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(edge), log, metrics?.observe));
     const listener = await listenUnix(server, config.socket);
     log.info({ socket: config.socket, version: VERSION }, 'minicri serving');
 

@@ -1,15 +1,18 @@
-// ImageService: RPC name → handler.
-import type { ImageServiceHandlers } from '../gen/runtime/v1/ImageService.js';
-import type { Deps } from '../pod/context.js';
-import { imagePullHandlers } from './image-pull.js';
-import { imageStatusHandlers } from './image-status.js';
-import type { HandlerMap } from './service.js';
+// ImageService: RPC name → handler. Each handler is the file in handlers/ named after its RPC.
+import type { Edge } from './edge.js';
+import { ImageFsInfo } from './handlers/image-fs-info.js';
+import { ImageStatus } from './handlers/image-status.js';
+import { ListImages } from './handlers/list-images.js';
+import { PullImage } from './handlers/pull-image.js';
+import { RemoveImage } from './handlers/remove-image.js';
+import type { ImageHandlers } from './service.js';
 
-export type ImageHandlers = HandlerMap<ImageServiceHandlers>;
-
-export function imageService(deps: Deps): ImageHandlers {
+export function imageService(edge: Edge): ImageHandlers {
   return {
-    ...imagePullHandlers(deps),
-    ...imageStatusHandlers(deps),
+    ImageFsInfo: ImageFsInfo(edge),
+    ImageStatus: ImageStatus(edge),
+    ListImages: ListImages(edge),
+    PullImage: PullImage(edge),
+    RemoveImage: RemoveImage(edge),
   };
 }

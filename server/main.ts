@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'smol-toml';
 import { CONFIG_FLAGS, ConfigError, loadConfig, type Config } from './config.js';
 import { startDaemon, VERSION } from './daemon.js';
-import { examine, formatFindings, repair } from '../pod/inventory.js';
+import { examine, formatFindings, repair } from './doctor.js';
 import { socketAnswers } from './listen.js';
 import { createLogger } from '../core/log.js';
 

@@ -1,45 +1,58 @@
-// RuntimeService: RPC name → handler. Each group of RPCs lives in its own module.
-import type { RuntimeServiceHandlers } from '../gen/runtime/v1/RuntimeService.js';
-import { containerCreateHandlers } from '../pod/container-create.js';
-import { containerExecHandlers } from './container-exec.js';
-import { containerRemoveHandlers } from '../pod/container-remove.js';
-import { containerStartHandlers } from '../pod/container-start.js';
-import { containerStatsHandlers } from '../pod/stats.js';
-import { containerStatusHandlers } from './container-status.js';
-import { containerStopHandlers } from '../pod/container-stop.js';
-import { containerStreamingHandlers } from './container-streaming.js';
-import { containerUpdateHandlers } from './container-update.js';
-import type { Deps } from '../pod/context.js';
-import type { ListEncoders } from './list-encoding.js';
-import { runtimeConfigHandlers } from './runtime-config.js';
-import { sandboxRemoveHandlers } from '../pod/sandbox-remove.js';
-import { sandboxRunHandlers } from '../pod/sandbox-run.js';
-import { sandboxStatusHandlers } from './sandbox-status.js';
-import { sandboxStopHandlers } from '../pod/sandbox-stop.js';
-import type { HandlerMap } from './service.js';
-import { statusHandlers } from './status.js';
-import { versionHandlers } from './version.js';
+// RuntimeService: RPC name → handler. Each handler is the file in handlers/ named after its RPC.
+import type { Edge } from './edge.js';
+import { Attach } from './handlers/attach.js';
+import { ContainerStats } from './handlers/container-stats.js';
+import { ContainerStatus } from './handlers/container-status.js';
+import { CreateContainer } from './handlers/create-container.js';
+import { Exec } from './handlers/exec.js';
+import { ExecSync } from './handlers/exec-sync.js';
+import { ListContainerStats } from './handlers/list-container-stats.js';
+import { ListContainers } from './handlers/list-containers.js';
+import { ListPodSandbox } from './handlers/list-pod-sandbox.js';
+import { ListPodSandboxStats } from './handlers/list-pod-sandbox-stats.js';
+import { PodSandboxStats } from './handlers/pod-sandbox-stats.js';
+import { PodSandboxStatus } from './handlers/pod-sandbox-status.js';
+import { PortForward } from './handlers/port-forward.js';
+import { RemoveContainer } from './handlers/remove-container.js';
+import { RemovePodSandbox } from './handlers/remove-pod-sandbox.js';
+import { ReopenContainerLog } from './handlers/reopen-container-log.js';
+import { RunPodSandbox } from './handlers/run-pod-sandbox.js';
+import { RuntimeConfig } from './handlers/runtime-config.js';
+import { StartContainer } from './handlers/start-container.js';
+import { Status } from './handlers/status.js';
+import { StopContainer } from './handlers/stop-container.js';
+import { StopPodSandbox } from './handlers/stop-pod-sandbox.js';
+import { UpdateContainerResources } from './handlers/update-container-resources.js';
+import { UpdateRuntimeConfig } from './handlers/update-runtime-config.js';
+import { Version } from './handlers/version.js';
+import type { RuntimeHandlers } from './service.js';
 
-export type RuntimeHandlers = HandlerMap<RuntimeServiceHandlers>;
-
-/** `lists` encodes the relist answers; the list handlers keep it warm. */
-export function runtimeService(deps: Deps, lists: ListEncoders): RuntimeHandlers {
+export function runtimeService(edge: Edge): RuntimeHandlers {
   return {
-    ...versionHandlers(deps),
-    ...statusHandlers(deps),
-    ...runtimeConfigHandlers(deps),
-    ...sandboxRunHandlers(deps),
-    ...sandboxStopHandlers(deps),
-    ...sandboxRemoveHandlers(deps),
-    ...sandboxStatusHandlers(deps, lists.sandboxes),
-    ...containerCreateHandlers(deps),
-    ...containerStartHandlers(deps),
-    ...containerStopHandlers(deps),
-    ...containerRemoveHandlers(deps),
-    ...containerStatusHandlers(deps, lists.containers),
-    ...containerExecHandlers(deps),
-    ...containerUpdateHandlers(deps),
-    ...containerStatsHandlers(deps),
-    ...containerStreamingHandlers(deps),
+    Attach: Attach(edge),
+    ContainerStats: ContainerStats(edge),
+    ContainerStatus: ContainerStatus(edge),
+    CreateContainer: CreateContainer(edge),
+    Exec: Exec(edge),
+    ExecSync: ExecSync(edge),
+    ListContainerStats: ListContainerStats(edge),
+    ListContainers: ListContainers(edge),
+    ListPodSandbox: ListPodSandbox(edge),
+    ListPodSandboxStats: ListPodSandboxStats(edge),
+    PodSandboxStats: PodSandboxStats(edge),
+    PodSandboxStatus: PodSandboxStatus(edge),
+    PortForward: PortForward(edge),
+    RemoveContainer: RemoveContainer(edge),
+    RemovePodSandbox: RemovePodSandbox(edge),
+    ReopenContainerLog: ReopenContainerLog(edge),
+    RunPodSandbox: RunPodSandbox(edge),
+    RuntimeConfig: RuntimeConfig(edge),
+    StartContainer: StartContainer(edge),
+    Status: Status(edge),
+    StopContainer: StopContainer(edge),
+    StopPodSandbox: StopPodSandbox(edge),
+    UpdateContainerResources: UpdateContainerResources(edge),
+    UpdateRuntimeConfig: UpdateRuntimeConfig(edge),
+    Version: Version(edge),
   };
 }

@@ -1,6 +1,8 @@
 // Binds a CRI service definition to our handlers; every method without a handler answers UNIMPLEMENTED.
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../core/log.js';
+import type { ImageServiceHandlers } from '../gen/runtime/v1/ImageService.js';
+import type { RuntimeServiceHandlers } from '../gen/runtime/v1/RuntimeService.js';
 import { serverStream, unary, unimplemented, type RpcObserver, type ServerStream, type Unary } from './rpc.js';
 
 /** Drops the index signature grpc-js types carry, leaving the generated method names. */
@@ -33,3 +35,10 @@ export function bindService<H>(
   }
   return implementation;
 }
+
+export type RuntimeHandlers = HandlerMap<RuntimeServiceHandlers>;
+export type ImageHandlers = HandlerMap<ImageServiceHandlers>;
+/** The handler of one RuntimeService method, by its RPC name. */
+export type RuntimeRpc<K extends keyof RuntimeHandlers> = NonNullable<RuntimeHandlers[K]>;
+/** The handler of one ImageService method, by its RPC name. */
+export type ImageRpc<K extends keyof ImageHandlers> = NonNullable<ImageHandlers[K]>;

@@ -12,5 +12,6 @@ export { containerLogPath } from './logpath.js';
 export { defaultMountRoots, secureJoin, imageVolumesToCreate } from './mounts.js';
 export { clampOomScoreAdj } from './resources.js';
 export { splitSysctls, type PodSysctls } from './pod.js';
+export { podNamespaceModes } from './common.js';
 export { ANNOTATION } from './annotations.js';
 export * from './types.js';

@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, it } from 'node:test';
-import { containerStatusHandlers } from '../../../server/container-status.js';
-import type { Deps } from '../../../pod/context.js';
+import { ListContainers } from '../../../server/handlers/list-containers.js';
+import type { Edge } from '../../../server/edge.js';
 import { ListEncoder, listEncoders, listedSummaries, withListEncoders } from '../../../server/list-encoding.js';
 import { silentLogger } from '../../../core/log.js';
 import { loadCri } from '../../../server/proto.js';
 import { openTables, type ContainerRecord } from '../../../pod/records.js';
+import { markNeverStarted } from '../../../pod/state.js';
 import { Store } from '../../../store/store.js';
 
 const cri = loadCri();
@@ -110,15 +111,15 @@ describe('list encoding', () => {
         image: { id: 'sha256:ab', name: 'busybox', ref: 'sha256:ab' }, dir: '/nowhere', logPath: '', stopSignal: 'SIGTERM',
       });
       const { encoder, counter } = countingEncoder();
-      const deps = { tables, runtimes: new Map(), config: { default_runtime: 'runc' } } as unknown as Deps;
-      const handlers = containerStatusHandlers(deps, encoder);
+      const edge = { pods: { tables, runtimes: new Map(), settings: { default_runtime: 'runc' } }, lists: { containers: encoder } } as unknown as Edge;
+      const listContainers = ListContainers(edge);
       tables.containers.put(record(1, 'CONTAINER_CREATED'));
       tables.containers.put(record(2, 'CONTAINER_EXITED'));
-      tables.containers.update('c1', (r) => { r.state = 'CONTAINER_EXITED'; });
+      tables.containers.update('c1', (r) => markNeverStarted(r));
       await nextTurn();
       assert.equal(counter.calls, 2);
       const ctx = { log: silentLogger };
-      const response = await handlers.ListContainers!({ filter: null }, ctx);
+      const response = await listContainers({ filter: null }, ctx);
       const bytes = encoder.serialize(response);
       assert.equal(counter.calls, 2, 'the answer was encoded before it was asked for');
       const back = cri.RuntimeService.service.ListContainers.responseDeserialize(bytes);

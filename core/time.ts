@@ -1,0 +1,14 @@
+// CRI timestamps: nanoseconds since the epoch as decimal strings (int64 overflows a double).
+
+/** The wall clock at an arbitrary point, in nanoseconds, minus the monotonic clock then. */
+const EPOCH_OFFSET = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();
+
+/** A time in Unix milliseconds as a CRI timestamp. */
+export function nanosFromMillis(ms: number): string {
+  return (BigInt(Math.trunc(ms)) * 1_000_000n).toString();
+}
+
+/** Now as a CRI timestamp; never goes backwards. */
+export function nowNanos(): string {
+  return (EPOCH_OFFSET + process.hrtime.bigint()).toString();
+}

@@ -1,0 +1,58 @@
+// What the pod domain needs from the world below it, each as narrow as the lifecycle uses it. The daemon
+// wires the real modules in (server/daemon.ts); unit tests wire fakes and drive the orchestration alone.
+import type { PodNetworkRequest, PodNetworkStatus } from '../cni/manager.js';
+import type { PodNetns } from '../netns/netns.js';
+import type { Rootfs, RootfsOptions } from '../oci/image/snapshot.js';
+import type { ImageRecord } from '../oci/image/types.js';
+import type { ExecSyncResult } from '../oci/runtime/exec.js';
+import type { ContainerState, CreateRequest, ExitStatus } from '../oci/runtime/runc.js';
+
+/** The pod network, as small as ocicni's: set up, tear down, check, status, GC (and the pod CIDR kubelet gives). */
+export interface PodNetwork {
+  setUpPod(r: PodNetworkRequest): Promise<PodNetworkStatus>;
+  tearDownPod(r: PodNetworkRequest): Promise<void>;
+  checkPod(r: PodNetworkRequest): Promise<void>;
+  status(): Promise<{ ready: boolean; reason: string; message: string }>;
+  /** Releases every cached attachment whose sandbox is not in the list. */
+  gc(validSandboxIds: string[]): Promise<void>;
+  setPodCidr(cidr: string): void;
+}
+
+/** One OCI runtime handler (runc under conmon) as the lifecycle drives it. */
+export interface ContainerRuntime {
+  create(c: CreateRequest): Promise<{ pid: number }>;
+  start(id: string): Promise<void>;
+  state(id: string): Promise<ContainerState | undefined>;
+  stop(id: string, o: { timeoutSec: number; signal?: string | number }): Promise<void>;
+  delete(id: string, o?: { force?: boolean }): Promise<void>;
+  exitStatus(id: string): Promise<ExitStatus | undefined>;
+  /** Knows, without a read, which containers may have an exit file. */
+  exits: { mayHaveExited(id: string): boolean };
+  reopenLog(id: string): Promise<void>;
+  execSync(id: string, cmd: string[], o: { timeoutSec: number; maxOutputBytes?: number }): Promise<ExecSyncResult>;
+  update(id: string, resources: object): Promise<void>;
+  /** Ids of the containers the runtime holds. */
+  list(): Promise<string[]>;
+  attachSocketPath(id: string): string;
+  /** The runtime binary and its global flags, for an interactive exec run under the PTY helper. */
+  commandLine(): { path: string; args: string[] };
+}
+
+/** Images as containers use them: resolved by reference, and a root filesystem each. */
+export interface PodImages {
+  resolve(refOrId: string): ImageRecord;
+  prepareRootfs(key: string, imageRefOrId: string, opts?: RootfsOptions): Promise<Rootfs>;
+  removeRootfs(key: string): Promise<void>;
+  /** Drops layers no image or root filesystem uses. */
+  gc(): Promise<void>;
+}
+
+/** Host mechanics of a pod: its network namespace and its /dev/shm. */
+export interface PodHost {
+  createNetns(podName: string, paths: PodNetns): Promise<void>;
+  removeNetns(ns: { path: string; symlink?: string }): Promise<void>;
+  netnsExists(path: string): Promise<boolean>;
+  setNetnsSysctls(path: string, sysctls: Record<string, string>): Promise<void>;
+  mountShm(path: string): Promise<void>;
+  unmountShm(path: string): Promise<void>;
+}

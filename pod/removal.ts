@@ -1,0 +1,26 @@
+// A removal that cannot be forgotten: its intent is written on the record before it starts, and a
+// failure is recorded there with a backoff, so the background retry (pending.ts) or the next start
+// finishes it even when kubelet never asks again.
+import { backoff } from './network.js';
+import type { PendingRemoval } from './records.js';
+
+interface RemovableTable {
+  get(id: string): { removing?: PendingRemoval } | undefined;
+  update(id: string, f: (r: { removing?: PendingRemoval }) => void): unknown;
+}
+
+/** Runs a removal, recording its failure (with backoff) on the record for the next try. */
+export async function attemptRemoval(table: RemovableTable, id: string, remove: () => Promise<void>): Promise<void> {
+  if (!table.get(id)?.removing) table.update(id, (r) => { r.removing = { attempts: 0, nextAt: Date.now() + backoff(1), lastError: '' }; });
+  try {
+    await remove();
+  } catch (err) {
+    if (table.get(id)) {
+      table.update(id, (r) => {
+        const attempts = (r.removing?.attempts ?? 0) + 1;
+        r.removing = { attempts, nextAt: Date.now() + backoff(attempts), lastError: (err as Error).message };
+      });
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,62 @@
+// Status and UpdateRuntimeConfig: whether the runtime and the pod network are ready, as kubelet's
+// node-ready check reads it; the work still pending; the pod CIDR kubelet hands us.
+import { isIP } from 'node:net';
+import { InvalidArgument } from '../core/errors.js';
+import { resolveExecutable } from '../core/executables.js';
+import type { PodContext } from './context.js';
+
+export interface Condition { type: string; status: boolean; reason: string; message: string }
+
+/** RuntimeReady and NetworkReady. */
+export async function runtimeConditions(ctx: PodContext, binaries: { runtime: string; conmon: string }): Promise<Condition[]> {
+  const absent = async (what: string, path: string) => ((await resolveExecutable(path)) ? [] : [what]);
+  const [runtimeAbsent, conmonAbsent, network] = await Promise.all([
+    absent(`OCI runtime "${binaries.runtime}"`, binaries.runtime), absent(`conmon "${binaries.conmon}"`, binaries.conmon), ctx.network.status(),
+  ]);
+  const missing = [...runtimeAbsent, ...conmonAbsent];
+  const runtime = missing.length === 0
+    ? { type: 'RuntimeReady', status: true, reason: '', message: '' }
+    : { type: 'RuntimeReady', status: false, reason: 'RuntimeBinaryMissing', message: `not executable: ${missing.join(', ')}; install it or fix the path in the config` };
+  return [runtime, { type: 'NetworkReady', status: network.ready, reason: network.ready ? '' : network.reason, message: network.ready ? '' : network.message }];
+}
+
+/** Teardowns and removals that failed and are retried in the background. */
+export function pendingWork(ctx: PodContext) {
+  const removing = [...ctx.tables.sandboxes.list(), ...ctx.tables.containers.list()].filter((r) => r.removing);
+  return {
+    teardowns: ctx.tables.teardowns.list().map((t) => ({ sandboxId: t.id, attempts: t.attempts, lastError: t.lastError })),
+    removals: removing.map((r) => ({ id: r.id, ...r.removing })),
+  };
+}
+
+/** kubelet sends one CIDR, or an IPv4 and an IPv6 one joined by a comma. */
+export function parsePodCidrs(value: string): string[] {
+  const cidrs = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const cidr of cidrs) {
+    const [address, bits, extra] = cidr.split('/');
+    const family = isIP(address ?? '');
+    const prefix = Number(bits);
+    if (extra !== undefined || family === 0 || !/^\d+$/.test(bits ?? '') || prefix > (family === 4 ? 32 : 128)) {
+      throw new InvalidArgument(`pod CIDR "${cidr}" is not a valid CIDR (expected e.g. 10.244.1.0/24)`);
+    }
+  }
+  return cidrs;
+}
+
+/** Where the pod CIDR is kept across restarts. */
+export interface PodCidrStore { getMeta(key: string): string | undefined; setMeta(key: string, value: string): void }
+
+const POD_CIDR_KEY = 'pod_cidr';
+
+export function podCidr(store: PodCidrStore): string | undefined {
+  return store.getMeta(POD_CIDR_KEY);
+}
+
+/** Takes the pod CIDR kubelet gives; an empty one is kubelet saying it has none yet, so what we had stays. */
+export function setPodCidr(ctx: PodContext, store: PodCidrStore, value: string): void {
+  if (!value) return;
+  const joined = parsePodCidrs(value).join(',');
+  store.setMeta(POD_CIDR_KEY, joined);
+  ctx.network.setPodCidr(joined);
+  ctx.log.info({ podCidr: joined }, 'pod CIDR updated');
+}

@@ -1,0 +1,69 @@
+// The domain's records as the CRI messages that answer for them.
+import type { Container } from '../gen/runtime/v1/Container.js';
+import type { ContainerStatus } from '../gen/runtime/v1/ContainerStatus.js';
+import type { Image } from '../gen/runtime/v1/Image.js';
+import type { PodSandbox } from '../gen/runtime/v1/PodSandbox.js';
+import type { PodSandboxStatus } from '../gen/runtime/v1/PodSandboxStatus.js';
+import { imageUser } from '../oci/image/images.js';
+import type { ImageRecord } from '../oci/image/types.js';
+import type { ContainerRecord, SandboxRecord } from '../pod/records.js';
+
+export function sandboxSummary(r: SandboxRecord): PodSandbox {
+  return {
+    id: r.id, metadata: r.config.metadata, state: r.state, created_at: r.createdAt,
+    labels: r.config.labels, annotations: r.config.annotations, runtime_handler: r.runtimeHandler,
+  };
+}
+
+export function sandboxStatus(r: SandboxRecord): PodSandboxStatus {
+  const [ip = '', ...additional] = r.ips;
+  return {
+    id: r.id,
+    metadata: r.config.metadata,
+    state: r.state,
+    created_at: r.createdAt,
+    network: { ip, additional_ips: additional.map((a) => ({ ip: a })) },
+    linux: { namespaces: { options: r.config.linux?.security_context?.namespace_options ?? {} } },
+    labels: r.config.labels,
+    annotations: r.config.annotations,
+    runtime_handler: r.runtimeHandler,
+  };
+}
+
+/** The container's image: `image` as the client named it in CreateContainer, and user_specified_image only when
+ *  the client gave one (kubelet passes the pod spec's image there and a resolved reference in `image`). */
+function imageSpec(r: ContainerRecord): { image: string; user_specified_image: string } {
+  return { image: r.image.name, user_specified_image: r.config.image?.user_specified_image ?? '' };
+}
+
+export function containerSummary(r: ContainerRecord): Container {
+  return {
+    id: r.id, pod_sandbox_id: r.sandboxId, metadata: r.config.metadata,
+    image: imageSpec(r),
+    // The image ID, as containerd lists it: kubelets before 1.30 (no image_id) take this field as the ID their
+    // image GC matches against ListImages. ContainerStatus gives the digested reference, for the pod status.
+    image_ref: r.image.id, image_id: r.image.id, state: r.state, created_at: r.createdAt,
+    labels: r.config.labels, annotations: r.config.annotations,
+  };
+}
+
+export function containerStatus(r: ContainerRecord): ContainerStatus {
+  return {
+    id: r.id, metadata: r.config.metadata, state: r.state,
+    created_at: r.createdAt, started_at: r.startedAt, finished_at: r.finishedAt, exit_code: r.exitCode,
+    image: imageSpec(r),
+    image_ref: r.image.ref, image_id: r.image.id, reason: r.reason, message: r.message,
+    labels: r.config.labels, annotations: r.config.annotations,
+    mounts: r.config.mounts, log_path: r.logPath,
+    resources: r.config.linux?.resources ? { linux: r.config.linux.resources } : null,
+  };
+}
+
+export function criImage(r: ImageRecord): Image {
+  const user = imageUser(r.config.user);
+  return {
+    id: r.id, repo_tags: r.repoTags, repo_digests: r.repoDigests, size: String(r.size),
+    uid: user.uid === undefined ? null : { value: String(user.uid) }, username: user.username ?? '',
+    spec: { image: r.id }, pinned: r.pinned,
+  };
+}

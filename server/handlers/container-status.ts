@@ -1,0 +1,14 @@
+// ContainerStatus: from the record, refreshed from conmon's exit file; verbose adds the pid, bundle and config.
+import { containerNow } from '../../pod/container-refresh.js';
+import { containerStatus } from '../cri-views.js';
+import type { Edge } from '../edge.js';
+import type { RuntimeRpc } from '../service.js';
+
+export function ContainerStatus(edge: Edge): RuntimeRpc<'ContainerStatus'> {
+  return async (request) => {
+    const record = await containerNow(edge.pods, request.container_id);
+    const info: Record<string, string> = {};
+    if (request.verbose) info.info = JSON.stringify({ pid: record.pid ?? 0, sandboxId: record.sandboxId, bundle: record.dir, config: record.config });
+    return { status: containerStatus(record), info };
+  };
+}

@@ -1,0 +1,134 @@
+// RunPodSandbox and CreateContainer orchestration, driven through fakes of the domain's narrow interfaces:
+// a failure at each step undoes exactly what was done before it, and the records only make legal moves.
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { silentLogger } from '../../../core/log.js';
+import { createContainer } from '../../../pod/container-create.js';
+import { removeContainer } from '../../../pod/container-remove.js';
+import { startContainer } from '../../../pod/container-start.js';
+import { removeSandbox } from '../../../pod/sandbox-remove.js';
+import { runSandbox } from '../../../pod/sandbox-run.js';
+import { markSandboxNotReady } from '../../../pod/state.js';
+import { fakePods, STEPS, type FakePods, type Step } from '../../support/fake-pods.js';
+import { containerConfig, sandboxConfig } from '../spec/fixtures.js';
+
+/** What each step's undo is journaled as; steps without an inverse of their own are absent. */
+const UNDO_OF: Partial<Record<Step, string>> = { shm: 'shm', netns: 'netns', cni: 'cni', rootfs: 'rootfs', create: 'create', start: 'create' };
+
+const entries = (f: FakePods, kind: 'do' | 'undo') => f.journal.filter((e) => e.startsWith(`${kind}:`)).map((e) => e.slice(kind.length + 1));
+
+/** Every inverse of a finished step ran, once; no inverse ran for a step never begun; inverses ran newest first. */
+function assertUndoneExactly(f: FakePods, failed: Step): void {
+  const done = entries(f, 'do') as Step[];
+  const undone = entries(f, 'undo');
+  const owed = new Set(done.flatMap((s) => UNDO_OF[s] ?? []));
+  for (const u of owed) assert.equal(undone.filter((x) => x === u).length, 1, `${u} was made before the failure at ${failed} and must be undone once: ${f.journal.join(' ')}`);
+  const begun = new Set([...f.attempted].flatMap((s) => UNDO_OF[s] ?? []));
+  for (const u of undone) assert.ok(begun.has(u), `${u} was undone though never begun (failure at ${failed}): ${f.journal.join(' ')}`);
+  const at = (e: string) => f.journal.indexOf(e);
+  // CNI DEL needs the namespace, and the pause runs on its root filesystem: those undos come first.
+  if (undone.includes('cni') && undone.includes('netns')) assert.ok(at('undo:cni') < at('undo:netns'), f.journal.join(' '));
+  if (undone.includes('create') && undone.includes('rootfs')) assert.ok(at('undo:create') < at('undo:rootfs'), f.journal.join(' '));
+}
+
+const podConfig = (f: FakePods) => sandboxConfig({ log_directory: join(f.dir, 'logs') });
+
+describe('RunPodSandbox orchestration', () => {
+  let f: FakePods;
+  beforeEach(() => { f = fakePods(); });
+  afterEach(() => f.close());
+
+  it('makes every part of the pod and only then records it READY', async () => {
+    const id = await runSandbox(f.ctx, podConfig(f), '', silentLogger);
+    assert.deepEqual(new Set(entries(f, 'do')), new Set(STEPS));
+    assert.deepEqual(entries(f, 'undo'), []);
+    const states = f.states.get(id)!;
+    assert.equal(states.at(-1), 'SANDBOX_READY');
+    assert.ok(states.slice(0, -1).every((s) => s === 'SANDBOX_NOTREADY'), states.join(' '));
+    const record = f.ctx.tables.sandboxes.get(id)!;
+    assert.deepEqual(record.ips, ['10.99.0.2']);
+    assert.equal(record.creating, undefined);
+    assert.equal(record.pausePid, 4242);
+    assert.ok(existsSync(join(record.dir, 'hosts')) && existsSync(join(record.dir, 'config.json')));
+  });
+
+  for (const failed of STEPS) {
+    it(`a failure at ${failed} undoes exactly the steps done before it and leaves no record`, async () => {
+      f.failing.add(failed);
+      await assert.rejects(runSandbox(f.ctx, podConfig(f), '', silentLogger), new RegExp(`injected failure at ${failed}`));
+      assertUndoneExactly(f, failed);
+      assert.deepEqual(f.ctx.tables.sandboxes.list(), []);
+      assert.deepEqual(readdirSync(join(f.ctx.settings.root_dir, 'sandboxes')), [], 'the pod directory is gone');
+      for (const states of f.states.values()) assert.ok(!states.includes('SANDBOX_READY'), states.join(' '));
+    });
+  }
+
+  it('refuses an unknown runtime handler before it makes anything', async () => {
+    await assert.rejects(runSandbox(f.ctx, podConfig(f), 'kata', silentLogger), /runtime handler "kata" is not configured/);
+    assert.deepEqual(f.journal, []);
+    assert.deepEqual(f.ctx.tables.sandboxes.list(), []);
+  });
+
+  it('removal undoes what creation made, and the sandbox goes READY → NOTREADY before its record goes', async () => {
+    const id = await runSandbox(f.ctx, podConfig(f), '', silentLogger);
+    await removeSandbox(f.ctx, id, silentLogger);
+    assert.deepEqual(new Set(entries(f, 'undo')), new Set(['shm', 'netns', 'cni', 'rootfs', 'create']));
+    assert.equal(f.ctx.tables.sandboxes.get(id), undefined);
+    const states = f.states.get(id)!;
+    assert.deepEqual(states.slice(states.indexOf('SANDBOX_READY')).filter((s, i, all) => s !== all[i - 1]), ['SANDBOX_READY', 'SANDBOX_NOTREADY']);
+  });
+});
+
+describe('CreateContainer orchestration', () => {
+  let f: FakePods;
+  let sandboxId: string;
+  beforeEach(async () => {
+    f = fakePods();
+    sandboxId = await runSandbox(f.ctx, podConfig(f), '', silentLogger);
+    f.journal.length = 0;
+    f.attempted.clear();
+  });
+  afterEach(() => f.close());
+
+  const config = () => containerConfig({ image: { image: 'example.test/app:1', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' } });
+
+  it('creates the container CREATED, then start moves it to RUNNING', async () => {
+    const id = await createContainer(f.ctx, sandboxId, config(), null, silentLogger);
+    assert.deepEqual(entries(f, 'do'), ['rootfs', 'facts', 'create']);
+    assert.equal(f.ctx.tables.containers.get(id)!.creating, undefined);
+    await startContainer(f.ctx, id, silentLogger);
+    assert.deepEqual(f.states.get(id)!.filter((s, i, all) => s !== all[i - 1]), ['CONTAINER_CREATED', 'CONTAINER_RUNNING']);
+    await assert.rejects(startContainer(f.ctx, id, silentLogger), /only a created container can be started/);
+  });
+
+  for (const failed of ['rootfs', 'facts', 'create'] as const) {
+    it(`a failure at ${failed} undoes exactly the steps done before it and leaves the sandbox as it was`, async () => {
+      f.failing.add(failed);
+      await assert.rejects(createContainer(f.ctx, sandboxId, config(), null, silentLogger), new RegExp(`injected failure at ${failed}`));
+      assertUndoneExactly(f, failed);
+      assert.deepEqual(f.ctx.tables.containers.list(), []);
+      assert.deepEqual(readdirSync(join(f.ctx.settings.root_dir, 'containers')), [], 'the container directory is gone');
+      assert.equal(f.ctx.tables.sandboxes.get(sandboxId)!.state, 'SANDBOX_READY');
+      for (const states of f.states.values()) assert.ok(states.every((s) => s === 'CONTAINER_CREATED' || s.startsWith('SANDBOX')), states.join(' '));
+    });
+  }
+
+  it('a start that fails leaves the container EXITED with StartError, and removal undoes its creation', async () => {
+    const id = await createContainer(f.ctx, sandboxId, config(), null, silentLogger);
+    f.failing.add('start');
+    await assert.rejects(startContainer(f.ctx, id, silentLogger), /injected failure at start/);
+    const record = f.ctx.tables.containers.get(id)!;
+    assert.deepEqual([record.state, record.reason, record.exitCode], ['CONTAINER_EXITED', 'StartError', 128]);
+    await removeContainer(f.ctx, id, silentLogger);
+    assert.deepEqual(new Set(entries(f, 'undo')), new Set(['rootfs', 'create']));
+    assert.equal(f.ctx.tables.containers.get(id), undefined);
+  });
+
+  it('refuses a container in a sandbox that is not ready, before it makes anything', async () => {
+    f.ctx.tables.sandboxes.update(sandboxId, markSandboxNotReady);
+    await assert.rejects(createContainer(f.ctx, sandboxId, config(), null, silentLogger), /is not ready/);
+    assert.deepEqual(f.journal, []);
+  });
+});
