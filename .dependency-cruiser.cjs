@@ -1,7 +1,7 @@
 // Import-structure check for minicri's product code: `npm run check:deps`.
 //
-// What is checked: every .ts file of the product folders (core/, http2/, streaming/, pod/, netns/,
-// cni/, mounter/, oci/, server/, and the generated gen/). test/, bench/ and scripts/ are exempt from
+// What is checked: every .ts file of the product folders (core/, http2/, streaming/, pod/, store/,
+// netns/, cni/, mounter/, oci/, server/, and the generated gen/). test/, bench/ and scripts/ are exempt from
 // every rule and are not cruised at all; neither are node_modules/, dist/ or files at the repository
 // root. Folders that do not exist (yet) simply match nothing.
 //
@@ -67,21 +67,31 @@ module.exports = {
       to: { path: '^(streaming|http2)/' },
     },
     {
-      name: 'protocol-libs-not-to-domain',
+      name: 'protocol-libs-only-core',
       severity: 'error',
       comment:
         'streaming/ and http2/ are protocol libraries that build only on core/; they must not know ' +
-        'about pods, CNI, network namespaces or OCI. The edge passes what they need in.',
+        'about pods, CNI, network namespaces, OCI or each other. The edge passes what they need in ' +
+        '(a session\'s stdio is core/stdio.ts).',
       from: { path: '^(streaming|http2)/' },
-      to: { path: '^(pod|cni|netns|oci)/' },
+      to: { ...notOurs, pathNot: [notOurs.pathNot, '^core/', '^$1/'] },
+    },
+    {
+      name: 'store-only-core',
+      severity: 'error',
+      comment:
+        'store/ is the state database every domain keeps its records in; it knows no record type and ' +
+        'may import nothing of ours but core/.',
+      from: { path: '^store/' },
+      to: { ...notOurs, pathNot: [notOurs.pathNot, '^(core|store)/'] },
     },
     {
       name: 'lower-layers-not-to-pod',
       severity: 'error',
       comment:
-        'oci/, cni/, netns/ and mounter/ are the mechanisms pod/ drives; pod/ sits above them. ' +
+        'oci/, cni/, netns/, mounter/ and store/ are the mechanisms pod/ drives; pod/ sits above them. ' +
         'An import back into pod/ is an upward dependency.',
-      from: { path: '^(oci|cni|netns|mounter)/' },
+      from: { path: '^(oci|cni|netns|mounter|store)/' },
       to: { path: '^pod/' },
     },
     {

@@ -3,10 +3,12 @@
 // and starting those programs cost about 2 ms a call and most of the CPU a pod storm spends on them;
 // the helper answers in a fraction of that. It is started on first use and again after it dies.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { getSystemErrorName } from 'node:util';
 import { Internal } from '../core/errors.js';
+import { isMountPoint } from './mountinfo.js';
 
 export const MOUNTER = fileURLToPath(new URL('../mounter/minicri-mounter', import.meta.url));
 
@@ -174,4 +176,9 @@ export async function unmountIfMounted(target: string, opts: { lazy?: boolean } 
     if (err instanceof MountError && (err.code === 'EINVAL' || err.code === 'ENOENT')) return false;
     throw err;
   }
+}
+
+/** Whether `target` (absolute, resolved) is a mount point in this process's mount namespace now. */
+export async function isMounted(target: string): Promise<boolean> {
+  return isMountPoint(await readFile('/proc/self/mountinfo', 'utf8'), target);
 }

@@ -8,7 +8,7 @@ import { execa } from 'execa';
 import { AlreadyExists, Internal, InvalidArgument, NotFound } from '../core/errors.js';
 import { normalizeSysctls, sysctlNamespace } from '../core/sysctl.js';
 import { pinNetns, unmountIfMounted } from '../mounter/mounter.js';
-import { isMountPoint, netnsPinName, netnsSymlinkName, NETNS_PREFIX } from './names.js';
+import { netnsPinName, netnsSymlinkName, NETNS_PREFIX } from './names.js';
 
 /** iproute2's fixed directory for named network namespaces. */
 export const DEFAULT_NETNS_DIR = '/var/run/netns';
@@ -61,11 +61,6 @@ async function pinNewNetns(dir: string, pinned: string): Promise<void> {
   } catch (err) {
     throw new Internal(`cannot create network namespace ${pinned}: ${errText(err)}`, { cause: err });
   }
-}
-
-/** Whether `target` (absolute, resolved) is a mount point in this process's mount namespace now. */
-export async function isMounted(target: string): Promise<boolean> {
-  return isMountPoint(await fs.readFile('/proc/self/mountinfo', 'utf8'), target);
 }
 
 /** Unpins the namespace and deletes the symlink; either being gone already is fine. */

@@ -5,7 +5,7 @@ import { lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, readlink, w
 import { join } from 'node:path';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
-import { isMounted } from '../../netns/netns.js';
+import { isMounted } from '../../mounter/mounter.js';
 import { MountError, mount, unmount, unmountIfMounted } from '../../mounter/mounter.js';
 import { hexOf } from './content.js';
 import { SingleFlight } from './flight.js';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { MOUNTER, MS, MountError, mount, pinNetns, unmount, unmountIfMounted } from '../../../mounter/mounter.js';
-import { isMounted } from '../../../netns/netns.js';
+import { isMounted } from '../../../mounter/mounter.js';
 import { liveProcesses } from '../../../oci/runtime/processes.js';
 import { Internal } from '../../../core/errors.js';
 import { unmountUnder } from '../../support/daemon.js';

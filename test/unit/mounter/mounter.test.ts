@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeRequest, parseReply } from '../../../mounter/mounter.js';
+import { isMountPoint } from '../../../mounter/mountinfo.js';
 import { Internal } from '../../../core/errors.js';
 
 test('a mounter request is its id, op and args, each NUL-terminated', () => {
@@ -19,4 +20,15 @@ test('mounter answers: success, errno with its text, and anything else refused',
   assert.deepEqual(parseReply('12 0'), { id: 12, errno: 0, message: '' });
   assert.deepEqual(parseReply('3 16 Device or resource busy'), { id: 3, errno: 16, message: 'Device or resource busy' });
   for (const bad of ['', 'x 0 ', '3', '3 -1 nope', ' 3 0 ']) assert.throws(() => parseReply(bad), Internal, bad);
+});
+
+test('isMountPoint reads mountinfo with octal escapes', () => {
+  const mi = [
+    '22 1 8:1 / / rw - ext4 /dev/sda1 rw',
+    '600 22 0:4 net:[4026532300] /var/run/netns/minicri-1 rw - nsfs nsfs rw',
+    '601 22 0:4 net:[4026532301] /tmp/a\\040b/ns rw - nsfs nsfs rw',
+  ].join('\n');
+  assert.ok(isMountPoint(mi, '/var/run/netns/minicri-1'));
+  assert.ok(isMountPoint(mi, '/tmp/a b/ns'));
+  assert.ok(!isMountPoint(mi, '/var/run/netns'));
 });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { parseCacheEntry, ResultCache } from '../../../cni/cache.js';
 import { parseCniError, pluginEnv } from '../../../cni/exec.js';
 import { compareVersions, versionAtLeast } from '../../../cni/version.js';
-import { isMountPoint, netnsPinName, netnsSymlinkName } from '../../../netns/names.js';
+import { netnsPinName, netnsSymlinkName } from '../../../netns/names.js';
 
 test('plugin env: CNI variables set, inherited CNI_* dropped, rest kept', () => {
   const env = pluginEnv(
@@ -46,17 +46,6 @@ test('netns names', () => {
   assert.equal(netnsSymlinkName('web-0', 'ab12'), 'web-0-ab12');
   assert.equal(netnsSymlinkName('../a/b c', 'ab12'), 'a-b-c-ab12');
   assert.equal(netnsSymlinkName('', 'ab12'), 'pod-ab12');
-});
-
-test('isMountPoint reads mountinfo with octal escapes', () => {
-  const mi = [
-    '22 1 8:1 / / rw - ext4 /dev/sda1 rw',
-    '600 22 0:4 net:[4026532300] /var/run/netns/minicri-1 rw - nsfs nsfs rw',
-    '601 22 0:4 net:[4026532301] /tmp/a\\040b/ns rw - nsfs nsfs rw',
-  ].join('\n');
-  assert.ok(isMountPoint(mi, '/var/run/netns/minicri-1'));
-  assert.ok(isMountPoint(mi, '/tmp/a b/ns'));
-  assert.ok(!isMountPoint(mi, '/var/run/netns'));
 });
 
 test('the result cache drops temp files a crash left mid-write, and nothing else', async () => {
