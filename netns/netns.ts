@@ -123,6 +123,12 @@ export async function setNetnsSysctls(nsPath: string, sysctls: Record<string, st
   if (/cannot stat|No such file/i.test(stderr)) {
     throw new InvalidArgument(`unknown sysctl for pod network namespace ${nsPath}: ${stderr}: remove it from the pod's sysctls`);
   }
+  // sysctl names each key the kernel refused: a value the caller gave, not a failure of ours.
+  const refused = [...stderr.matchAll(/setting key "([^"]+)"(?:: (.+))?/g)];
+  if (refused.length > 0) {
+    const which = refused.map(([, key, why]) => `${key}=${JSON.stringify(entries.find(([k]) => k === key)?.[1] ?? '')}${why ? ` (${why.trim()})` : ''}`);
+    throw new InvalidArgument(`the kernel refused the pod's sysctl value ${which.join(', ')}: give a value the kernel accepts for it`);
+  }
   throw new Internal(`cannot set sysctls in network namespace ${nsPath}: ${stderr || result.message}`);
 }
 

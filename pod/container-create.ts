@@ -61,7 +61,7 @@ async function createInSandbox(
   return ctx.locks.run(id, () => withUndo(log, async (undo) => {
     ctx.tables.containers.put(record);
     undo.pushRecord('container record', () => ctx.tables.containers.delete(id));
-    await mkdir(record.dir, { recursive: true, mode: 0o711 });
+    await mkdir(record.dir, { recursive: true, mode: 0o700 });
     undo.push('container directory', () => rm(record.dir, { recursive: true, force: true }));
     const rootfs = await ctx.images.prepareRootfs(id, image.id);
     undo.push('container rootfs', () => ctx.images.removeRootfs(id));
@@ -88,17 +88,20 @@ async function createInSandbox(
       }
       host.targetPid = targetRecord.pid;
     }
+    const sources = await resolveMountSources(config.mounts);
+    for (const path of sources.created) ctx.tables.hostPaths.put({ id: path, containerId: id, sandboxId: sandbox.id, createdAt: Date.now() });
     const spec = buildContainerSpec({
-      id, sandboxId: sandbox.id, config: { ...config, mounts: await resolveMountSources(config.mounts) }, sandboxConfig, image: { name: record.image.name, config: imageConfig },
+      id, sandboxId: sandbox.id, config: { ...config, mounts: sources.mounts }, sandboxConfig, image: { name: record.image.name, config: imageConfig },
       rootfs: rootfs.path, cgroupDriver: ctx.settings.cgroup_driver, host, volumeDirs,
       sandbox: {
         pausePid: sandbox.pausePid!, netnsPath: sandbox.netns?.path, shmPath: sandbox.shm,
         hostsPath: join(sandbox.dir, 'hosts'), resolvPath: join(sandbox.dir, 'resolv.conf'), hostnamePath: join(sandbox.dir, 'hostname'),
       },
     });
-    await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));
+    // The spec holds the environment, Secret values included: root's alone.
+    await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
     if (record.logPath) await mkdir(dirname(record.logPath), { recursive: true, mode: 0o755 });
-    undo.push('runc container', () => runtime.delete(id, { force: true }));
+    undo.push('runc container', () => runtime.delete(id, { force: true, bundle: record.dir }));
     const { pid } = await runtime.create({
       id, bundle: record.dir, logPath: record.logPath || '/dev/null', stdin: config.stdin, stdinOnce: config.stdin_once, tty: config.tty,
     });

@@ -23,10 +23,11 @@ export async function removeContainerLocked(ctx: PodContext, id: string, log: Lo
   // Its process is gone, so runc's state and the host's rootfs mount can go at once (a straggler in a
   // shared pod PID namespace keeps its own view of the rootfs until runc delete kills it).
   await inParallel([
-    runtimeOf(ctx, record).delete(id, { force: true }).then(() => faultPoint('container-runc-deleted')),
+    runtimeOf(ctx, record).delete(id, { force: true, bundle: record.dir }).then(() => faultPoint('container-runc-deleted')),
     ctx.images.removeRootfs(id),
   ]);
   await rm(record.dir, { recursive: true, force: true });
   ctx.tables.containers.delete(id);
-  log.info({ containerId: id }, 'container removed');
+  const madeHostPaths = ctx.tables.hostPaths.list().filter((h) => h.containerId === id).map((h) => h.id);
+  log.info({ containerId: id, ...(madeHostPaths.length ? { keptHostPaths: madeHostPaths } : {}) }, 'container removed');
 }

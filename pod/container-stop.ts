@@ -6,10 +6,17 @@ import { recordExit, refreshContainer, runtimeOf } from './container-refresh.js'
 import type { PodContext } from './context.js';
 import { markNeverStarted } from './state.js';
 
-/** Stops the container with that id or unique prefix, giving it `timeoutSec` before SIGKILL. */
+/**
+ * Stops the container with that id or unique prefix, giving it `timeoutSec` before SIGKILL. One that is gone
+ * is stopped already (the CRI makes stop idempotent).
+ */
 export async function stopContainer(ctx: PodContext, idOrPrefix: string, timeoutSec: number, log: Logger): Promise<void> {
-  const { id } = ctx.tables.containers.find(idOrPrefix);
-  await ctx.locks.run(id, () => stopContainerLocked(ctx, id, Math.max(0, timeoutSec), log));
+  const found = ctx.tables.containers.lookup(idOrPrefix);
+  if (!found) {
+    log.debug({ containerId: idOrPrefix }, 'stop of a container that does not exist: nothing to do');
+    return;
+  }
+  await ctx.locks.run(found.id, () => stopContainerLocked(ctx, found.id, Math.max(0, timeoutSec), log));
 }
 
 /** Stops one container (the caller holds its lock); a container that is not running is left as is. */
@@ -28,7 +35,7 @@ export async function stopContainerLocked(ctx: PodContext, id: string, timeoutSe
     recordExit(ctx, id, await runtime.exitStatus(id));
   } else {
     // Created but never started: there is no process to signal; it simply never ran.
-    await runtime.delete(id, { force: true });
+    await runtime.delete(id, { force: true, bundle: record.dir });
     ctx.tables.containers.update(id, markNeverStarted);
   }
   log.info({ containerId: id }, 'container stopped');

@@ -24,7 +24,8 @@ export interface ContainerRuntime {
   start(id: string): Promise<void>;
   state(id: string): Promise<ContainerState | undefined>;
   stop(id: string, o: { timeoutSec: number; signal?: string | number }): Promise<void>;
-  delete(id: string, o?: { force?: boolean }): Promise<void>;
+  /** With the container's bundle, its cgroups go even when the runtime's own state is already gone. */
+  delete(id: string, o?: { force?: boolean; bundle?: string }): Promise<void>;
   exitStatus(id: string): Promise<ExitStatus | undefined>;
   /** Knows, without a read, which containers may have an exit file. */
   exits: { mayHaveExited(id: string): boolean };

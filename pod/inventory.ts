@@ -1,11 +1,13 @@
 // `minicri doctor` and recovery at start share one inventory: every host object that belongs to minicri,
 // held against the store. An object no record explains is an orphan (a leak); a record whose host object is
 // gone is missing. Repair removes orphans: attachments through CNI DEL first, then what DEL could not release.
+import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../core/log.js';
 import { cachedAttachmentIds, hostLocalReservations, portmapChains, removePortmapChain, removeReservation } from '../cni/inventory.js';
 import { listPodNetns, netnsOwnerPrefix, removePodNetns } from '../netns/netns.js';
+import { cgroupHierarchies, containerCgroupsBelow, removeCgroupDir } from '../oci/runtime/cgroups.js';
 import { listConmons } from '../oci/runtime/conmon.js';
 import { unmountPodShm } from '../oci/runtime/pod/files.js';
 import type { PodSettings } from './context.js';
@@ -19,7 +21,7 @@ export interface RepairTools {
 }
 
 export interface Finding {
-  kind: 'netns' | 'runc' | 'conmon' | 'rootfs' | 'shm' | 'cni-attachment' | 'ip-reservation' | 'iptables-chain' | 'sandbox';
+  kind: 'netns' | 'runc' | 'conmon' | 'cgroup' | 'rootfs' | 'shm' | 'cni-attachment' | 'ip-reservation' | 'iptables-chain' | 'host-path' | 'sandbox';
   object: string;
   /** The sandbox or container id the object belongs to, when it says. */
   owner?: string;
@@ -73,6 +75,10 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
     for (const id of await runtime.list().catch(() => [] as string[])) add('runc', `${handler}/${id}`, id, known.has(id), () => runtime.delete(id, { force: true }));
   }
   for (const { pid, id } of await listConmons(settings.state_dir)) add('conmon', `pid ${pid}`, id, known.has(id), async () => process.kill(pid, 'SIGKILL'));
+  for (const c of await podCgroups(tables)) {
+    // An unexplained cgroup that still holds processes may be another runtime's on a shared parent: only empty ones are ours to judge.
+    if (known.has(c.owner) || c.empty) add('cgroup', c.relative, c.owner, known.has(c.owner), () => removeCgroupDir(c.relative));
+  }
 
   const rootfsDir = join(settings.root_dir, 'images', 'rootfs');
   for (const key of await readdir(rootfsDir).catch(() => [] as string[])) {
@@ -95,7 +101,24 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
   for (const c of await portmapChains()) {
     if (ours(c.containerId)) add('iptables-chain', `nat ${c.chain}`, c.containerId, networked.has(c.containerId), () => removePortmapChain(c.chain));
   }
+  // Directories made for mounts whose source was missing stay, as they do under containerd and CRI-O: listed, never repaired.
+  for (const made of tables.hostPaths.list()) {
+    if (existsSync(made.id)) findings.push({ kind: 'host-path', object: `${made.id} (made for a mount; kept)`, owner: made.containerId, status: 'ok' });
+  }
   return findings;
+}
+
+/** The cgroups named by a sandbox or container id in the parents this daemon used, one per path (all hierarchies). */
+async function podCgroups(tables: Tables): Promise<{ relative: string; owner: string; empty: boolean }[]> {
+  const hierarchies = await cgroupHierarchies();
+  const byPath = new Map<string, { relative: string; owner: string; empty: boolean }>();
+  for (const parent of tables.cgroupParents.list()) {
+    for (const c of await containerCgroupsBelow(parent.id, hierarchies)) {
+      const seen = byPath.get(c.relative);
+      byPath.set(c.relative, { relative: c.relative, owner: c.owner, empty: c.empty && (seen?.empty ?? true) });
+    }
+  }
+  return [...byPath.values()];
 }
 
 /**
@@ -103,7 +126,7 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
  * what failed. Layers only a removed root filesystem used are collected at the end.
  */
 export async function repairOrphans(findings: Finding[], tools: RepairTools, log: Logger): Promise<string[]> {
-  const order: Finding['kind'][] = ['conmon', 'runc', 'cni-attachment', 'ip-reservation', 'iptables-chain', 'netns', 'shm', 'rootfs'];
+  const order: Finding['kind'][] = ['conmon', 'runc', 'cgroup', 'cni-attachment', 'ip-reservation', 'iptables-chain', 'netns', 'shm', 'rootfs'];
   const errors: string[] = [];
   let gcDone = false;
   for (const kind of order) {

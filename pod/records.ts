@@ -90,11 +90,31 @@ export function containerReservation(r: ContainerRecord): string {
   return `${r.sandboxId}_${m.name}_${m.attempt}`;
 }
 
+/** A directory (below each cgroup hierarchy's root) where this daemon put pod cgroups: orphans are looked for there. */
+export interface CgroupParent {
+  id: string;
+}
+
+/**
+ * A host directory minicri made because a mount's source did not exist. It stays after the container (as
+ * containerd and CRI-O leave it), and this record says it was ours, not the node's.
+ */
+export interface CreatedHostPath {
+  /** The directory. */
+  id: string;
+  containerId: string;
+  sandboxId: string;
+  /** Unix ms. */
+  createdAt: number;
+}
+
 export interface Tables {
   sandboxes: RecordTable<SandboxRecord>;
   containers: RecordTable<ContainerRecord>;
   /** Pod network teardowns that failed and are being retried. */
   teardowns: RecordTable<PendingTeardown>;
+  cgroupParents: RecordTable<CgroupParent>;
+  hostPaths: RecordTable<CreatedHostPath>;
 }
 
 export function openTables(store: Store): Tables {
@@ -102,5 +122,7 @@ export function openTables(store: Store): Tables {
     sandboxes: store.table<SandboxRecord>('sandbox', sandboxReservation),
     containers: store.table<ContainerRecord>('container', containerReservation),
     teardowns: store.table<PendingTeardown>('teardown'),
+    cgroupParents: store.table<CgroupParent>('cgroup-parent'),
+    hostPaths: store.table<CreatedHostPath>('host-path'),
   };
 }

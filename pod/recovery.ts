@@ -2,8 +2,10 @@
 // crash, a kill -9 or a reboot. Operations cut off mid-way are undone; sandboxes whose pause died turn
 // NOTREADY; network attachments whose namespace vanished (a reboot) are released through the CNI
 // cache; every host object of ours that no record explains is removed.
+import { existsSync } from 'node:fs';
 import type { Logger } from '../core/log.js';
 import { nowNanos } from '../core/time.js';
+import { cgroupExists, podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { refreshContainer, runtimeFor } from './container-refresh.js';
 import { removeContainerLocked } from './container-remove.js';
 import type { PodContext } from './context.js';
@@ -82,5 +84,14 @@ export async function recover(ctx: PodContext, log: Logger): Promise<void> {
   await each([ctx], log, () => 'orphan sweep', async ({ settings, tables, runtimes, images, network }) => {
     const findings = await inventory({ settings, tables, runtimes, log });
     for (const error of await repairOrphans(findings, { images, network }, log)) log.error({ error }, 'removing an unexplained host object failed; it is retried at the next start');
+  });
+  // A cgroup parent that no pod uses and that is gone from every hierarchy (kubelet removed the pod's) needs no more looking at.
+  await each([ctx], log, () => 'forgetting what is gone', async ({ settings, tables }) => {
+    const used = new Set(tables.sandboxes.list().map((s) => podCgroupParentDir(settings.cgroup_driver, s.config.linux?.cgroup_parent ?? '')));
+    for (const parent of tables.cgroupParents.list()) {
+      if (!used.has(parent.id) && !(await cgroupExists(parent.id))) tables.cgroupParents.delete(parent.id);
+    }
+    // So is a directory made for a mount that someone has since removed.
+    for (const made of tables.hostPaths.list()) if (!existsSync(made.id)) tables.hostPaths.delete(made.id);
   });
 }

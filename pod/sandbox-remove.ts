@@ -25,7 +25,7 @@ export async function removeSandboxLocked(ctx: PodContext, id: string, log: Logg
   }
   // The pause is dead (stopped above), so its runc state and its root filesystem can go at once.
   await inParallel([
-    ctx.runtimes.get(record.runtimeHandler)?.delete(record.id, { force: true }).then(() => faultPoint('pause-deleted')),
+    ctx.runtimes.get(record.runtimeHandler)?.delete(record.id, { force: true, bundle: record.dir }).then(() => faultPoint('pause-deleted')),
     ctx.images.removeRootfs(record.id).then(() => faultPoint('pause-rootfs-removed')),
   ]);
   await inParallel([rm(record.dir, { recursive: true, force: true }), record.shm && rm(dirname(record.shm), { recursive: true, force: true })]);

@@ -11,6 +11,7 @@ import { nowNanos } from '../core/time.js';
 import { inParallel, withUndo } from '../core/undo.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import { podNetnsPaths } from '../netns/netns.js';
+import { podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { hostsFile, resolvConf, writePodFiles } from '../oci/runtime/pod/files.js';
 import { buildPauseSpec, defaultMountRoots, podNamespaceModes, splitSysctls } from '../oci/runtime/spec/index.js';
 import type { PodContext } from './context.js';
@@ -27,6 +28,7 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
   if (!runtime) throw new InvalidArgument(`runtime handler "${handler}" is not configured (have: ${[...ctx.runtimes.keys()].join(', ')})`);
   const modes = podNamespaceModes(config);
   const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
+  const cgroupParent = podCgroupParentDir(ctx.settings.cgroup_driver, config.linux?.cgroup_parent ?? '');
   const pause = await ctx.pauseImage(parentLog);
 
   const id = randomBytes(32).toString('hex');
@@ -43,12 +45,14 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
     // The record goes first: it reserves the pod's name and tells recovery what may exist.
     tables.sandboxes.put(record);
     undo.pushRecord('sandbox record', () => tables.sandboxes.delete(id));
+    // Where its cgroups go is remembered for good: an orphan there is found even once no record is left.
+    if (!tables.cgroupParents.get(cgroupParent)) tables.cgroupParents.put({ id: cgroupParent });
     const save = () => tables.sandboxes.put(record);
 
     const hostNetwork = modes.network === 'NODE';
     // The pod's files, its shm, its network namespace and the pause's root filesystem do not depend on each other.
     const podFiles = async () => {
-      await mkdir(record.dir, { recursive: true, mode: 0o711 });
+      await mkdir(record.dir, { recursive: true, mode: 0o700 });
       undo.push('pod directory', () => rm(record.dir, { recursive: true, force: true }));
       const [hostResolv, hostHosts] = await Promise.all([readFile('/etc/resolv.conf', 'utf8').catch(() => ''), readFile('/etc/hosts', 'utf8').catch(() => '')]);
       await writePodFiles(record.dir, {
@@ -99,8 +103,8 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
         sandboxId: id, config, image: { name: pause.name, config: pause.config }, rootfs: rootfs.path, rootfsShared: rootfs.readOnly,
         netnsPath: record.netns?.path, shmPath: record.shm, cgroupDriver: ctx.settings.cgroup_driver, host: facts,
       });
-      await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec));
-      undo.push('pause container', () => runtime.delete(id, { force: true }));
+      await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
+      undo.push('pause container', () => runtime.delete(id, { force: true, bundle: record.dir }));
       const { pid } = await runtime.create({ id, bundle: record.dir, logPath: '/dev/null' });
       faultPoint('pause-created');
       await runtime.start(id);

@@ -12,10 +12,17 @@ import { markSandboxNotReady } from './state.js';
 /** Default grace for the containers of a pod being stopped, as containerd uses. */
 const POD_STOP_GRACE_SECONDS = 0;
 
-/** Stops the sandbox with that id or unique prefix. */
+/**
+ * Stops the sandbox with that id or unique prefix. One that is gone is stopped already: as the CRI has it,
+ * a stop must not fail once everything is reclaimed (kubelet retries it after a removal raced it).
+ */
 export async function stopSandbox(ctx: PodContext, idOrPrefix: string, log: Logger): Promise<void> {
-  const { id } = ctx.tables.sandboxes.find(idOrPrefix);
-  await ctx.locks.run(id, () => stopSandboxLocked(ctx, id, log));
+  const found = ctx.tables.sandboxes.lookup(idOrPrefix);
+  if (!found) {
+    log.debug({ sandboxId: idOrPrefix }, 'stop of a sandbox that does not exist: nothing to do');
+    return;
+  }
+  await ctx.locks.run(found.id, () => stopSandboxLocked(ctx, found.id, log));
 }
 
 /** The stop sequence, also used by removal. The caller holds the sandbox's lock. */

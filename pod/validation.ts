@@ -62,6 +62,7 @@ export function checkContainerConfig(config: ContainerConfig__Output | null): as
   for (const mount of config.mounts) {
     if (!mount.container_path || !isAbsolute(mount.container_path)) throw new InvalidArgument(`mount container_path "${mount.container_path}" must be an absolute path`);
     if (!mount.host_path && !mount.image) throw new InvalidArgument(`mount at "${mount.container_path}" has no host_path`);
+    if (mount.host_path && !isAbsolute(mount.host_path)) throw new InvalidArgument(`mount at "${mount.container_path}": host_path "${mount.host_path}" must be an absolute path`);
   }
   for (const env of config.envs) if (!env.key) throw new InvalidArgument('an environment variable has an empty name');
   checkLabels(`container "${config.metadata.name}"`, config.labels, config.annotations);

@@ -1,5 +1,5 @@
 // Assembles the daemon: state, domain modules, the two CRI services on one unix socket; and takes it down.
-import { mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { ensureDefaultNetwork } from '../cni/default-network.js';
@@ -43,8 +43,12 @@ export interface RunningDaemon {
 
 export async function startDaemon(config: Config, log: Logger): Promise<RunningDaemon> {
   await claimSocketPath(config.socket);
-  mkdirSync(config.root_dir, { recursive: true, mode: 0o711 });
-  mkdirSync(config.state_dir, { recursive: true, mode: 0o711 });
+  // Pods' specs (their environments: Secret values), the database and image layers are root's alone;
+  // an install made with looser modes is tightened here.
+  for (const dir of [config.root_dir, config.state_dir]) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+  }
   const store = Store.open(join(config.root_dir, 'minicri.db'));
   let cni: CniManager | undefined;
   let streaming: StreamingServer | undefined;

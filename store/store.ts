@@ -1,6 +1,6 @@
 // The state store: the one module that speaks SQL. Records live in sqlite (WAL) and in memory;
 // reads come from memory so kubelet's relists never touch the disk, writes go through synchronously.
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { AlreadyExists, InvalidArgument, NotFound } from '../core/errors.js';
@@ -128,8 +128,12 @@ export class Store {
 
   static open(path: string): Store {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    // Records hold pods' environments: root's alone. SQLite gives the WAL and shared-memory files the
+    // database's mode when it makes them; those of an older install are tightened as well.
+    closeSync(openSync(path, 'a', 0o600));
     const db = new Database(path);
     db.pragma('journal_mode = WAL');
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(file)) chmodSync(file, 0o600);
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
     const applied = db.pragma('user_version', { simple: true }) as number;

@@ -1,7 +1,7 @@
 // The image service: pulls images into the content store and layer store, keeps their records, imports local
 // images (the pause image), prepares container root filesystems, and collects what no image or container uses.
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
 import { faultPoint } from '../../core/faults.js';
@@ -102,6 +102,9 @@ export class Images {
 
   /** Opens the store, dropping what an earlier crash left half done. */
   static async open(opts: ImagesOptions): Promise<Images> {
+    // Layers may be a private registry's content: root's alone, however the directory was made before.
+    await mkdir(opts.rootDir, { recursive: true, mode: 0o700 });
+    await chmod(opts.rootDir, 0o700);
     await rm(join(opts.rootDir, 'tmp'), { recursive: true, force: true });
     const images = new Images(opts);
     await images.content.init();

@@ -1,13 +1,15 @@
 // Bind-mount sources as the kernel will use them. A host path that is a symlink is resolved here, so
 // the spec (and its propagation check) names the real mount, and what the container gets is fixed
 // at creation rather than wherever the link points later. A missing source becomes a directory, as
-// containerd does for hostPath volumes.
+// containerd and CRI-O do for hostPath volumes; the caller is told which directories were made.
 import { mkdir, realpath } from 'node:fs/promises';
 import type { Mount__Output } from '../../gen/runtime/v1/Mount.js';
 import { InvalidArgument } from '../../core/errors.js';
 
-export async function resolveMountSources(mounts: Mount__Output[]): Promise<Mount__Output[]> {
-  return Promise.all(mounts.map(async (m) => {
+/** The mounts with their sources resolved, and the top directory of each source that had to be made. */
+export async function resolveMountSources(mounts: Mount__Output[]): Promise<{ mounts: Mount__Output[]; created: string[] }> {
+  const created: string[] = [];
+  const resolved = await Promise.all(mounts.map(async (m) => {
     if (!m.host_path) return m;
     try {
       return { ...m, host_path: await realpath(m.host_path) };
@@ -15,8 +17,10 @@ export async function resolveMountSources(mounts: Mount__Output[]): Promise<Moun
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
         throw new InvalidArgument(`mount source ${m.host_path} cannot be resolved: ${(err as Error).message}`);
       }
-      await mkdir(m.host_path, { recursive: true, mode: 0o755 });
+      const first = await mkdir(m.host_path, { recursive: true, mode: 0o755 });
+      if (first) created.push(first);
       return { ...m, host_path: await realpath(m.host_path) };
     }
   }));
+  return { mounts: resolved, created };
 }

@@ -17,6 +17,7 @@ import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, NotFound,
 import { launchConmon } from './conmon.js';
 import { runcExecSync, type ExecSyncResult } from './exec.js';
 import { ExitWatcher } from './exit-watch.js';
+import { cgroupDir, removeCgroupDir } from './cgroups.js';
 import { readRuncState } from './runc-state.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
 
@@ -203,9 +204,14 @@ export class OciRuntime {
    * Remove the container from runc and drop its exit file and conmon state. A running container
    * needs force (it is killed). Deleting an unknown container is not an error.
    */
-  async delete(id: string, o: { force?: boolean } = {}): Promise<void> {
+  /**
+   * runc delete; idempotent. When runc no longer knows the container (a reboot or a crash emptied its state),
+   * its cgroups may still be there: with the `bundle` it was made from, they are found and removed too.
+   */
+  async delete(id: string, o: { force?: boolean; bundle?: string } = {}): Promise<void> {
     checkId(id);
     const st = await this.state(id);
+    if (!st && o.bundle) await removeBundleCgroups(o.bundle);
     if (st) {
       if (!o.force && st.status !== 'stopped' && st.status !== 'created') {
         throw new FailedPrecondition(`container "${id}" is ${st.status}: stop it before deleting, or delete with force`);
@@ -468,4 +474,11 @@ async function exists(path: string): Promise<boolean> {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Removes the cgroups the spec in `bundle` names; a bundle without a readable spec has none to remove. */
+async function removeBundleCgroups(bundle: string): Promise<void> {
+  const spec = await readFile(join(bundle, 'config.json'), 'utf8').then((t) => JSON.parse(t) as { linux?: { cgroupsPath?: string } }, () => undefined);
+  const path = spec?.linux?.cgroupsPath;
+  if (path) await removeCgroupDir(cgroupDir(path));
 }

@@ -16,7 +16,7 @@ import { containerNamespaces, withNamespaces, type NamespaceModes } from './name
 import { applyOpts, baseSpec, type SpecOpt } from './opts.js';
 import { withHostname } from './pod.js';
 import {
-  processArgs, processCwd, processEnv, withArgs, withCwd, withEnv, withRlimits, withTerminal,
+  checkExecSize, processArgs, processCwd, processEnv, withArgs, withCwd, withEnv, withRlimits, withTerminal,
 } from './process.js';
 import { int64, withOomScoreAdj, withResources } from './resources.js';
 import {
@@ -101,10 +101,13 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   const volumes = imageVolumeMounts(Object.keys(input.image.config.Volumes ?? {}), config.mounts, input.volumeDirs ?? {});
   const hostname = sandboxConfig.hostname;
   const resources = config.linux?.resources ?? null;
+  const argv = processArgs(config.command, config.args, input.image.config);
+  const env = processEnv(hostname, input.image.config.Env ?? [], config.envs);
+  checkExecSize(argv, env);
 
   return [
-    withArgs(processArgs(config.command, config.args, input.image.config)),
-    withEnv(processEnv(hostname, input.image.config.Env ?? [], config.envs)),
+    withArgs(argv),
+    withEnv(env),
     withCwd(processCwd(config.working_dir, input.image.config)),
     withTerminal(config.tty),
     withUser(user),

@@ -38,6 +38,32 @@ export function processArgs(command: readonly string[], args: readonly string[],
   return argv;
 }
 
+/** execve(2) refuses one argument or variable over 32 pages (MAX_ARG_STRLEN, with its NUL). */
+const MAX_ARG_STRLEN = 32 * 4096;
+/** ...and all of them with their pointers over a quarter of the stack limit: 2 MiB under the usual 8 MiB (ARG_MAX). */
+const ARG_MAX = 2 * 1024 * 1024;
+
+/**
+ * Refuses a command line and environment the kernel would not exec, so the container is refused at
+ * CreateContainer with the limit, instead of being created and then failing to start.
+ */
+export function checkExecSize(argv: readonly string[], env: readonly string[]): void {
+  let total = (argv.length + env.length + 2) * 8;
+  for (const [what, items] of [['argument', argv], ['environment variable', env]] as const) {
+    items.forEach((item, i) => {
+      const bytes = Buffer.byteLength(item) + 1;
+      if (bytes > MAX_ARG_STRLEN) {
+        const name = what === 'argument' ? `argument ${i}` : `environment variable "${item.slice(0, Math.max(0, item.indexOf('=')))}"`;
+        throw new InvalidArgument(`${name} is ${bytes} bytes long; the kernel runs no command with an argument or variable over ${MAX_ARG_STRLEN} bytes`);
+      }
+      total += bytes;
+    });
+  }
+  if (total > ARG_MAX) {
+    throw new InvalidArgument(`the command line and environment take ${total} bytes; the kernel runs no command whose arguments and environment exceed ${ARG_MAX} bytes`);
+  }
+}
+
 export function withArgs(argv: readonly string[]): SpecOpt {
   return (spec) => { processOf(spec).args = [...argv]; };
 }

@@ -42,6 +42,7 @@ const CASES: Case[] = [
   { name: 'host IP not an address', code: INVALID_ARGUMENT, message: /host_ip/, call: run(pod((c) => { c.port_mappings = [{ protocol: 'UDP', container_port: 53, host_port: 5353, host_ip: '1.2.3.4.5' }]; })) },
   { name: 'DNS server not an address', code: INVALID_ARGUMENT, message: /DNS server/, call: run(pod((c) => { c.dns_config = { servers: ['$(reboot)'] }; })) },
   { name: 'host-wide sysctl', code: INVALID_ARGUMENT, message: /kernel\.panic.*not namespaced/, call: run(pod((c) => { c.linux!.sysctls = { 'kernel.panic': '1' }; })) },
+  { name: 'sysctl value the kernel refuses', code: INVALID_ARGUMENT, message: /net\.ipv4\.ip_local_port_range="banana"/, call: run(pod((c) => { c.linux!.sysctls = { 'net.ipv4.ip_local_port_range': 'banana' }; })) },
   { name: 'sysctl value with a newline', code: INVALID_ARGUMENT, message: /invalid value/, call: run(pod((c) => { c.linux!.sysctls = { 'net.ipv4.ip_forward': '1\nkernel.panic=1' }; })) },
   { name: 'unknown runtime handler', code: INVALID_ARGUMENT, message: /runtime handler "gvisor" is not configured/, call: run(pod(() => {}), 'gvisor') },
   { name: 'cgroup parent escaping with ..', code: INVALID_ARGUMENT, message: /cgroup/i, call: run(pod((c) => { c.linux!.cgroup_parent = '/minicri-test/../../escape'; })) },
@@ -49,7 +50,6 @@ const CASES: Case[] = [
   { name: 'oversized annotations', code: INVALID_ARGUMENT, message: /at most 262144/, call: run(pod((c) => { c.annotations = { big: 'x'.repeat(300_000) }; })) },
   { name: 'empty label key', code: INVALID_ARGUMENT, message: /empty key/, call: run(pod((c) => { c.labels = { '': 'v' }; })) },
   { name: 'status of an unknown sandbox', code: NOT_FOUND, message: /not found/, call: (c) => c.runtime.call('PodSandboxStatus', { pod_sandbox_id: 'e'.repeat(64) }) },
-  { name: 'stop of an unknown sandbox', code: NOT_FOUND, message: /not found/, call: (c) => c.runtime.call('StopPodSandbox', { pod_sandbox_id: 'e'.repeat(64) }) },
   { name: 'status with an empty id', code: INVALID_ARGUMENT, message: /must not be empty/, call: (c) => c.runtime.call('PodSandboxStatus', { pod_sandbox_id: '' }) },
   { name: 'container in an unknown sandbox', code: NOT_FOUND, message: /not found/, call: create(() => {}, 'unknown') },
   { name: 'container in a stopped sandbox', code: FAILED_PRECONDITION, message: /not ready/, call: create(() => {}, 'notReady') },
@@ -59,6 +59,8 @@ const CASES: Case[] = [
   { name: 'container image not present', code: NOT_FOUND, message: /example\.com\/absent:1/, call: create((c) => { c.image = { image: 'example.com/absent:1' }; }) },
   { name: 'container log path escaping', code: INVALID_ARGUMENT, message: /log_path/, call: create((c) => { c.log_path = '../../../../etc/cron.d/evil'; }) },
   { name: 'relative mount target', code: INVALID_ARGUMENT, message: /container_path/, call: create((c) => { c.mounts = [{ container_path: 'data', host_path: '/tmp' }]; }) },
+  { name: 'relative mount source', code: INVALID_ARGUMENT, message: /host_path "relative\/dir" must be an absolute path/, call: create((c) => { c.mounts = [{ container_path: '/data', host_path: 'relative/dir' }]; }) },
+  { name: 'command line over what the kernel execs', code: INVALID_ARGUMENT, message: /argument 1 is 4194305 bytes long; .* over 131072 bytes/, call: create((c) => { c.command = ['/pause', 'x'.repeat(4 * 1024 * 1024)]; }) },
   { name: 'environment variable without a name', code: INVALID_ARGUMENT, message: /empty name/, call: create((c) => { c.envs = [{ key: '', value: 'x' }]; }) },
   { name: 'status of an unknown container', code: NOT_FOUND, message: /not found/, call: (c) => c.runtime.call('ContainerStatus', { container_id: 'd'.repeat(64) }) },
   { name: 'start of an unknown container', code: NOT_FOUND, message: /not found/, call: (c) => c.runtime.call('StartContainer', { container_id: 'd'.repeat(64) }) },
@@ -85,6 +87,12 @@ describe('hostile input', () => {
   });
 
   it(`has at least 30 cases (${CASES.length})`, () => assert.ok(CASES.length >= 30));
+
+  it('stops an unknown sandbox or container as already stopped, as the CRI makes stop idempotent', async () => {
+    const { daemon } = env;
+    assert.deepEqual(await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: 'e'.repeat(64) }), {});
+    assert.deepEqual(await daemon.client.runtime.call('StopContainer', { container_id: 'd'.repeat(64), timeout: 0 }), {});
+  });
 
   for (const c of CASES) {
     it(`refuses ${c.name}`, async () => {

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { InvalidArgument } from '../../../core/errors.js';
 import { applyOpts, baseSpec } from '../../../oci/runtime/spec/opts.js';
 import {
-  DEFAULT_PATH, processArgs, processCwd, processEnv, withRlimits, withTerminal,
+  checkExecSize, DEFAULT_PATH, processArgs, processCwd, processEnv, withRlimits, withTerminal,
 } from '../../../oci/runtime/spec/process.js';
 
 describe('processArgs', () => {
@@ -62,5 +62,14 @@ describe('withTerminal / withRlimits', () => {
     assert.deepEqual(applyOpts(baseSpec('/r'), [withRlimits(r)]).process?.rlimits, r);
     assert.throws(() => withRlimits([{ type: 'RLIMIT_NOFILE', soft: 5, hard: 1 }])(baseSpec('/r')), InvalidArgument);
     assert.throws(() => withRlimits([{ type: 'nofile', soft: 1, hard: 1 }])(baseSpec('/r')), InvalidArgument);
+  });
+});
+
+describe('checkExecSize', () => {
+  it('lets through what the kernel execs, and refuses an argument, a variable or a total over its limits', () => {
+    checkExecSize(['/bin/app', 'x'.repeat(100_000)], ['PATH=/bin', `BIG=${'y'.repeat(100_000)}`]);
+    assert.throws(() => checkExecSize(['/bin/app', 'x'.repeat(4 * 1024 * 1024)], []), /argument 1 is 4194305 bytes long; .* over 131072 bytes/);
+    assert.throws(() => checkExecSize(['/bin/app'], [`SECRET=${'y'.repeat(200_000)}`]), /environment variable "SECRET" is/);
+    assert.throws(() => checkExecSize(['/bin/app', ...Array.from({ length: 20 }, () => 'z'.repeat(120_000))], []), /exceed 2097152 bytes/);
   });
 });
