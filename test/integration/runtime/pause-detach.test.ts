@@ -75,7 +75,7 @@ test('conmon survives the process that started it and the container stays manage
   const id = uniqueId('detach');
   const bundle = await env.bundle(id, ['/bin/sleep', '100']);
   const runtimeModule = new URL('../../../oci/runtime/runc.js', import.meta.url).href;
-  const logModule = new URL('../../../server/log.js', import.meta.url).href;
+  const logModule = new URL('../../../core/log.js', import.meta.url).href;
   // A separate daemon process creates and starts the container, then exits.
   const script = `
     const { OciRuntime } = await import(${JSON.stringify(runtimeModule)});
