@@ -190,7 +190,7 @@ test('mounter: an idle helper does not keep its process alive, and goes when tha
   const url = (rel: string) => JSON.stringify(new URL(rel, import.meta.url).href);
   // The child answers with the result and its helper's pid, then must exit on its own.
   const script = `
-    const m = await import(${url('../../../netns/mounter.js')});
+    const m = await import(${url('../../../mounter/mounter.js')});
     const { liveProcesses } = await import(${url('../../../oci/runtime/processes.js')});
     const result = await m.unmountIfMounted('/nonexistent-${process.pid}');
     const mine = (await liveProcesses('minicri-mounter', m.MOUNTER)).filter((p) => p.ppid === process.pid);
