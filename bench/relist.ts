@@ -6,7 +6,8 @@ import type { Target } from './lib/targets.js';
 import { drain } from './lib/targets.js';
 import { benchContainer, benchPod } from './lib/pods.js';
 import { cpuPercent, memoryOf, sumMemory, type Memory } from './lib/proc.js';
-import { pool, round, summarize, timed, type Summary } from './lib/stats.js';
+import { pool } from '../core/pool.js';
+import { round, summarize, timed, type Summary } from './lib/stats.js';
 
 const CPU_WINDOW_MS = 5000;
 /** Pods are created a few at a time: this measures steady state, not a storm. */

@@ -1,8 +1,8 @@
 // `npm run bench`: every benchmark against minicri and containerd (and the floor, for the lifecycle) in one run,
 // the targets alternating within each round; prints each result as a JSON line, writes them all to
 // bench/results/<time>.json, and the medians and ratios as a table to bench/RESULTS.md.
-// Flags: --rounds N, --lifecycle N, --storm 50,110, --relist-pods N, --relist-iterations N,
-// --only lifecycle,pull,storm,relist, --targets minicri,containerd,floor, --cpu-prof, --no-md.
+// Flags: --rounds N, --lifecycle N, --storm 50,110, --restart 20,110, --relist-pods N, --relist-iterations N,
+// --only lifecycle,pull,storm,restart,relist, --targets minicri,containerd,floor, --cpu-prof, --no-md.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -17,16 +17,18 @@ import { ensurePackages, startContainerd, startMinicri, type Target, type Target
 import { LIFECYCLE_STEPS, lifecycleBench } from './lifecycle.js';
 import { pullBench } from './pull.js';
 import { relistBench, sample, type FootprintSample } from './relist.js';
+import { restartBench } from './restart.js';
 import { stormBench } from './storm.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
-const BENCHES = ['lifecycle', 'pull', 'storm', 'relist'] as const;
+const BENCHES = ['lifecycle', 'pull', 'storm', 'restart', 'relist'] as const;
 
 const { values: args } = parseArgs({
   options: {
     rounds: { type: 'string', default: '3' },
     lifecycle: { type: 'string', default: '30' },
     storm: { type: 'string', default: '50,110' },
+    restart: { type: 'string', default: '20,110' },
     'relist-pods': { type: 'string', default: '110' },
     'relist-iterations': { type: 'string', default: '10' },
     only: { type: 'string', default: BENCHES.join(',') },
@@ -38,6 +40,7 @@ const { values: args } = parseArgs({
 const rounds = Number(args.rounds);
 const lifecycleN = Number(args.lifecycle);
 const stormSizes = args.storm.split(',').filter(Boolean).map(Number);
+const restartSizes = args.restart.split(',').filter(Boolean).map(Number);
 const relistPods = Number(args['relist-pods']);
 const relistIterations = Number(args['relist-iterations']);
 const only = new Set(args.only.split(','));
@@ -132,6 +135,7 @@ async function main(): Promise<void> {
         if (bench === 'lifecycle') record('lifecycle', name, round, await lifecycleBench(t.client, env.busybox, logRoot, lifecycleN));
         if (bench === 'pull') record('pull', name, round, await pullBench(t.client, env.big));
         if (bench === 'storm') for (const n of stormSizes) record(`storm${n}`, name, round, await stormBench(t.client, env.busybox, logRoot, n));
+        if (bench === 'restart') for (const n of restartSizes) record(`restart${n}`, name, round, await restartBench(t, env.busybox, logRoot, n));
         if (bench === 'relist') {
           const { relist, footprint } = await relistBench(t, env.busybox, logRoot, relistPods, relistIterations);
           record('relist', name, round, relist);
@@ -151,7 +155,7 @@ async function main(): Promise<void> {
   }
   const mach = await machine(loadAtStart);
   const stamp = started.toISOString().replace(/[:.]/g, '-');
-  const options = { rounds, lifecycle: lifecycleN, storm: stormSizes, relistPods, relistIterations, only: [...only], targets: [...wanted] };
+  const options = { rounds, lifecycle: lifecycleN, storm: stormSizes, restart: restartSizes, relistPods, relistIterations, only: [...only], targets: [...wanted] };
   await mkdir(join(BENCH_DIR, 'results'), { recursive: true });
   const file = join(BENCH_DIR, 'results', `${stamp}.json`);
   await writeFile(file, JSON.stringify({ started: started.toISOString(), machine: mach, options, summaries, entries }, null, 1));
@@ -173,6 +177,10 @@ function rows(): Row[] {
     r.push({ metric: `storm ${n}: per pod p99 (ms)`, bench: `storm${n}`, path: 'perPod.p99' });
     r.push({ metric: `storm ${n}: errors (all rounds)`, bench: `storm${n}`, path: 'errors' });
     r.push({ metric: `storm ${n}: teardown (s)`, bench: `storm${n}`, path: 'teardownSeconds' });
+  }
+  for (const n of restartSizes) {
+    r.push({ metric: `restart mid-storm of ${n} pods: first answer after kill -9 (ms)`, bench: `restart${n}`, path: 'firstAnswerMs' });
+    r.push({ metric: `restart mid-storm of ${n} pods: converge after (s)`, bench: `restart${n}`, path: 'convergeSeconds' });
   }
   for (const rpc of ['ListPodSandbox', 'ListContainers', 'PodSandboxStatus', 'ContainerStatus']) {
     r.push({ metric: `relist ${relistPods} pods: ${rpc} p50 (ms)`, bench: 'relist', path: `rpc.${rpc}.p50` });

@@ -6,6 +6,7 @@ import { ensureDefaultNetwork } from '../cni/default-network.js';
 import { CniManager } from '../cni/manager.js';
 import { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
+import { Timeline } from '../core/timeline.js';
 import { Images, type PullIntent } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
@@ -49,7 +50,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     chmodSync(dir, 0o700);
   }
+  const t = new Timeline();
   const store = Store.open(join(config.root_dir, 'minicri.db'));
+  t.mark('store');
   let cni: CniManager | undefined;
   let streaming: StreamingServer | undefined;
   let metrics: Metrics | undefined;
@@ -70,6 +73,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       log: log.child({ module: 'images' }),
       inUse: (imageId) => tables.containers.list().some((c) => c.image.id === imageId) || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
     });
+    t.mark('images');
     if (store.getMeta('first_started_at') === undefined) {
       const written = config.cni.write_default_network ? await ensureDefaultNetwork(config.cni.conf_dir, config.pod_subnet) : null;
       if (written) log.info({ file: written, subnet: config.pod_subnet }, 'no CNI network configured: wrote the default bridge network');
@@ -80,11 +84,14 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
       log: log.child({ module: 'cni' }),
     });
+    t.mark('cni');
     const cidr = podCidr(store);
     if (cidr) cni.setPodCidr(cidr);
     const runtimes = await openRuntimes(config, log);
     for (const runtime of runtimes.values()) runtime.watchExits();
+    t.mark('runtimes');
     const node = await gatherNodeFacts(log);
+    t.mark('node facts');
     let pods: PodContext | undefined;
     streaming = await StreamingServer.start({
       address: config.streaming.address, port: config.streaming.port,
@@ -98,7 +105,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       hostFacts: (rootfs) => node.forRootfs(rootfs),
     };
     const cri = loadCri();
+    t.mark('streaming, pause image, proto');
     await recover(pods, log.child({ module: 'recovery' }));
+    t.mark('recovery');
     if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }));
     const retrier = new Retrier(pods, log.child({ module: 'retry' }));
     retrier.start();
@@ -111,7 +120,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     server.addService(withListEncoders(cri.RuntimeService.service, lists), bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(edge), log, metrics?.observe));
     server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(edge), log, metrics?.observe));
     const listener = await listenUnix(server, config.socket);
-    log.info({ socket: config.socket, version: VERSION }, 'minicri serving');
+    t.mark('serve');
+    // Since the process began (module loading included), and each step's share: a slow start explains itself.
+    log.info({ socket: config.socket, version: VERSION, startMs: Math.round(process.uptime() * 1000), ms: t.ms }, 'minicri serving');
 
     return {
       stop: async () => {

@@ -9,19 +9,25 @@ import { CriClient } from '../../test/support/cri-client.js';
 import { MAIN, unmountUnder } from '../../test/support/daemon.js';
 import { CNI_BIN, RUNC, removeRuncState, type BenchEnv } from './env.js';
 import { liveProcesses } from '../../oci/runtime/processes.js';
-import { pool } from './stats.js';
+import { pool } from '../../core/pool.js';
 
 export type TargetName = 'minicri' | 'containerd';
 
 export interface Target {
   name: TargetName;
-  client: CriClient;
+  /** A client of the daemon running now (a new one after a restart). */
+  readonly client: CriClient;
   /** The daemon's pid, for its memory and CPU. */
-  pid: number;
+  readonly pid: number;
   /** The helper processes it starts (conmon per container and one mount helper for minicri, a shim per pod for containerd). */
   helpers(): Promise<number[]>;
   /** Removes every pod and container, stops the daemon and anything it left. */
   stop(): Promise<void>;
+  /**
+   * Kills the daemon with SIGKILL, whatever it is doing, and starts it again on the same state; resolves with
+   * the milliseconds from the new process's start to its first answer.
+   */
+  killAndRestart(): Promise<number>;
 }
 
 export interface StartOptions {
@@ -29,17 +35,46 @@ export interface StartOptions {
   cpuProfDir?: string;
 }
 
-async function waitServing(client: CriClient, child: ChildProcess, what: string, logFile: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
+/** Waits for the daemon's first answer to Version; resolves with the milliseconds since `started`. */
+async function waitServing(client: CriClient, child: ChildProcess, what: string, logFile: string, started = Date.now()): Promise<number> {
+  const deadline = started + 30_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited during start: see ${logFile}`);
     try {
       await client.runtime.call('Version', {}, { timeoutMs: 1000 });
-      return;
+      return Date.now() - started;
     } catch {
       if (Date.now() > deadline) throw new Error(`${what} did not answer Version within 30 s: see ${logFile}`);
-      await new Promise((r) => setTimeout(r, 100));
+      // Fine-grained: the restart bench measures time to this first answer.
+      await new Promise((r) => setTimeout(r, 10));
     }
+  }
+}
+
+/** A daemon process under the bench, with a client; `killAndRestart` replaces both. */
+class Daemon {
+  child: ChildProcess;
+  client: CriClient;
+
+  constructor(private readonly launch: () => ChildProcess, private readonly socket: string, readonly what: string, readonly logFile: string) {
+    this.child = launch();
+    this.client = new CriClient(socket);
+  }
+
+  waitServing(): Promise<number> {
+    return waitServing(this.client, this.child, this.what, this.logFile);
+  }
+
+  async killAndRestart(): Promise<number> {
+    const exited = new Promise((r) => this.child.once('exit', r));
+    this.child.kill('SIGKILL');
+    await exited;
+    this.client.close();
+    const started = Date.now();
+    this.child = this.launch();
+    // A fresh channel: the old one would wait out grpc's reconnect backoff.
+    this.client = new CriClient(this.socket);
+    return waitServing(this.client, this.child, this.what, this.logFile, started);
   }
 }
 
@@ -125,24 +160,32 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
   // NODE_OPTIONS, so a profiled daemon is started by node with the shebang's environment and flags plus the profiler's.
   const serve = ['serve', '--config', configPath];
   const shebang = shebangNodeCommand(readFileSync(MAIN, 'utf8'));
-  const child = opts.cpuProfDir
+  const daemon = new Daemon(() => (opts.cpuProfDir
     ? spawnLogged(process.execPath, [...shebang.nodeFlags, '--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, MAIN, ...serve], logFile, { ...process.env, ...shebang.env })
-    : spawnLogged(MAIN, serve, logFile);
-  const client = new CriClient(socket);
+    : spawnLogged(MAIN, serve, logFile)), socket, 'minicri', logFile);
   // The conmons, and the daemon's one mount helper: memory minicri adds to the host either way.
   const helpers = async () => {
-    const mounters = (await liveProcesses('minicri-mounter')).filter((p) => p.ppid === child.pid);
+    const mounters = (await liveProcesses('minicri-mounter')).filter((p) => p.ppid === daemon.child.pid);
     return [...(await liveProcesses('conmon', `${dir}/`)), ...mounters].map((p) => p.pid);
   };
-  const stop = stopper({ child, client, helpers, runcRoot, dir });
+  return startTarget('minicri', daemon, helpers, stopper({ daemon, helpers, runcRoot, dir }), () => pullAll(daemon.client, [env.busybox]));
+}
+
+/** Waits for the daemon, readies it, and hands it out as a Target; stops it if it cannot be readied. */
+async function startTarget(name: TargetName, daemon: Daemon, helpers: () => Promise<number[]>, stop: () => Promise<void>, ready: () => Promise<void>): Promise<Target> {
   try {
-    await waitServing(client, child, 'minicri', logFile);
-    await pullAll(client, [env.busybox]);
+    await daemon.waitServing();
+    await ready();
   } catch (err) {
     await stop();
     throw err;
   }
-  return { name: 'minicri', client, pid: child.pid!, helpers, stop };
+  return {
+    name, helpers, stop,
+    get client() { return daemon.client; },
+    get pid() { return daemon.child.pid!; },
+    killAndRestart: () => daemon.killAndRestart(),
+  };
 }
 
 /** containerd 1.6's own config: CRI plugin on the bench network, runc v2 shims, the local registry over HTTP. */
@@ -214,14 +257,14 @@ const SHIM_SOCKET_DIR = '/run/containerd';
 
 /** Stops a runtime under test: drains its pods, ends it and its helpers, removes what they left. */
 function stopper(t: {
-  child: ChildProcess; client: CriClient; helpers: () => Promise<number[]>; runcRoot: string; dir: string; after?: () => Promise<void>;
+  daemon: Daemon; helpers: () => Promise<number[]>; runcRoot: string; dir: string; after?: () => Promise<void>;
 }): () => Promise<void> {
   return async () => {
     try {
-      if (t.child.exitCode === null) await drain(t.client);
+      if (t.daemon.child.exitCode === null) await drain(t.daemon.client);
     } finally {
-      t.client.close();
-      await terminate(t.child);
+      t.daemon.client.close();
+      await terminate(t.daemon.child);
       await killAll(await t.helpers());
       await removeRuncState(t.runcRoot);
       await unmountUnder(t.dir);
@@ -238,19 +281,11 @@ export async function startContainerd(env: BenchEnv): Promise<Target> {
   await writeFile(configPath, containerdConfig(env, dir, socket));
   const hadShimDir = existsSync(SHIM_SOCKET_DIR);
   const logFile = join(dir, 'containerd.log');
-  const child = spawnLogged('containerd', ['--config', configPath], logFile);
-  const client = new CriClient(socket);
+  const daemon = new Daemon(() => spawnLogged('containerd', ['--config', configPath], logFile), socket, 'containerd', logFile);
   const helpers = async () => (await liveProcesses('containerd-shim-runc-v2', socket)).map((p) => p.pid);
   const stop = stopper({
-    child, client, helpers, runcRoot: join(dir, 'runc', 'k8s.io'), dir,
+    daemon, helpers, runcRoot: join(dir, 'runc', 'k8s.io'), dir,
     after: async () => { if (!hadShimDir) await rm(SHIM_SOCKET_DIR, { recursive: true, force: true }); },
   });
-  try {
-    await waitServing(client, child, 'containerd', logFile);
-    await pullAll(client, [env.pause, env.busybox]);
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-  return { name: 'containerd', client, pid: child.pid!, helpers, stop };
+  return startTarget('containerd', daemon, helpers, stop, () => pullAll(daemon.client, [env.pause, env.busybox]));
 }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { median, percentile, pool, summarize } from '../../../bench/lib/stats.js';
+import { pool } from '../../../core/pool.js';
+import { median, percentile, summarize } from '../../../bench/lib/stats.js';
 import { medianOf, pick, table } from '../../../bench/lib/report.js';
 import { shebangNodeCommand } from '../../../bench/lib/targets.js';
 import { MAIN } from '../../support/daemon.js';
