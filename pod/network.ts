@@ -50,12 +50,3 @@ export async function tearDownNetwork(ctx: PodContext, sandbox: SandboxRecord): 
   }
   ctx.tables.teardowns.delete(sandbox.id);
 }
-
-/**
- * CNI CHECK, where the network's version has it: is the sandbox's attachment still as ADD made it?
- * "ok", "not attached", or why not.
- */
-export async function checkNetwork(ctx: PodContext, sandbox: SandboxRecord): Promise<string> {
-  if (sandbox.state !== 'SANDBOX_READY' || !sandbox.networkAttached) return 'not attached';
-  return ctx.network.checkPod(podNetworkRequest(sandbox)).then(() => 'ok', (err: Error) => err.message);
-}

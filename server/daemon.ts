@@ -12,6 +12,7 @@ import type { ImageRecord } from '../oci/image/types.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
 import type { PodContext } from '../pod/context.js';
 import { hostMechanics } from '../pod/host.js';
+import { NetworkChecks } from '../pod/network-checks.js';
 import { pauseImageSource } from '../pod/pause-image.js';
 import { Retrier } from '../pod/pending.js';
 import { openTables } from '../pod/records.js';
@@ -111,12 +112,14 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }));
     const retrier = new Retrier(pods, log.child({ module: 'retry' }));
     retrier.start();
+    const networkChecks = new NetworkChecks(pods);
+    networkChecks.start();
     const server = new grpc.Server({
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     });
     const lists = listEncoders(cri.RuntimeService.service);
-    const edge = { config, version: VERSION, pods, images, meta: store, streaming, lists };
+    const edge = { config, version: VERSION, pods, networkChecks, images, meta: store, streaming, lists };
     server.addService(withListEncoders(cri.RuntimeService.service, lists), bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(edge), log, metrics?.observe));
     server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(edge), log, metrics?.observe));
     const listener = await listenUnix(server, config.socket);
@@ -136,6 +139,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
         });
         await closed;
         await retrier.stop();
+        await networkChecks.stop();
         await metrics?.stop();
         for (const runtime of runtimes.values()) runtime.close();
         cni?.close();

@@ -2,6 +2,7 @@
 // (the configuration, the streaming server's URLs, the relist encoders).
 import type { Images } from '../oci/image/images.js';
 import type { PodContext } from '../pod/context.js';
+import type { NetworkChecks } from '../pod/network-checks.js';
 import type { PodCidrStore } from '../pod/runtime-status.js';
 import type { StreamingEndpoint } from '../streaming/server.js';
 import type { Config } from './config.js';
@@ -12,6 +13,8 @@ export interface Edge {
   /** The daemon's version, from package.json. */
   version: string;
   pods: PodContext;
+  /** The pods' CNI CHECKs, run in the background. */
+  networkChecks: NetworkChecks;
   images: Images;
   /** Keeps the pod CIDR kubelet gives across restarts. */
   meta: PodCidrStore;

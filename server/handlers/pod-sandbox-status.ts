@@ -1,5 +1,4 @@
-// PodSandboxStatus: from the record in memory; verbose adds the pause, the netns, a CNI CHECK and the config.
-import { checkNetwork } from '../../pod/network.js';
+// PodSandboxStatus: from the record in memory; verbose adds the pause, the netns, the last CNI CHECK and the config.
 import { sandboxNow } from '../../pod/sandbox-refresh.js';
 import { sandboxStatus } from '../cri-views.js';
 import type { Edge } from '../edge.js';
@@ -11,7 +10,8 @@ export function PodSandboxStatus(edge: Edge): RuntimeRpc<'PodSandboxStatus'> {
     const info: Record<string, string> = {};
     if (request.verbose) {
       info.info = JSON.stringify({
-        networkCheck: await checkNetwork(edge.pods, record),
+        // The last background CNI CHECK and its age: verbose status runs no plugin on the caller's time.
+        networkCheck: edge.networkChecks.report(record),
         pid: record.pausePid ?? 0,
         netnsPath: record.netns?.path ?? '',
         netnsLink: record.netns?.symlink ?? '',
