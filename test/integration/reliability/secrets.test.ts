@@ -22,11 +22,12 @@ describe('secrets on the node', () => {
   let daemon: TestDaemon;
   let pod = '';
   let container = '';
-  const network = testNetwork(92, 'the secrets tests', { cleanup: () => removeDirs(dirs) });
+  // Registered before the network's: the pod and the daemon go before the network and the directories.
   after(async () => {
     if (pod) await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod });
     await daemon.stop();
   });
+  const network = testNetwork(92, 'the secrets tests', { cleanup: () => removeDirs(dirs) });
   before(async () => {
     dirs = makeDaemonDirs('', network.net);
     // Everything above the daemon's directories is open to all, as /var/lib and /run are: only minicri's own modes protect.
