@@ -123,14 +123,15 @@ async function podCgroups(tables: Tables): Promise<{ relative: string; owner: st
 
 /**
  * Removes every orphan, logging each, in an order where DEL runs before its leftovers are swept; returns
- * what failed. Layers only a removed root filesystem used are collected at the end.
+ * what failed. `stillOrphan` is asked right before each removal (records may have changed since the inventory). Layers only a removed root filesystem used are collected at the end.
  */
-export async function repairOrphans(findings: Finding[], tools: RepairTools, log: Logger): Promise<string[]> {
+export async function repairOrphans(findings: Finding[], tools: RepairTools, log: Logger, stillOrphan: (f: Finding) => boolean = () => true): Promise<string[]> {
   const order: Finding['kind'][] = ['conmon', 'runc', 'cgroup', 'cni-attachment', 'ip-reservation', 'iptables-chain', 'netns', 'shm', 'rootfs'];
   const errors: string[] = [];
   let gcDone = false;
   for (const kind of order) {
     for (const f of findings.filter((x) => x.kind === kind && x.status === 'orphan')) {
+      if (!stillOrphan(f)) continue;
       log.warn({ kind: f.kind, object: f.object, owner: f.owner }, 'removing a host object no record explains');
       // One CNI GC serves every orphaned attachment.
       if (kind === 'cni-attachment' && gcDone) continue;

@@ -88,12 +88,6 @@ export async function recover(ctx: PodContext, log: Logger): Promise<void> {
 
   // CNI attachments in the cache that no sandbox explains go first (CNI GC, and DEL for older plugins).
   await t.step('cni gc', () => each([sandboxes.list().filter((s) => s.networkAttached).map((s) => s.id)], log, () => 'cni gc', (valid) => ctx.network.gc(valid)));
-  // Then whatever else no record explains (runc containers, conmons, root filesystems, shm mounts, netns
-  // pins, what DEL could not release) goes, through doctor's inventory.
-  await t.step('orphan sweep', () => each([ctx], log, () => 'orphan sweep', async ({ settings, tables, runtimes, images, network }) => {
-    const findings = await inventory({ settings, tables, runtimes, log });
-    for (const error of await repairOrphans(findings, { images, network }, log)) log.error({ error }, 'removing an unexplained host object failed; it is retried at the next start');
-  }));
   // A cgroup parent that no pod uses and that is gone from every hierarchy (kubelet removed the pod's) needs no more looking at.
   await t.step('forget what is gone', () => each([ctx], log, () => 'forgetting what is gone', async ({ settings, tables }) => {
     const used = new Set(tables.sandboxes.list().map((s) => podCgroupParentDir(settings.cgroup_driver, s.config.linux?.cgroup_parent ?? '')));
@@ -104,4 +98,28 @@ export async function recover(ctx: PodContext, log: Logger): Promise<void> {
     for (const made of tables.hostPaths.list()) if (!existsSync(made.id)) tables.hostPaths.delete(made.id);
   }));
   log.info({ ms: t.ms }, 'recovery done');
+}
+
+/**
+ * Whatever else no record explains (runc containers, conmons, cgroups, root filesystems, shm mounts, netns pins,
+ * IP reservations and chains DEL could not release) goes, through doctor's inventory. This runs once the daemon
+ * serves: these objects are no client's, so no answer depends on them, and a start does not wait for host-wide
+ * listings (iptables, /proc, every cgroup hierarchy). Operations run meanwhile, so each object is held against
+ * the records again right before it goes: a record is always written before the objects it explains are made.
+ * Attachments in the CNI cache were collected before serving (recover), as a GC racing an ADD could free its IP.
+ */
+export async function sweepOrphans(ctx: PodContext, log: Logger): Promise<void> {
+  const { settings, tables, runtimes, images, network } = ctx;
+  const started = performance.now();
+  try {
+    const findings = (await inventory({ settings, tables, runtimes, log })).filter((f) => f.kind !== 'cni-attachment');
+    const explained = (owner: string | undefined) => owner !== undefined && [tables.sandboxes, tables.containers, tables.teardowns]
+      .some((table) => table.get(owner) !== undefined || table.list().some((r) => r.id.startsWith(owner)));
+    for (const error of await repairOrphans(findings, { images, network }, log, (f) => !explained(f.owner))) {
+      log.error({ error }, 'removing an unexplained host object failed; it is retried at the next start');
+    }
+  } catch (err) {
+    log.error({ err }, 'the sweep of unexplained host objects failed; it runs again at the next start');
+  }
+  log.info({ ms: Math.round(performance.now() - started) }, 'sweep of unexplained host objects done');
 }

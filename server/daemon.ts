@@ -16,7 +16,7 @@ import { NetworkChecks } from '../pod/network-checks.js';
 import { pauseImageSource } from '../pod/pause-image.js';
 import { Retrier } from '../pod/pending.js';
 import { openTables } from '../pod/records.js';
-import { recover } from '../pod/recovery.js';
+import { recover, sweepOrphans } from '../pod/recovery.js';
 import { podCidr } from '../pod/runtime-status.js';
 import { Store } from '../store/store.js';
 import { StreamingServer } from '../streaming/server.js';
@@ -126,6 +126,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     t.mark('serve');
     // Since the process began (module loading included), and each step's share: a slow start explains itself.
     log.info({ socket: config.socket, version: VERSION, startMs: Math.round(process.uptime() * 1000), ms: t.ms }, 'minicri serving');
+    const swept = sweepOrphans(pods, log.child({ module: 'recovery' }));
 
     return {
       stop: async () => {
@@ -138,6 +139,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
           server.tryShutdown(() => { clearTimeout(force); resolve(); });
         });
         await closed;
+        await swept;
         await retrier.stop();
         await networkChecks.stop();
         await metrics?.stop();

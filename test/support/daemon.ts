@@ -76,7 +76,10 @@ export class TestDaemon {
     this.exited = new Promise((resolve) => process.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
   }
 
-  /** Starts the daemon and waits until it answers Version. */
+  /**
+   * Starts the daemon and waits until it answers Version and has swept what no record explains (which it
+   * does once serving), so a test sees the host as a whole recovery leaves it.
+   */
   static async start(dirs: DaemonDirs = makeDaemonDirs(), env: Record<string, string> = {}): Promise<TestDaemon> {
     // Run as the command itself, so its shebang's node flags apply as they do in production.
     const child = spawn(MAIN, ['serve', '--config', dirs.configPath], {
@@ -90,6 +93,10 @@ export class TestDaemon {
       if (exited) throw new Error(`daemon exited during start:\n${daemon.log()}`);
       try {
         await daemon.client.runtime.call('Version', {}, { timeoutMs: 1000 });
+        while (!daemon.log().includes('sweep of unexplained host objects done')) {
+          if (Date.now() > deadline) throw new Error('the sweep of unexplained host objects did not finish');
+          await new Promise((r) => setTimeout(r, 20));
+        }
         return daemon;
       } catch {
         if (Date.now() > deadline) {
