@@ -476,9 +476,17 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Removes the cgroups the spec in `bundle` names; a bundle without a readable spec has none to remove. */
+/**
+ * Removes the cgroups the spec in `bundle` names. A bundle without a whole spec (a crash while it was written)
+ * was never given to runc, so it has none to remove.
+ */
 async function removeBundleCgroups(bundle: string): Promise<void> {
-  const spec = await readFile(join(bundle, 'config.json'), 'utf8').then((t) => JSON.parse(t) as { linux?: { cgroupsPath?: string } }, () => undefined);
+  let spec: { linux?: { cgroupsPath?: string } } | undefined;
+  try {
+    spec = JSON.parse(await readFile(join(bundle, 'config.json'), 'utf8'));
+  } catch {
+    return;
+  }
   const path = spec?.linux?.cgroupsPath;
   if (path) await removeCgroupDir(cgroupDir(path));
 }
