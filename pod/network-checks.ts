@@ -1,10 +1,11 @@
 // CNI CHECK of every attached sandbox, in the background: on a schedule and when a verbose status finds
 // the last result stale. The check execs every plugin of the network (tens of milliseconds), so no
-// caller waits for it; PodSandboxStatus reports the last result and its age.
+// caller waits for it; PodSandboxStatus reports the last result and its age. The schedule checks one
+// sandbox at a time, the one checked longest ago, so a node of many pods pays a steady trickle rather than
+// a burst of plugin processes that would hold up the pods' own operations.
 import type { PodContext } from './context.js';
 import { podNetworkRequest } from './network.js';
 import type { SandboxRecord } from './records.js';
-import { pool } from '../core/pool.js';
 
 /** What a verbose status says of a sandbox's network. */
 export interface NetworkCheck {
@@ -14,19 +15,20 @@ export interface NetworkCheck {
   ageSeconds?: number;
 }
 
-const INTERVAL_MS = 60_000;
-/** Checks at once: each runs plugin processes. */
-const CONCURRENCY = 2;
+/** A result older than this is refreshed when a verbose status asks for it. */
+const STALE_MS = 60_000;
+/** How often the schedule checks the sandbox checked longest ago. */
+const TICK_MS = 30_000;
 
 export class NetworkChecks {
   private readonly last = new Map<string, { result: string; at: number }>();
   private readonly running = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly ctx: PodContext, private readonly intervalMs = INTERVAL_MS) {}
+  constructor(private readonly ctx: PodContext, private readonly opts: { staleMs?: number; tickMs?: number } = {}) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.checkAll(), this.intervalMs);
+    this.timer = setInterval(() => void this.checkOldest(), this.opts.tickMs ?? TICK_MS);
     this.timer.unref();
   }
 
@@ -35,19 +37,21 @@ export class NetworkChecks {
     await Promise.all(this.running.values());
   }
 
-  /** The last result and its age; a result older than the interval, or none, starts a check. */
+  /** The last result and its age; a stale result, or none, starts a check. */
   report(sandbox: SandboxRecord): NetworkCheck {
     if (sandbox.state !== 'SANDBOX_READY' || !sandbox.networkAttached) return { result: 'not attached' };
     const last = this.last.get(sandbox.id);
-    if (!last || Date.now() - last.at >= this.intervalMs) void this.check(sandbox.id);
-    return last ? { result: last.result, ageSeconds: Math.round((Date.now() - last.at) / 1000) } : { result: 'not checked yet' };
+    if (!last || performance.now() - last.at >= (this.opts.staleMs ?? STALE_MS)) void this.check(sandbox.id);
+    return last ? { result: last.result, ageSeconds: Math.round((performance.now() - last.at) / 1000) } : { result: 'not checked yet' };
   }
 
-  /** Checks every attached sandbox once, a few at a time; forgets the results of sandboxes that are gone. */
-  async checkAll(): Promise<void> {
+  /** Checks the attached sandbox checked longest ago (one never checked first); forgets sandboxes that are gone. */
+  async checkOldest(): Promise<void> {
     for (const id of this.last.keys()) if (!this.ctx.tables.sandboxes.get(id)) this.last.delete(id);
     const attached = this.ctx.tables.sandboxes.list().filter((s) => s.state === 'SANDBOX_READY' && s.networkAttached);
-    await pool(attached, CONCURRENCY, (s) => this.check(s.id));
+    const at = (id: string) => this.last.get(id)?.at ?? -Infinity;
+    const oldest = attached.reduce<SandboxRecord | undefined>((a, b) => (a && at(a.id) <= at(b.id) ? a : b), undefined);
+    if (oldest) await this.check(oldest.id);
   }
 
   /** One check of one sandbox; one at a time per sandbox. */
@@ -58,7 +62,7 @@ export class NetworkChecks {
       const sandbox = this.ctx.tables.sandboxes.get(id);
       if (!sandbox || sandbox.state !== 'SANDBOX_READY' || !sandbox.networkAttached) return;
       const result = await this.ctx.network.checkPod(podNetworkRequest(sandbox)).then(() => 'ok', (err: Error) => err.message);
-      this.last.set(id, { result, at: Date.now() });
+      this.last.set(id, { result, at: performance.now() });
       if (result !== 'ok') this.ctx.log.warn({ sandboxId: id, result }, 'the pod network is not as CNI ADD made it');
     })().finally(() => this.running.delete(id));
     this.running.set(id, run);

@@ -20,7 +20,7 @@ describe('background CNI checks', () => {
       calls++;
       if (broken) throw new Error('interface eth0 is gone');
     };
-    checks = new NetworkChecks(f.ctx, 60_000);
+    checks = new NetworkChecks(f.ctx);
   });
   afterEach(async () => {
     await checks.stop();
@@ -36,17 +36,28 @@ describe('background CNI checks', () => {
     assert.deepEqual(checks.report(sandbox()), { result: 'ok', ageSeconds: 0 });
     assert.equal(calls, 1, 'a fresh result is reported without another check');
     broken = true;
-    await checks.checkAll();
+    await checks.checkOldest();
     assert.deepEqual(checks.report(sandbox()), { result: 'interface eth0 is gone', ageSeconds: 0 });
   });
 
   it('runs one check at a time per sandbox, and none for a sandbox that is not attached', async () => {
     const id = await runSandbox(f.ctx, sandboxConfig(), '', silentLogger);
-    await Promise.all([checks.check(id), checks.check(id), checks.checkAll()]);
+    await Promise.all([checks.check(id), checks.check(id), checks.checkOldest()]);
     assert.equal(calls, 1);
     await stopSandbox(f.ctx, id, silentLogger);
     assert.deepEqual(checks.report(f.ctx.tables.sandboxes.get(id)!), { result: 'not attached' });
-    await checks.checkAll();
+    await checks.checkOldest();
     assert.equal(calls, 1);
+  });
+
+  it('the schedule checks the sandbox checked longest ago, one never checked first', async () => {
+    const checked: string[] = [];
+    f.ctx.network.checkPod = async (r) => { checked.push(r.sandboxId); };
+    const a = await runSandbox(f.ctx, sandboxConfig({ metadata: { name: 'a', uid: 'ua', namespace: 'default', attempt: 0 } }), '', silentLogger);
+    const b = await runSandbox(f.ctx, sandboxConfig({ metadata: { name: 'b', uid: 'ub', namespace: 'default', attempt: 0 } }), '', silentLogger);
+    await checks.check(b);
+    await checks.checkOldest();
+    await checks.checkOldest();
+    assert.deepEqual(checked, [b, a, b]);
   });
 });
