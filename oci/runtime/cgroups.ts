@@ -68,14 +68,13 @@ export async function removeCgroupDir(relative: string, hierarchies?: string[]):
 }
 
 /** The child cgroups of `relative`, in every hierarchy, that carry a container or sandbox id, and whether each is empty. */
-export async function containerCgroupsBelow(relative: string, hierarchies?: string[]): Promise<{ dir: string; relative: string; owner: string; empty: boolean }[]> {
+export async function containerCgroupsBelow(relative: string, hierarchies?: string[]): Promise<{ relative: string; owner: string; empty: boolean }[]> {
   const found = [];
   for (const root of hierarchies ?? await cgroupHierarchies()) {
     for (const entry of await readdir(join(root, relative), { withFileTypes: true }).catch(() => [])) {
       const owner = entry.isDirectory() ? cgroupOwner(entry.name) : undefined;
       if (!owner) continue;
-      const dir = join(root, relative, entry.name);
-      found.push({ dir, relative: posix.join(relative, entry.name), owner, empty: await cgroupEmpty(dir) });
+      found.push({ relative: posix.join(relative, entry.name), owner, empty: await cgroupEmpty(join(root, relative, entry.name)) });
     }
   }
   return found;
