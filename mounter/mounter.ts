@@ -24,7 +24,7 @@ export class MountError extends Error {
   }
 }
 
-type Op = 'mount' | 'umount' | 'netns';
+type Op = 'mount' | 'umount' | 'netns' | 'idmap' | 'probe';
 
 /** One request as the helper reads it: NUL-terminated fields. Pure. */
 export function encodeRequest(id: number, op: Op, args: readonly string[]): Buffer {
@@ -165,6 +165,38 @@ export function unmount(target: string, opts: { lazy?: boolean } = {}): Promise<
  *  which must not exist yet. */
 export function pinNetns(dir: string, pin: string): Promise<void> {
   return mounter.call('netns', [dir, pin], `pin a new network namespace at ${pin}`);
+}
+
+/** One range of an id mapping: `size` ids from `containerId` inside are `hostId`... outside. */
+export interface IdRange { containerId: number; hostId: number; size: number }
+
+/** A mapping in the text of /proc/<pid>/uid_map: one "inside outside size" line per range. Pure. */
+export function idMapText(ranges: readonly IdRange[]): string {
+  return ranges.map((r) => `${r.containerId} ${r.hostId} ${r.size}\n`).join('');
+}
+
+/**
+ * An id-mapped bind mount of `source` on `target` (an existing directory or file): files owned by id N
+ * on disk appear owned by the host id N maps to, so a user namespace with the same mapping sees them
+ * with their own owners. `recursive` clones and maps the submounts too (each filesystem must allow it).
+ */
+export function idmapMount(source: string, target: string, maps: { uids: readonly IdRange[]; gids: readonly IdRange[] }, opts: { recursive?: boolean } = {}): Promise<void> {
+  return mounter.call('idmap', [source, target, idMapText(maps.uids), idMapText(maps.gids), opts.recursive ? '1' : '0'], `id-mapped mount of ${source} on ${target}`);
+}
+
+/**
+ * Whether this kernel has mount_setattr(2) and can id-map a mount of `dir`: 'ok', or the step that is
+ * missing ('mount_setattr' when the call itself is absent, else 'userns', 'open_tree' or 'idmap').
+ */
+export async function probeIdmap(dir: string): Promise<{ ok: true } | { ok: false; step: string; reason: string }> {
+  try {
+    await mounter.call('probe', [dir], `id-mapped mount probe of ${dir}`);
+    return { ok: true };
+  } catch (err) {
+    const message = (err as Error).message;
+    const step = /: (mount_setattr|userns|open_tree|idmap): /.exec(message)?.[1] ?? 'unknown';
+    return { ok: false, step, reason: message };
+  }
 }
 
 /** Unmounts `target`; false when it was no mount point (EINVAL) or does not exist (ENOENT). */

@@ -74,6 +74,8 @@ async function createInSandbox(
       await mkdir(volumeDirs[volume], { recursive: true, mode: 0o755 });
     }
     const host = await ctx.hostFacts(rootfs.path);
+    // "rro" only where this handler's runc and the kernel were found to support it.
+    host.recursiveReadOnly = ctx.runtimeFeatures?.get(sandbox.runtimeHandler)?.recursiveReadOnly ?? false;
     const seccomp = config.linux?.security_context?.seccomp;
     if (seccomp?.profile_type === 'Localhost' && seccomp.localhost_ref) {
       host.seccompProfiles = { [seccomp.localhost_ref]: await readFile(seccomp.localhost_ref, 'utf8').catch((err: Error) => {

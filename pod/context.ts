@@ -2,6 +2,7 @@
 // interfaces to the network, the OCI runtimes, images and the host.
 import type { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
+import type { HandlerFeatures } from '../oci/runtime/features.js';
 import type { HostFacts, ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
 import type { ContainerRuntime, PodHost, PodImages, PodNetwork } from './interfaces.js';
 import type { Tables } from './records.js';
@@ -38,4 +39,6 @@ export interface PodContext {
   pauseImage(log: Logger): Promise<PauseImage>;
   /** What spec building needs to know of this node, with the passwd and group files of `rootfs`. */
   hostFacts(rootfs: string): Promise<HostFacts>;
+  /** What each handler supports on this node (probed at start); a handler absent here supports none of it. */
+  runtimeFeatures?: ReadonlyMap<string, HandlerFeatures>;
 }

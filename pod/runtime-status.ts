@@ -3,6 +3,7 @@
 import { isIP } from 'node:net';
 import { InvalidArgument } from '../core/errors.js';
 import { resolveExecutable } from '../core/executables.js';
+import type { HandlerFeatures } from '../oci/runtime/features.js';
 import type { PodContext } from './context.js';
 
 export interface Condition { type: string; status: boolean; reason: string; message: string }
@@ -59,4 +60,19 @@ export function setPodCidr(ctx: PodContext, store: PodCidrStore, value: string):
   store.setMeta(POD_CIDR_KEY, joined);
   ctx.network.setPodCidr(joined);
   ctx.log.info({ podCidr: joined }, 'pod CIDR updated');
+}
+
+export interface RuntimeHandlerView { name: string; recursiveReadOnly: boolean; userNamespaces: boolean; missing: string[] }
+
+/**
+ * The handlers Status lists: the default one under the empty name (as kubelet looks it up for pods
+ * without a RuntimeClass) and again under its own, then every other configured one. Pure.
+ */
+export function runtimeHandlers(defaultHandler: string, configured: readonly string[], features: ReadonlyMap<string, HandlerFeatures>): RuntimeHandlerView[] {
+  const view = (name: string, handler: string): RuntimeHandlerView => {
+    const f = features.get(handler);
+    return { name, recursiveReadOnly: f?.recursiveReadOnly ?? false, userNamespaces: f?.userNamespaces ?? false, missing: f?.missing ?? ['not probed'] };
+  };
+  const others = configured.filter((h) => h !== defaultHandler).sort();
+  return [view('', defaultHandler), view(defaultHandler, defaultHandler), ...others.map((h) => view(h, h))];
 }

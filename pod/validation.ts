@@ -63,6 +63,13 @@ export function checkContainerConfig(config: ContainerConfig__Output | null): as
     if (!mount.container_path || !isAbsolute(mount.container_path)) throw new InvalidArgument(`mount container_path "${mount.container_path}" must be an absolute path`);
     if (!mount.host_path && !mount.image) throw new InvalidArgument(`mount at "${mount.container_path}" has no host_path`);
     if (mount.host_path && !isAbsolute(mount.host_path)) throw new InvalidArgument(`mount at "${mount.container_path}": host_path "${mount.host_path}" must be an absolute path`);
+    // As the CRI specifies it: recursive read-only only with readonly and private propagation.
+    if (mount.recursive_read_only && !mount.readonly) {
+      throw new InvalidArgument(`mount at "${mount.container_path}" asks for recursive read-only but is not read-only: set readonly too`);
+    }
+    if (mount.recursive_read_only && mount.propagation !== 'PROPAGATION_PRIVATE') {
+      throw new InvalidArgument(`mount at "${mount.container_path}" asks for recursive read-only with propagation ${mount.propagation}: recursive read-only needs private propagation`);
+    }
   }
   for (const env of config.envs) if (!env.key) throw new InvalidArgument('an environment variable has an empty name');
   checkLabels(`container "${config.metadata.name}"`, config.labels, config.annotations);

@@ -9,7 +9,9 @@ import type { Logger } from '../core/log.js';
 import { Timeline } from '../core/timeline.js';
 import { Images, type PullIntent } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
+import { probeHandlerFeatures, probeKernelFeatures } from '../oci/runtime/features.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
+import { usernsStagingDir } from '../oci/runtime/userns.js';
 import type { PodContext } from '../pod/context.js';
 import { hostMechanics } from '../pod/host.js';
 import { NetworkChecks } from '../pod/network-checks.js';
@@ -91,7 +93,16 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     const runtimes = await openRuntimes(config, log);
     for (const runtime of runtimes.values()) runtime.watchExits();
     t.mark('runtimes');
-    const node = await gatherNodeFacts(log);
+    // Searchable by a user-namespaced pod's root on its way to its own entry (see oci/runtime/userns.ts).
+    const stagingDir = usernsStagingDir(config.state_dir);
+    mkdirSync(stagingDir, { recursive: true, mode: 0o711 });
+    chmodSync(stagingDir, 0o711);
+    // What each handler supports is probed once here; Status and CreateContainer read the answer.
+    const [node, runtimeFeatures] = await Promise.all([
+      gatherNodeFacts(log),
+      probeKernelFeatures(config.root_dir, stagingDir, log).then((kernel) =>
+        probeHandlerFeatures(new Map([...runtimes].map(([h, r]) => [h, { runtimePath: r.commandLine().path }])), kernel, log)),
+    ]);
     t.mark('node facts');
     let pods: PodContext | undefined;
     streaming = await StreamingServer.start({
@@ -104,6 +115,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       settings: config, tables, locks, log, network: cni, runtimes, images, host: hostMechanics,
       pauseImage: await pauseImageSource(config, images, VERSION),
       hostFacts: (rootfs) => node.forRootfs(rootfs),
+      runtimeFeatures,
     };
     const cri = loadCri();
     t.mark('streaming, pause image, proto');

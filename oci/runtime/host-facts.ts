@@ -74,7 +74,7 @@ export async function gatherNodeFacts(log: Logger): Promise<NodeFacts> {
       ]);
       return {
         passwd, group, mountinfo, oomScoreAdjMin: oom.minAllowed, boundingCaps, devices,
-        apparmor, kernelRelease, swapAccounting, recursiveReadOnly: false,
+        apparmor, kernelRelease, swapAccounting,
       };
     },
   };

@@ -1,6 +1,6 @@
 // Runs the real daemon as a child process on a temporary socket and temporary directories.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +36,9 @@ export interface DaemonNetwork {
  */
 export function makeDaemonDirs(extraToml = '', net?: DaemonNetwork, opts: { ownNetnsDir?: boolean } = {}): DaemonDirs {
   const base = mkdtempSync(join(tmpdir(), 'minicri-test-'));
+  // Searchable (not listable) by others, as /run is: user-namespaced pods' roots are staged beside
+  // state_dir and a pod's root must pass through here (the daemon keeps root_dir and state_dir 0700).
+  chmodSync(base, 0o711);
   const dirs: DaemonDirs = {
     base,
     socket: join(base, 'run', 'minicri.sock'),

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandboxConfig.js';
 import { InvalidArgument } from '../../../core/errors.js';
-import { checkPodSandboxConfig } from '../../../pod/validation.js';
+import { checkContainerConfig, checkPodSandboxConfig } from '../../../pod/validation.js';
+import { containerConfig, mount } from '../spec/fixtures.js';
 
 function config(change: (c: PodSandboxConfig__Output) => void = () => {}): PodSandboxConfig__Output {
   const c: PodSandboxConfig__Output = {
@@ -43,4 +44,18 @@ describe('sandbox config validation', () => {
     refused(config((c) => { c.annotations = { big: 'x'.repeat(300 * 1024) }; }), /at most 262144/);
   });
 
+});
+
+describe('container config validation', () => {
+  const withMount = (over: Partial<Parameters<typeof mount>[0]>) => containerConfig({
+    image: { image: 'busybox', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' },
+    mounts: [mount({ container_path: '/r', host_path: '/h', readonly: true, recursive_read_only: true, ...over })],
+  });
+  it('takes a recursive read-only mount that is read-only and private', () => {
+    checkContainerConfig(withMount({}));
+  });
+  it('refuses recursive read-only without readonly or with propagation, naming the mount', () => {
+    assert.throws(() => checkContainerConfig(withMount({ readonly: false })), (err) => err instanceof InvalidArgument && /"\/r".*not read-only/.test(err.message));
+    assert.throws(() => checkContainerConfig(withMount({ propagation: 'PROPAGATION_HOST_TO_CONTAINER' })), (err) => err instanceof InvalidArgument && /"\/r".*private propagation/.test(err.message));
+  });
 });
