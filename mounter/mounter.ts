@@ -13,7 +13,7 @@ import { isMountPoint } from './mountinfo.js';
 export const MOUNTER = fileURLToPath(new URL('../mounter/minicri-mounter', import.meta.url));
 
 /** mount(2) flags minicri passes (linux/mount.h). */
-export const MS = { NOSUID: 0x2, NODEV: 0x4, NOEXEC: 0x8 } as const;
+export const MS = { NOSUID: 0x2, NODEV: 0x4, NOEXEC: 0x8, BIND: 0x1000 } as const;
 /** umount2(2): detach now, free when the last user goes. */
 const MNT_DETACH = 0x2;
 
@@ -167,7 +167,7 @@ export function pinNetns(dir: string, pin: string): Promise<void> {
   return mounter.call('netns', [dir, pin], `pin a new network namespace at ${pin}`);
 }
 
-/** One range of an id mapping: `size` ids from `containerId` inside are `hostId`... outside. */
+/** One range of an id mapping: the `size` ids from `containerId` in the namespace are those from `hostId` outside. */
 export interface IdRange { containerId: number; hostId: number; size: number }
 
 /** A mapping in the text of /proc/<pid>/uid_map: one "inside outside size" line per range. Pure. */

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { AlreadyExists, Internal, InvalidArgument, NotFound } from '../core/errors.js';
 import { normalizeSysctls, sysctlNamespace } from '../core/sysctl.js';
-import { pinNetns, unmountIfMounted } from '../mounter/mounter.js';
+import { mount, MS, pinNetns, unmountIfMounted } from '../mounter/mounter.js';
 import { netnsPinName, netnsSymlinkName, NETNS_PREFIX } from './names.js';
 
 /** iproute2's fixed directory for named network namespaces. */
@@ -52,6 +52,29 @@ export async function createPodNetns(podName: string, opts: { dir?: string; path
     throw new Internal(`cannot create netns symlink ${symlink}: ${(err as Error).message}`, { cause: err });
   }
   return { path: pinned, symlink };
+}
+
+/**
+ * Pins the network namespace process `pid` is in at `paths` (from podNetnsPaths), with its link: a pod in
+ * its own user namespace has runc make its network namespace, so that the pod's root owns it.
+ */
+export async function pinProcessNetns(pid: number, podName: string, paths: PodNetns): Promise<void> {
+  const dir = path.dirname(paths.path);
+  try {
+    await fs.mkdir(dir, { recursive: true, mode: 0o755 });
+    // O_EXCL: a name is never reused.
+    await fs.writeFile(paths.path, '', { flag: 'wx', mode: 0o444 });
+    await mount({ source: `/proc/${pid}/ns/net`, target: paths.path, flags: MS.BIND });
+  } catch (err) {
+    await removePodNetns({ path: paths.path }).catch(() => undefined);
+    throw new Internal(`cannot pin the network namespace of process ${pid} at ${paths.path}: ${errText(err)}`, { cause: err });
+  }
+  try {
+    await fs.symlink(paths.path, paths.symlink);
+  } catch (err) {
+    await removePodNetns({ path: paths.path });
+    throw new Internal(`cannot create netns symlink ${paths.symlink} for pod ${podName}: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 async function pinNewNetns(dir: string, pinned: string): Promise<void> {

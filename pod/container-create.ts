@@ -10,7 +10,8 @@ import { withUndo } from '../core/undo.js';
 import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import { resolveMountSources } from '../oci/runtime/mount-sources.js';
-import { buildContainerSpec, containerLogPath, imageVolumesToCreate } from '../oci/runtime/spec/index.js';
+import { buildContainerSpec, containerLogPath, imageVolumesToCreate, podUserNamespace, stageUsernsMounts } from '../oci/runtime/spec/index.js';
+import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import { containerNow } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import { specImageConfig } from './image-config.js';
@@ -39,7 +40,11 @@ async function createInSandbox(
   if (sandbox.state !== 'SANDBOX_READY') {
     throw new FailedPrecondition(`sandbox ${sandbox.id} is not ready (state ${sandbox.state}): start a new sandbox and create the container there`);
   }
-  const sandboxConfig = requestSandboxConfig ?? sandbox.config;
+  // The pod's user namespace is the one its pause was made with, whatever the request repeats.
+  const userns = podUserNamespace(sandbox.config);
+  const requested = requestSandboxConfig ?? sandbox.config;
+  const sandboxConfig = userns || requested.linux?.security_context?.namespace_options?.userns_options?.mode === 'POD'
+    ? { ...requested, linux: sandbox.config.linux } : requested;
   const image = ctx.images.resolve(config.image!.image);
   const logPath = config.log_path ? containerLogPath(sandbox.config.log_directory, config.log_path) : undefined;
   if (config.log_path && !logPath) {
@@ -63,7 +68,7 @@ async function createInSandbox(
     undo.pushRecord('container record', () => ctx.tables.containers.delete(id));
     await mkdir(record.dir, { recursive: true, mode: 0o700 });
     undo.push('container directory', () => rm(record.dir, { recursive: true, force: true }));
-    const rootfs = await ctx.images.prepareRootfs(id, image.id);
+    const rootfs = await ctx.images.prepareRootfs(id, image.id, userns ? { idmap: userns } : {});
     undo.push('container rootfs', () => ctx.images.removeRootfs(id));
     record.rootfsUpper = rootfs.mount?.options.find((o) => o.startsWith('upperdir='))?.slice('upperdir='.length);
     faultPoint('container-rootfs-mounted');
@@ -100,6 +105,13 @@ async function createInSandbox(
         hostsPath: join(sandbox.dir, 'hosts'), resolvPath: join(sandbox.dir, 'resolv.conf'), hostnamePath: join(sandbox.dir, 'hostname'),
       },
     });
+    const staging = usernsStagingEntry(ctx.settings.state_dir, id);
+    if (userns) {
+      // runc, as the pod's root, reaches the root filesystem and every volume through id-mapped mounts it can enter.
+      const staged = stageUsernsMounts(spec, staging, rootfs.idmapped ?? false);
+      undo.push('user namespace staging', () => ctx.host.unstageUserns(staging));
+      await ctx.host.stageUserns(staging, staged, userns);
+    }
     // The spec holds the environment, Secret values included: root's alone.
     await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
     if (record.logPath) await mkdir(dirname(record.logPath), { recursive: true, mode: 0o755 });
@@ -107,6 +119,8 @@ async function createInSandbox(
     const { pid } = await runtime.create({
       id, bundle: record.dir, logPath: record.logPath || '/dev/null', stdin: config.stdin, stdinOnce: config.stdin_once, tty: config.tty,
     });
+    // The container holds its own copies of the mounts now (runc still starts exec processes in the root dir).
+    if (userns) await ctx.host.unstageUserns(staging, { keepRoot: true });
     faultPoint('container-created');
     markContainerCreated(record, pid);
     ctx.tables.containers.put(record);

@@ -4,6 +4,7 @@ import { rm } from 'node:fs/promises';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { inParallel } from '../core/undo.js';
+import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import { runtimeOf } from './container-refresh.js';
 import { stopContainerLocked } from './container-stop.js';
 import type { PodContext } from './context.js';
@@ -25,6 +26,8 @@ export async function removeContainerLocked(ctx: PodContext, id: string, log: Lo
   await inParallel([
     runtimeOf(ctx, record).delete(id, { force: true, bundle: record.dir }).then(() => faultPoint('container-runc-deleted')),
     ctx.images.removeRootfs(id),
+    // A user-namespaced container's staging entry (nothing when it had none).
+    ctx.host.unstageUserns(usernsStagingEntry(ctx.settings.state_dir, id)),
   ]);
   await rm(record.dir, { recursive: true, force: true });
   ctx.tables.containers.delete(id);

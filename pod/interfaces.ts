@@ -6,6 +6,7 @@ import type { Rootfs, RootfsOptions } from '../oci/image/snapshot.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import type { ExecSyncResult } from '../oci/runtime/exec.js';
 import type { ContainerState, CreateRequest, ExitStatus } from '../oci/runtime/runc.js';
+import type { PodUserns, StagedMount } from '../oci/runtime/spec/index.js';
 
 /** The pod network, as small as ocicni's: set up, tear down, check, status, GC (and the pod CIDR kubelet gives). */
 export interface PodNetwork {
@@ -56,4 +57,10 @@ export interface PodHost {
   setNetnsSysctls(path: string, sysctls: Record<string, string>): Promise<void>;
   mountShm(path: string): Promise<void>;
   unmountShm(path: string): Promise<void>;
+  /** A user-namespaced pod: pins the network namespace runc made for its pause (process `pid`). */
+  pinNetnsOf(pid: number, podName: string, paths: PodNetns): Promise<void>;
+  /** Makes the id-mapped mounts runc reaches a user-namespaced container's root and volumes through. */
+  stageUserns(entry: string, mounts: readonly StagedMount[], userns: PodUserns): Promise<void>;
+  /** Unmounts and removes a staging entry (with keepRoot, all but its empty root dir); nothing to do when it is gone. */
+  unstageUserns(entry: string, opts?: { keepRoot?: boolean }): Promise<void>;
 }

@@ -10,6 +10,8 @@ import { listPodNetns, netnsOwnerPrefix, removePodNetns } from '../netns/netns.j
 import { cgroupHierarchies, containerCgroupsBelow, removeCgroupDir } from '../oci/runtime/cgroups.js';
 import { listConmons } from '../oci/runtime/conmon.js';
 import { unmountPodShm } from '../oci/runtime/pod/files.js';
+import { podUserNamespace } from '../oci/runtime/spec/index.js';
+import { listStagingEntries, processUidMap, unstageMounts, usernsStagingEntry } from '../oci/runtime/userns.js';
 import type { PodSettings } from './context.js';
 import type { ContainerRuntime, PodImages, PodNetwork } from './interfaces.js';
 import type { Tables } from './records.js';
@@ -21,7 +23,8 @@ export interface RepairTools {
 }
 
 export interface Finding {
-  kind: 'netns' | 'runc' | 'conmon' | 'cgroup' | 'rootfs' | 'shm' | 'cni-attachment' | 'ip-reservation' | 'iptables-chain' | 'host-path' | 'sandbox';
+  kind: 'netns' | 'runc' | 'conmon' | 'cgroup' | 'rootfs' | 'shm' | 'cni-attachment' | 'ip-reservation' | 'iptables-chain' | 'host-path' | 'sandbox'
+    | 'userns-staging' | 'userns';
   object: string;
   /** The sandbox or container id the object belongs to, when it says. */
   owner?: string;
@@ -91,6 +94,21 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
     add('shm', mount, id, known.has(id), async () => { await unmountPodShm(mount); await rm(dirname(mount), { recursive: true, force: true }); });
   }
 
+  // A user-namespaced sandbox's or container's staging entry: explained by its record.
+  for (const id of await listStagingEntries(settings.state_dir)) {
+    const entry = usernsStagingEntry(settings.state_dir, id);
+    add('userns-staging', entry, id, known.has(id), () => unstageMounts(entry));
+  }
+  // A user-namespaced pod's pause must hold the mappings its record says.
+  for (const s of sandboxes.filter((x) => x.state === 'SANDBOX_READY' && x.pausePid)) {
+    let userns;
+    try { userns = podUserNamespace(s.config); } catch { continue; }
+    if (!userns) continue;
+    const want = userns.uids.map((r) => `${r.containerId}:${r.hostId}:${r.size}`).join(',');
+    const have = (await processUidMap(s.pausePid!))?.map((r) => `${r.containerId}:${r.hostId}:${r.size}`).join(',');
+    findings.push({ kind: 'userns', object: `${s.id} uids ${want}, gids ${userns.gids.map((r) => `${r.containerId}:${r.hostId}:${r.size}`).join(',')}${have === want ? '' : ` (pause has ${have ?? 'no process'})`}`, owner: s.id, status: have === want ? 'ok' : 'missing' });
+  }
+
   const attached = sandboxes.filter((s) => s.networkAttached).map((s) => s.id);
   for (const id of cached) {
     add('cni-attachment', `${settings.cni.cache_dir}/results/*-${id}-*`, id, networked.has(id), ({ network }) => network.gc(attached));
@@ -126,7 +144,7 @@ async function podCgroups(tables: Tables): Promise<{ relative: string; owner: st
  * what failed. `stillOrphan` is asked right before each removal (records may have changed since the inventory). Layers only a removed root filesystem used are collected at the end.
  */
 export async function repairOrphans(findings: Finding[], tools: RepairTools, log: Logger, stillOrphan: (f: Finding) => boolean = () => true): Promise<string[]> {
-  const order: Finding['kind'][] = ['conmon', 'runc', 'cgroup', 'cni-attachment', 'ip-reservation', 'iptables-chain', 'netns', 'shm', 'rootfs'];
+  const order: Finding['kind'][] = ['userns-staging', 'conmon', 'runc', 'cgroup', 'cni-attachment', 'ip-reservation', 'iptables-chain', 'netns', 'shm', 'rootfs'];
   const errors: string[] = [];
   let gcDone = false;
   for (const kind of order) {

@@ -8,6 +8,7 @@ import { pool } from '../core/pool.js';
 import { Timeline } from '../core/timeline.js';
 import { nowNanos } from '../core/time.js';
 import { cgroupExists, podCgroupParentDir } from '../oci/runtime/cgroups.js';
+import { listStagingEntries, usernsStagingEntry } from '../oci/runtime/userns.js';
 import { refreshContainer, runtimeFor } from './container-refresh.js';
 import { removeContainerLocked } from './container-remove.js';
 import type { PodContext } from './context.js';
@@ -38,6 +39,11 @@ export async function recover(ctx: PodContext, log: Logger): Promise<void> {
   const { sandboxes, containers } = ctx.tables;
   const t = new Timeline();
 
+  // Mounts staged for a user-namespaced creation live only until its `runc create`: what a cut-off creation
+  // left, or an entry no record explains, goes (a live container's keeps its empty root dir).
+  const live = (id: string) => { const r = sandboxes.get(id) ?? containers.get(id); return r !== undefined && !r.creating; };
+  await t.step('unstage user namespace mounts', async () => each(await listStagingEntries(ctx.settings.state_dir), log, (id) => id, (id) =>
+    ctx.host.unstageUserns(usernsStagingEntry(ctx.settings.state_dir, id), { keepRoot: live(id) })));
   await t.step('undo cut-off container creations', () => each(containers.list().filter((c) => c.creating), log, (c) => c.id, async (c) => {
     log.warn({ containerId: c.id }, 'container creation was cut off: undoing it');
     await removeContainerLocked(ctx, c.id, log);

@@ -5,6 +5,7 @@ import { dirname } from 'node:path';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { inParallel } from '../core/undo.js';
+import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import { removeContainerLocked } from './container-remove.js';
 import type { PodContext } from './context.js';
 import { attemptRemoval } from './removal.js';
@@ -27,6 +28,7 @@ export async function removeSandboxLocked(ctx: PodContext, id: string, log: Logg
   await inParallel([
     ctx.runtimes.get(record.runtimeHandler)?.delete(record.id, { force: true, bundle: record.dir }).then(() => faultPoint('pause-deleted')),
     ctx.images.removeRootfs(record.id).then(() => faultPoint('pause-rootfs-removed')),
+    ctx.host.unstageUserns(usernsStagingEntry(ctx.settings.state_dir, record.id)),
   ]);
   await inParallel([rm(record.dir, { recursive: true, force: true }), record.shm && rm(dirname(record.shm), { recursive: true, force: true })]);
   ctx.tables.sandboxes.delete(record.id);

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { dirname, join } from 'node:path';
-import { InvalidArgument } from '../core/errors.js';
+import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { nowNanos } from '../core/time.js';
@@ -13,7 +13,8 @@ import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfi
 import { podNetnsPaths } from '../netns/netns.js';
 import { podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { hostsFile, resolvConf, writePodFiles } from '../oci/runtime/pod/files.js';
-import { buildPauseSpec, defaultMountRoots, podNamespaceModes, splitSysctls } from '../oci/runtime/spec/index.js';
+import { buildPauseSpec, defaultMountRoots, podNamespaceModes, podUserNamespace, splitSysctls, stageUsernsMounts } from '../oci/runtime/spec/index.js';
+import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import type { PodContext } from './context.js';
 import { podNetworkRequest, tearDownNetwork } from './network.js';
 import { sandboxReservation, type SandboxRecord } from './records.js';
@@ -27,6 +28,8 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
   const runtime = ctx.runtimes.get(handler);
   if (!runtime) throw new InvalidArgument(`runtime handler "${handler}" is not configured (have: ${[...ctx.runtimes.keys()].join(', ')})`);
   const modes = podNamespaceModes(config);
+  const userns = podUserNamespace(config);
+  if (userns) checkUsernsSupport(ctx, handler);
   const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
   const cgroupParent = podCgroupParentDir(ctx.settings.cgroup_driver, config.linux?.cgroup_parent ?? '');
   const pause = await ctx.pauseImage(parentLog);
@@ -74,9 +77,17 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
       record.netns = podNetnsPaths(config.metadata.name, { dir: ctx.settings.netns_dir, hex: id.slice(0, 16) });
       save();
       undo.push('network namespace', () => host.removeNetns(record.netns!));
+      // A user-namespaced pod's namespace is made by runc with the pause, owned by the pod's root: pinned once it runs.
+      if (userns) return;
       await host.createNetns(config.metadata.name, record.netns);
       faultPoint('netns-created');
       await host.setNetnsSysctls(record.netns.path, sysctls.net);
+    };
+    const pinPauseNetns = async () => {
+      if (!userns || hostNetwork) return;
+      await host.pinNetnsOf(record.pausePid!, config.metadata.name, record.netns!);
+      faultPoint('netns-created');
+      await host.setNetnsSysctls(record.netns!.path, sysctls.net);
     };
     const attachNetwork = async () => {
       if (hostNetwork) return;
@@ -93,7 +104,7 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
     };
     const pauseRootfs = async () => {
       // The pause never writes its root, so one that already has the mount points is used as it is.
-      const rootfs = await ctx.images.prepareRootfs(id, pause.id, { readOnlyWith: defaultMountRoots() });
+      const rootfs = await ctx.images.prepareRootfs(id, pause.id, { readOnlyWith: defaultMountRoots(), ...(userns ? { idmap: userns } : {}) });
       undo.push('pause rootfs', () => ctx.images.removeRootfs(id));
       faultPoint('pause-rootfs-mounted');
       return { rootfs, host: await ctx.hostFacts(rootfs.path) };
@@ -103,9 +114,18 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
         sandboxId: id, config, image: { name: pause.name, config: pause.config }, rootfs: rootfs.path, rootfsShared: rootfs.readOnly,
         netnsPath: record.netns?.path, shmPath: record.shm, cgroupDriver: ctx.settings.cgroup_driver, host: facts,
       });
+      const staging = usernsStagingEntry(ctx.settings.state_dir, id);
+      if (userns) {
+        // runc, as the pod's root, reaches the root and /dev/shm through id-mapped mounts it can enter.
+        const staged = stageUsernsMounts(spec, staging, rootfs.idmapped ?? false);
+        undo.push('user namespace staging', () => host.unstageUserns(staging));
+        await host.stageUserns(staging, staged, userns);
+      }
       await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
       undo.push('pause container', () => runtime.delete(id, { force: true, bundle: record.dir }));
       const { pid } = await runtime.create({ id, bundle: record.dir, logPath: '/dev/null' });
+      // The pause holds its own copies of the mounts now (runc still starts exec processes in the root dir).
+      if (userns) await host.unstageUserns(staging, { keepRoot: true });
       faultPoint('pause-created');
       await runtime.start(id);
       faultPoint('pause-started');
@@ -116,13 +136,23 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
     // The shm mount and the netns go first: each needs a process, and the pause waits for both.
     const shmMounted = podShm();
     const netnsMade = netns();
+    const pauseStarted = inParallel([shmMounted, netnsMade, pauseRootfs(), podFiles()]).then(([, , made]) => startPause(made));
     await inParallel([
-      netnsMade.then(attachNetwork),
-      inParallel([shmMounted, netnsMade, pauseRootfs(), podFiles()]).then(([, , made]) => startPause(made)),
+      // A user-namespaced pod's network namespace exists once its pause does.
+      (userns ? pauseStarted.then(pinPauseNetns) : netnsMade).then(attachNetwork),
+      pauseStarted,
     ]);
     markSandboxReady(record);
     save();
     log.info({ name: config.metadata.name, namespace: config.metadata.namespace, ips: record.ips }, 'sandbox ready');
     return id;
   })));
+}
+
+/** A user-namespaced pod needs a handler that supports user namespaces on this node (probed at start). */
+export function checkUsernsSupport(ctx: PodContext, handler: string): void {
+  const features = ctx.runtimeFeatures?.get(handler);
+  if (!features?.userNamespaces) {
+    throw new FailedPrecondition(`runtime handler "${handler}" does not support user namespaces on this node${features ? `: ${features.missing.join('; ')}` : ''}: run the pod with hostUsers: true`);
+  }
 }

@@ -1,12 +1,12 @@
 // Unpacked layers (one directory per diff id, shared by every image that has it) and the overlayfs root
 // filesystems stacked from them, one per container with its own upper and work directories.
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, readlink, writeFile } from 'node:fs/promises';
+import { chown, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { isMounted } from '../../mounter/mounter.js';
-import { MountError, mount, unmount, unmountIfMounted } from '../../mounter/mounter.js';
+import { idmapMount, MountError, mount, unmount, unmountIfMounted, type IdRange } from '../../mounter/mounter.js';
 import { hexOf } from './content.js';
 import { SingleFlight } from './flight.js';
 import { unpackLayer } from './unpack.js';
@@ -29,7 +29,12 @@ export interface Rootfs {
   mounted: boolean;
   /** The image's only layer, shared: the container must get it read-only. */
   readOnly: boolean;
+  /** An overlay of id-mapped layers (a user-namespaced pod's): its files show the pod's ids. */
+  idmapped?: boolean;
 }
+
+/** The id mapping of a user-namespaced pod, for its containers' root filesystems. */
+export interface RootfsIdmap { uids: IdRange[]; gids: IdRange[] }
 
 export interface RootfsOptions {
   /**
@@ -37,6 +42,12 @@ export interface RootfsOptions {
    * holding each of these directories (the mount points the runtime would otherwise create in it).
    */
   readOnlyWith?: string[];
+  /**
+   * A user-namespaced pod's mapping: the overlay stacks id-mapped mounts of the layers (which stay as they
+   * are on disk, shared with every other user) and its upper dir belongs to the pod's root, so the files
+   * show their image owners inside the pod. A read-only root is left to the caller to id-map.
+   */
+  idmap?: RootfsIdmap;
 }
 
 /** A rootfs whose metadata is written (so gc keeps its layers) but which may still need its mount. */
@@ -52,7 +63,7 @@ export function lowerOrder(layers: readonly string[]): string[] {
 
 export interface Usage { bytes: number; inodes: number }
 
-interface RootfsMeta { imageId: string; layers: string[]; createdAt: number; readOnly?: boolean }
+interface RootfsMeta { imageId: string; layers: string[]; createdAt: number; readOnly?: boolean; idmap?: RootfsIdmap }
 
 export class LayerStore {
   private readonly layersDir: string;
@@ -154,11 +165,16 @@ export class LayerStore {
     }
     if (existing) return { rootfs: await this.describe(key, existing), created: false };
     const readOnly = opts.readOnlyWith !== undefined && layers.length === 1 && await hasDirs(this.dir(layers[0]!), opts.readOnlyWith);
-    const meta: RootfsMeta = { imageId, layers, createdAt: Date.now(), ...(readOnly ? { readOnly } : {}) };
+    const meta: RootfsMeta = { imageId, layers, createdAt: Date.now(), ...(readOnly ? { readOnly } : {}), ...(opts.idmap ? { idmap: opts.idmap } : {}) };
     await mkdir(dir);
     try {
       await writeFile(join(dir, 'meta.json'), JSON.stringify(meta));
       if (!readOnly) for (const d of ['upper', 'work', 'merged', 'empty']) await mkdir(join(dir, d), { mode: 0o755 });
+      if (!readOnly && opts.idmap) {
+        // What the pod writes is its root's on the host too: copy-ups and new files get the pod's ids.
+        const root = rootOnHost(opts.idmap);
+        for (const d of ['upper', 'work']) await chown(join(dir, d), root.uid, root.gid);
+      }
       return { rootfs: await this.describe(key, meta), created: true };
     } catch (err) {
       await rm(dir, { recursive: true, force: true });
@@ -171,16 +187,23 @@ export class LayerStore {
     if (rootfs.mounted || !rootfs.mount) return rootfs;
     const started = Date.now();
     try {
-      const lower: string[] = [];
-      for (const l of lowerOrder(rootfs.layers)) lower.push(await this.link(l));
       const dir = this.rootfsPath(rootfs.key);
+      const idmap = (await this.readMeta(rootfs.key))?.idmap;
+      const lower: string[] = [];
+      if (idmap) lower.push(...await this.idmappedLayers(dir, rootfs.layers, idmap));
+      else for (const l of lowerOrder(rootfs.layers)) lower.push(await this.link(l));
       if (lower.length === 0) lower.push(join(dir, 'empty'));
       const data = `lowerdir=${lower.join(':')},upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`;
       if (data.length > MAX_MOUNT_DATA) {
         throw new ResourceExhausted(`image ${rootfs.imageId} has too many layers (${rootfs.layers.length}) for one overlay mount`);
       }
-      // Relative lowerdirs resolve against the mount's cwd, the link dir.
-      await mount({ source: 'overlay', target: rootfs.path, fstype: 'overlay', data, cwd: this.linkDir });
+      try {
+        // Relative lowerdirs resolve against the mount's cwd: the link dir, or the rootfs dir for id-mapped layers.
+        await mount({ source: 'overlay', target: rootfs.path, fstype: 'overlay', data, cwd: idmap ? dir : this.linkDir });
+      } finally {
+        // The overlay holds its own copies of the layer mounts: the staged ones go at once.
+        if (idmap) await this.unstageLayers(dir);
+      }
       this.log.debug({ key: rootfs.key, imageId: rootfs.imageId, layers: rootfs.layers.length, ms: Date.now() - started }, 'rootfs mounted');
       return { ...rootfs, mounted: true };
     } catch (err) {
@@ -190,9 +213,40 @@ export class LayerStore {
     }
   }
 
+  /** Id-mapped mounts of the layers at `<dir>/idmap/<n>`, top first; their names relative to `dir`. */
+  private async idmappedLayers(dir: string, layers: readonly string[], idmap: RootfsIdmap): Promise<string[]> {
+    await this.unstageLayers(dir);
+    const names: string[] = [];
+    try {
+      for (const [i, l] of lowerOrder(layers).entries()) {
+        const name = `idmap/${i}`;
+        await mkdir(join(dir, name), { recursive: true, mode: 0o700 });
+        await idmapMount(this.dir(l), join(dir, name), idmap);
+        names.push(name);
+      }
+    } catch (err) {
+      await this.unstageLayers(dir);
+      throw err;
+    }
+    return names;
+  }
+
+  /** Unmounts and removes the staged layer mounts under `<dir>/idmap` (never deleting through a mount). */
+  private async unstageLayers(dir: string): Promise<void> {
+    const staging = join(dir, 'idmap');
+    const entries = await readdir(staging).catch(() => [] as string[]);
+    for (const e of entries) {
+      // Lazy: a layer mount is never busy for long, and nothing may delete through it.
+      while (await unmountIfMounted(join(staging, e), { lazy: true })) { /* stacked: unmount again */ }
+    }
+    await rm(staging, { recursive: true, force: true });
+  }
+
   /** Unmounts and deletes the rootfs; nothing to do when it does not exist. */
   async removeRootfs(key: string): Promise<void> {
     const dir = this.rootfsPath(key);
+    // Staged layer mounts a crash left: gone first, so the delete below never reaches into a layer.
+    await this.unstageLayers(dir);
     const merged = join(dir, 'merged');
     try {
       await unmountIfMounted(merged);
@@ -230,7 +284,7 @@ export class LayerStore {
 
   private async describe(key: string, meta: RootfsMeta): Promise<Rootfs> {
     if (meta.readOnly) {
-      return { key, imageId: meta.imageId, path: this.dir(meta.layers[0]!), layers: meta.layers, mounted: true, readOnly: true };
+      return { key, imageId: meta.imageId, path: this.dir(meta.layers[0]!), layers: meta.layers, mounted: true, readOnly: true, idmapped: false };
     }
     const dir = this.rootfsPath(key);
     const lower = meta.layers.length ? lowerOrder(meta.layers).map((l) => this.dir(l)) : [join(dir, 'empty')];
@@ -243,8 +297,18 @@ export class LayerStore {
       mount: { type: 'overlay', source: 'overlay', options: [`lowerdir=${lower.join(':')}`, `upperdir=${join(dir, 'upper')}`, `workdir=${join(dir, 'work')}`] },
       mounted: await isMounted(path),
       readOnly: false,
+      idmapped: !!meta.idmap,
     };
   }
+}
+
+/** The host ids of the pod's root (container id 0). */
+function rootOnHost(idmap: RootfsIdmap): { uid: number; gid: number } {
+  const host = (ranges: readonly IdRange[]) => ranges.find((r) => r.containerId === 0)?.hostId;
+  const uid = host(idmap.uids);
+  const gid = host(idmap.gids);
+  if (uid === undefined || gid === undefined) throw new InvalidArgument('the id mapping of a root filesystem must map container id 0');
+  return { uid, gid };
 }
 
 /** Whether each of `paths` (absolute, inside `root`) is a real directory there, not a symlink. */

@@ -37,9 +37,6 @@ export interface HandlerFeatures {
   missing: string[];
 }
 
-/** User-namespaced pods are not run yet: the feature stays off whatever the node supports. */
-const USERNS_PODS = false;
-
 /** Parses `runc features`; anything unreadable counts as nothing supported. Pure. */
 export function parseRuncFeatures(text: string): RuncFeatures {
   try {
@@ -76,7 +73,7 @@ export function handlerFeatures(runc: RuncFeatures | undefined, kernel: KernelFe
   if (!kernel.overlayIdmappedLayers) missing.push('overlayfs takes no id-mapped layers (Linux 5.19)');
   if (!kernel.stagingReachable) missing.push('a directory above the user namespace staging dir is not searchable by others (needs o+x)');
   const recursiveReadOnly = !!runc?.mountOptions.includes('rro') && kernel.mountSetattr;
-  const userNamespaces = USERNS_PODS && !!runc?.namespaces.includes('user') && kernel.mountSetattr && kernel.userNamespaces
+  const userNamespaces = !!runc?.namespaces.includes('user') && kernel.mountSetattr && kernel.userNamespaces
     && kernel.idmapMounts && kernel.overlayIdmappedLayers && kernel.stagingReachable;
   return { recursiveReadOnly, userNamespaces, missing };
 }

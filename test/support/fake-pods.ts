@@ -67,6 +67,10 @@ export function fakePods(): FakePods {
     setNetnsSysctls: (_, __) => step('sysctls', undefined),
     mountShm: () => step('shm', undefined),
     unmountShm: async () => undo('shm'),
+    pinNetnsOf: () => step('netns', undefined),
+    // The orchestration tests run no user-namespaced pods.
+    stageUserns: async () => {},
+    unstageUserns: async () => {},
   };
   const network: PodNetwork = {
     setUpPod: () => step('cni', { ips: ['10.99.0.2'], results: [] }),

@@ -35,9 +35,6 @@ export const DEFAULT_NAMESPACE_MODES: NamespaceModes = { network: 'POD', pid: 'P
 /** Pod-level namespace modes from the sandbox config. */
 export function podNamespaceModes(config: PodSandboxConfig__Output): NamespaceModes {
   const ns = config.linux?.security_context?.namespace_options;
-  if (ns?.userns_options && ns.userns_options.mode !== 'NODE') {
-    throw new InvalidArgument(`user namespace mode ${ns.userns_options.mode} is not supported: run the pod without hostUsers: false`);
-  }
   return ns ? { network: ns.network, pid: ns.pid, ipc: ns.ipc } : DEFAULT_NAMESPACE_MODES;
 }
 

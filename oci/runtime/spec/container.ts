@@ -12,7 +12,7 @@ import { parseMountInfo } from './mountinfo.js';
 import {
   DEV_SHM, imageVolumeMounts, podFileMounts, withBindMounts, withDefaultMounts, withReadonlyRootfs, withWritableSysfs,
 } from './mounts.js';
-import { containerNamespaces, withNamespaces, type NamespaceModes } from './namespaces.js';
+import { containerNamespaces, nsPath, withNamespaces, type NamespaceModes } from './namespaces.js';
 import { applyOpts, baseSpec, type SpecOpt } from './opts.js';
 import { withHostname } from './pod.js';
 import {
@@ -24,6 +24,7 @@ import {
 } from './security.js';
 import type { POSIXRlimit, Spec } from './types.js';
 import { withUser } from './user.js';
+import { podUserNamespace, withUserNamespace } from './userns.js';
 
 export interface SandboxInfo {
   /** The pause container's init pid: its namespaces are the pod's. */
@@ -75,6 +76,7 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   }
 
   const podModes = podNamespaceModes(sandboxConfig);
+  const userns = podUserNamespace(sandboxConfig);
   const modes: NamespaceModes = { ...podModes, pid: sc?.namespace_options?.pid ?? podModes.pid };
   const hostNetwork = modes.network === 'NODE';
   const hostIpc = modes.ipc === 'NODE';
@@ -125,6 +127,8 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
     withSeccomp(seccomp),
     withApparmorProfile(apparmor),
     withNamespaces(containerNamespaces(modes, { pausePid: input.sandbox.pausePid, netnsPath: input.sandbox.netnsPath, targetPid: host.targetPid })),
+    // The pause's user namespace: every container of the pod shares its mappings.
+    withUserNamespace(userns, userns ? nsPath(input.sandbox.pausePid, 'user') : undefined),
     // Without its own UTS namespace the container would rename the node.
     withHostname(hostNetwork ? undefined : hostname),
     withCgroupsPath(input.cgroupDriver, sandboxConfig.linux?.cgroup_parent ?? '', input.id),

@@ -12,7 +12,7 @@ export interface NamespaceModes {
   ipc: NamespaceMode__Output;
 }
 
-export const nsPath = (pid: number, ns: 'net' | 'ipc' | 'uts' | 'pid'): string => `/proc/${pid}/ns/${ns}`;
+export const nsPath = (pid: number, ns: 'net' | 'ipc' | 'uts' | 'pid' | 'user'): string => `/proc/${pid}/ns/${ns}`;
 
 function checkPid(what: string, pid: number | undefined): number {
   if (pid === undefined || !Number.isInteger(pid) || pid <= 0) {
@@ -23,14 +23,16 @@ function checkPid(what: string, pid: number | undefined): number {
 
 /**
  * The pause container: new mount, IPC, UTS and PID namespaces unless the pod uses the host's;
- * the network namespace is the one prepared at `netnsPath`. Host network also keeps the host's
- * UTS namespace, so the pod sees the node's hostname.
+ * the network namespace is the one prepared at `netnsPath`, or with `newNetns` (a pod in its own user
+ * namespace) a new one runc makes, which the edge pins once the pause runs. Host network also keeps
+ * the host's UTS namespace, so the pod sees the node's hostname.
  */
-export function pauseNamespaces(modes: NamespaceModes, netnsPath: string | undefined): LinuxNamespace[] {
+export function pauseNamespaces(modes: NamespaceModes, netnsPath: string | undefined, opts: { newNetns?: boolean } = {}): LinuxNamespace[] {
   const ns: LinuxNamespace[] = [{ type: 'mount' }];
   if (modes.network !== 'NODE') {
-    if (!netnsPath) throw new InvalidArgument('the pod does not use host networking but no network namespace path was given');
-    ns.push({ type: 'network', path: netnsPath }, { type: 'uts' });
+    if (opts.newNetns) ns.push({ type: 'network' }, { type: 'uts' });
+    else if (!netnsPath) throw new InvalidArgument('the pod does not use host networking but no network namespace path was given');
+    else ns.push({ type: 'network', path: netnsPath }, { type: 'uts' });
   }
   if (modes.ipc !== 'NODE') ns.push({ type: 'ipc' });
   if (modes.pid !== 'NODE') ns.push({ type: 'pid' });

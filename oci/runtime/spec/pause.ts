@@ -16,6 +16,7 @@ import { withCpuShares, withOomScoreAdj, withResources } from './resources.js';
 import { withApparmorProfile, withMaskedPaths, withNoNewPrivileges, withSeccomp, withoutMaskedPaths } from './security.js';
 import type { Spec } from './types.js';
 import { withUser } from './user.js';
+import { podUserNamespace, withUserNamespace } from './userns.js';
 
 /** The pause process should be the last thing the OOM killer picks in its pod. */
 export const PAUSE_OOM_SCORE_ADJ = -998;
@@ -50,6 +51,7 @@ export function pauseSpecOpts(input: PauseSpecInput): SpecOpt[] {
   const sc = config.linux?.security_context ?? null;
   const privileged = sc?.privileged ?? false;
   const modes = podNamespaceModes(config);
+  const userns = podUserNamespace(config);
   const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
   const caps = DEFAULT_CAPABILITIES;
 
@@ -70,7 +72,8 @@ export function pauseSpecOpts(input: PauseSpecInput): SpecOpt[] {
     ...(privileged ? [withoutMaskedPaths(), withWritableSysfs()] : []),
     withSeccomp(seccomp),
     withApparmorProfile(apparmor),
-    withNamespaces(pauseNamespaces(modes, input.netnsPath)),
+    withNamespaces(pauseNamespaces(modes, input.netnsPath, { newNetns: !!userns })),
+    withUserNamespace(userns),
     // Without its own UTS namespace (host network) the hostname is the node's and must not be set.
     withHostname(modes.network === 'NODE' ? undefined : config.hostname),
     withSysctls(sysctls.ipc),

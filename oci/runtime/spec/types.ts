@@ -72,12 +72,20 @@ export interface Linux {
   resources?: LinuxResources;
   cgroupsPath?: string;
   namespaces?: LinuxNamespace[];
+  uidMappings?: LinuxIDMapping[];
+  gidMappings?: LinuxIDMapping[];
   devices?: LinuxDevice[];
   seccomp?: LinuxSeccomp;
   rootfsPropagation?: string;
   maskedPaths?: string[];
   readonlyPaths?: string[];
   mountLabel?: string;
+}
+
+export interface LinuxIDMapping {
+  containerID: number;
+  hostID: number;
+  size: number;
 }
 
 export interface LinuxDevice {

@@ -38,7 +38,7 @@ describe('runtime handler features and recursive read-only mounts', () => {
   it('Status lists the default handler under the empty name and its own, with the features runc 1.1 and this kernel have', async () => {
     const r = await env.rt.runtime.call('Status', { verbose: true });
     const handlers = r.runtime_handlers.map((h) => [h.name, h.features?.recursive_read_only_mounts, h.features?.user_namespaces]);
-    assert.deepEqual(handlers, [['', true, false], ['runc', true, false]], `features: ${r.info.runtimeHandlerFeatures}`);
+    assert.deepEqual(handlers, [['', true, true], ['runc', true, true]], `features: ${r.info.runtimeHandlerFeatures}`);
     assert.equal(r.features?.supplemental_groups_policy, true);
     assert.equal(r.features?.user_namespaces_host_network, false);
     assert.deepEqual(JSON.parse(r.info.runtimeHandlerFeatures!).runc.missing, []);

@@ -18,13 +18,13 @@ describe('runtime handler features', () => {
 
   it('turns on what both the runtime and the kernel support', () => {
     const f = handlerFeatures(parseRuncFeatures(RUNC_115), KERNEL_OK);
-    assert.deepEqual(f, { recursiveReadOnly: true, userNamespaces: false, missing: [] });
+    assert.deepEqual(f, { recursiveReadOnly: true, userNamespaces: true, missing: [] });
   });
 
   it('turns a feature off, saying why, when either side lacks it', () => {
     const noRro = handlerFeatures({ mountOptions: ['ro'], namespaces: ['user'] }, KERNEL_OK);
     assert.equal(noRro.recursiveReadOnly, false);
-    assert.equal(noRro.userNamespaces, false);
+    assert.equal(noRro.userNamespaces, true);
     assert.match(noRro.missing.join(), /"rro"/);
 
     const oldKernel = handlerFeatures(parseRuncFeatures(RUNC_115), { ...KERNEL_OK, mountSetattr: false, idmapMounts: false });

@@ -1,0 +1,117 @@
+// Pods in their own user namespace (hostUsers: false) through the real daemon and runc: the mappings
+// kubelet allocates, a root inside that is an unprivileged id on the host, a root filesystem and volumes
+// that show their owners through id-mapped mounts, and bad mappings refused leaving nothing behind.
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import type { PodSandboxConfig } from '../../../gen/runtime/v1/PodSandboxConfig.js';
+import { APP_UID } from '../../support/busybox-image.js';
+import { ContainerEnv } from '../container/env.js';
+
+function grpcCode(code: grpc.status, details?: RegExp) {
+  return (err: grpc.ServiceError) => {
+    assert.equal(err.code, code, `expected ${grpc.status[code]}, got ${grpc.status[err.code]}: ${err.details}`);
+    if (details) assert.match(err.details, details);
+    return true;
+  };
+}
+
+/** The first id of the pod's range on the host, as kubelet would allocate it (a multiple of 65536). */
+const HOST_BASE = 65536 * 37;
+const RANGE = 65536;
+
+const mapping = (hostId: number, length = RANGE, containerId = 0) => ({ host_id: hostId, container_id: containerId, length });
+
+/** A pod with its own user namespace (the POD mode kubelet sends for hostUsers: false). */
+function userns(uids = [mapping(HOST_BASE)], gids = [mapping(HOST_BASE)], mode: 'POD' | 'TARGET' | 'NODE' = 'POD') {
+  return (c: PodSandboxConfig) => {
+    c.linux!.security_context!.namespace_options = { network: 'POD', pid: 'POD', ipc: 'POD', userns_options: { mode, uids, gids } };
+  };
+}
+
+/** uid and gid lines of /proc/<pid>/status: real, effective, saved, filesystem. */
+async function hostIds(pid: number): Promise<{ uid: number; gid: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return { uid: Number(/^Uid:\s+(\d+)/m.exec(status)![1]), gid: Number(/^Gid:\s+(\d+)/m.exec(status)![1]) };
+}
+
+describe('pods in their own user namespace', () => {
+  let env: ContainerEnv;
+  before(async () => { env = await ContainerEnv.start(117); });
+  after(() => env.stop());
+
+  it('runs as root inside and as the mapped id on the host, with root-owned files and writable volumes', async (t) => {
+    const volume = await mkdtemp(join(tmpdir(), 'minicri-userns-vol-'));
+    t.after(() => rm(volume, { recursive: true, force: true }));
+    // As kubelet makes an emptyDir: a directory of the host's root, and a file in it.
+    await writeFile(join(volume, 'seeded'), 'from the host\n');
+    const pod = await env.runPod(t, 'userns', userns());
+    const pause = (await env.rt.runtime.call('PodSandboxStatus', { pod_sandbox_id: pod.id, verbose: true })).info;
+    const pausePid = JSON.parse(pause.info ?? '{}').pid as number | undefined;
+    assert.ok(pausePid && pausePid > 0, `verbose PodSandboxStatus gives the pause's pid: ${pause.info}`);
+    // The pause image's user is 65535:65535: inside the pod's range, at its end.
+    assert.deepEqual(await hostIds(pausePid!), { uid: HOST_BASE + 65535, gid: HOST_BASE + 65535 }, 'the pause runs as its user, mapped');
+
+    const id = await env.run(pod, 'shell', ['sleep', '300'], (c) => {
+      c.mounts = [{ container_path: '/data', host_path: volume, readonly: false, propagation: 'PROPAGATION_PRIVATE' }];
+    });
+    const inside = await env.exec(id, [
+      'id -u; id -g',
+      'cat /proc/self/uid_map | tr -s " " | sed "s/^ //"',
+      'stat -c "%u:%g %n" / /bin/busybox /etc/passwd /home/app /data /data/seeded /etc/hosts /etc/resolv.conf /etc/hostname /dev/shm',
+      'echo written > /data/new && echo volume-writable',
+      'touch /made-in-root && echo root-writable',
+      'cat /etc/hostname >/dev/null && grep -q . /etc/resolv.conf && grep -q localhost /etc/hosts && echo pod-files-readable',
+      'echo x > /dev/shm/x && echo shm-writable',
+      'ls /sys/class/net | grep -q lo && echo sysfs',
+      'ls /proc/1/status >/dev/null && echo proc',
+    ].join('; '));
+    assert.equal(inside.exitCode, 0, inside.stderr);
+    const lines = inside.stdout.trim().split('\n');
+    assert.deepEqual(lines.slice(0, 3), ['0', '0', `0 ${HOST_BASE} ${RANGE}`]);
+    assert.deepEqual(lines.slice(3, 13), [
+      '0:0 /', '0:0 /bin/busybox', '0:0 /etc/passwd', `${APP_UID}:${APP_UID} /home/app`, '0:0 /data', '0:0 /data/seeded',
+      '0:0 /etc/hosts', '0:0 /etc/resolv.conf', '0:0 /etc/hostname', '0:0 /dev/shm',
+    ]);
+    assert.deepEqual(lines.slice(13), ['volume-writable', 'root-writable', 'pod-files-readable', 'shm-writable', 'sysfs', 'proc']);
+
+    // The container's process, seen from the host: the pod's root is HOST_BASE.
+    const state = await env.rt.runtime.call('ContainerStatus', { container_id: id, verbose: true });
+    const containerPid = JSON.parse(state.info.info ?? '{}').pid as number;
+    assert.ok(containerPid > 0, `verbose ContainerStatus gives the pid: ${state.info.info}`);
+    assert.deepEqual(await hostIds(containerPid), { uid: HOST_BASE, gid: HOST_BASE });
+    // What the container wrote to the volume is the host's root's on disk: the mount maps it back.
+    const written = await stat(join(volume, 'new'));
+    assert.deepEqual([written.uid, written.gid], [0, 0]);
+    // Nothing stays mounted in the staging dir once the container runs: the pause's and the container's
+    // entries keep only their empty root dir (runc starts each exec there).
+    const staging = `${env.dirs.stateDir}-userns`;
+    assert.deepEqual((await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(staging)), []);
+    assert.deepEqual((await readdir(staging)).sort(), [id, pod.id].sort());
+    for (const entry of [id, pod.id]) assert.deepEqual(await readdir(join(staging, entry)), ['rootfs']);
+    const entry = await stat(join(staging, id));
+    assert.deepEqual([entry.uid, entry.mode & 0o777], [HOST_BASE, 0o700], 'only the pod\'s root may enter its entry');
+  });
+
+  it('refuses malformed, overlapping, split and TARGET mappings with a message, and leaves nothing behind', async (t) => {
+    const before = (await env.rt.runtime.call('ListPodSandbox', {})).items.length;
+    const run = (name: string, change: (c: PodSandboxConfig) => void) => env.runPod(t, name, change);
+    await assert.rejects(run('overlap', userns([mapping(1000)], [mapping(1000)])), grpcCode(grpc.status.INVALID_ARGUMENT, /overlaps the host's own ids/));
+    await assert.rejects(run('split', userns([mapping(HOST_BASE, 1000), mapping(HOST_BASE + 2000, 1000, 1000)])), grpcCode(grpc.status.INVALID_ARGUMENT, /one contiguous range/));
+    await assert.rejects(run('empty', userns([mapping(HOST_BASE, 0)])), grpcCode(grpc.status.INVALID_ARGUMENT, /length must be at least 1/));
+    await assert.rejects(run('no-root', userns([mapping(HOST_BASE, RANGE, 1)])), grpcCode(grpc.status.INVALID_ARGUMENT, /container id 0/));
+    await assert.rejects(run('target', userns(undefined, undefined, 'TARGET')), grpcCode(grpc.status.UNIMPLEMENTED, /mode TARGET is not supported/));
+    await assert.rejects(run('host-net', (c) => { userns()(c); c.linux!.security_context!.namespace_options!.network = 'NODE'; }),
+      grpcCode(grpc.status.INVALID_ARGUMENT, /host's network namespace/));
+    assert.equal((await env.rt.runtime.call('ListPodSandbox', {})).items.length, before);
+    assert.deepEqual(await readdir(`${env.dirs.stateDir}-userns`), []);
+  });
+
+  it('keeps NODE mode as it was: the host\'s user namespace', async (t) => {
+    const pod = await env.runPod(t, 'userns-node', userns([], [], 'NODE'));
+    assert.equal(await env.output(pod, 'ids', 'cat /proc/self/uid_map | tr -s " " | sed "s/^ //"'), '0 0 4294967295');
+  });
+});
