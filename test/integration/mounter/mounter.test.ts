@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { MOUNTER, MS, MountError, mount, pinNetns, unmount, unmountIfMounted } from '../../../mounter/mounter.js';
+import { idmapMount, MOUNTER, MS, MountError, mount, pinNetns, probeIdmap, unmount, unmountIfMounted } from '../../../mounter/mounter.js';
 import { isMounted } from '../../../mounter/mounter.js';
 import { liveProcesses } from '../../../oci/runtime/processes.js';
 import { Internal } from '../../../core/errors.js';
@@ -205,4 +205,34 @@ test('mounter: an idle helper does not keep its process alive, and goes when tha
     assert.ok(Date.now() < deadline, `helper ${pid} still running after its parent exited`);
     await new Promise((r) => setTimeout(r, 50));
   }
+});
+
+test('mounter: an id-mapped mount shows each file with the id its owner maps to, submounts too, and writes map back', async (t) => {
+  const dir = await scratch(t);
+  const source = path.join(dir, 'src');
+  const target = path.join(dir, 'dst');
+  await mkdir(path.join(source, 'sub'), { recursive: true });
+  await mkdir(target);
+  await writeFile(path.join(source, 'root-file'), 'x');
+  await writeFile(path.join(source, 'app-file'), 'x');
+  await chown(path.join(source, 'app-file'), 1000, 1000);
+  await mount({ source: 'tmpfs', target: path.join(source, 'sub'), fstype: 'tmpfs', data: 'size=1m' });
+  const maps = { uids: [{ containerId: 0, hostId: 300000, size: 65536 }], gids: [{ containerId: 0, hostId: 400000, size: 65536 }] };
+  await idmapMount(source, target, maps, { recursive: true });
+  const owner = async (p: string) => { const st = await stat(path.join(target, p)); return [st.uid, st.gid]; };
+  assert.deepEqual(await owner('root-file'), [300000, 400000]);
+  assert.deepEqual(await owner('app-file'), [301000, 401000]);
+  assert.deepEqual(await owner('sub'), [300000, 400000], 'the submount is id-mapped too');
+  // A file made through the mount by a mapped id lands on disk as the id it maps from; the host's root,
+  // which the mapping does not cover, cannot make one.
+  await execa('setpriv', ['--reuid=300000', '--regid=400000', '--clear-groups', 'sh', '-c', `echo y > ${path.join(target, 'made')}`]);
+  const made = await stat(path.join(source, 'made'));
+  assert.deepEqual([made.uid, made.gid], [0, 0]);
+  await assert.rejects(writeFile(path.join(target, 'by-host-root'), 'z'), /EOVERFLOW/);
+  await unmount(path.join(target, 'sub'), { lazy: true });
+  await unmount(target, { lazy: true });
+  await unmount(path.join(source, 'sub'));
+  assert.deepEqual(await probeIdmap(dir), { ok: true });
+  await assert.rejects(idmapMount(path.join(dir, 'nope'), target, maps), (err: unknown) =>
+    err instanceof MountError && err.code === 'ENOENT' && /open_tree/.test(err.message));
 });

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import type { PodSandboxConfig } from '../../../gen/runtime/v1/PodSandboxConfig.js';
 import { APP_UID } from '../../support/busybox-image.js';
+import { runMinicri } from '../../support/daemon.js';
 import { ContainerEnv } from '../container/env.js';
 
 function grpcCode(code: grpc.status, details?: RegExp) {
@@ -94,6 +95,25 @@ describe('pods in their own user namespace', () => {
     for (const entry of [id, pod.id]) assert.deepEqual(await readdir(join(staging, entry)), ['rootfs']);
     const entry = await stat(join(staging, id));
     assert.deepEqual([entry.uid, entry.mode & 0o777], [HOST_BASE, 0o700], 'only the pod\'s root may enter its entry');
+
+    // doctor knows the pod's mappings (held against its pause) and the staging entries.
+    const doctor = JSON.parse((await runMinicri(['doctor', '--json', '--config', env.dirs.configPath])).stdout) as { kind: string; object: string; owner?: string; status: string }[];
+    const mapped = doctor.find((f) => f.kind === 'userns' && f.owner === pod.id);
+    assert.equal(mapped?.status, 'ok', JSON.stringify(mapped));
+    assert.equal(mapped?.object, `${pod.id} uids 0:${HOST_BASE}:${RANGE}, gids 0:${HOST_BASE}:${RANGE}`);
+    assert.deepEqual(doctor.filter((f) => f.kind === 'userns-staging').map((f) => [f.owner, f.status]).sort(), [[id, 'ok'], [pod.id, 'ok']].sort());
+
+    // A restart keeps the pod as it was: exec still runs inside, as the pod's root.
+    await env.restartDaemon();
+    const again = await env.exec(id, 'id -u; cat /data/new');
+    assert.deepEqual([again.exitCode, again.stdout], [0, '0\nwritten\n'], again.stderr);
+
+    // A mount with propagation cannot be id-mapped privately: refused, and nothing of the creation stays.
+    await assert.rejects(env.create(pod, 'propagating', ['true'], (c) => {
+      c.mounts = [{ container_path: '/p', host_path: volume, readonly: false, propagation: 'PROPAGATION_HOST_TO_CONTAINER' }];
+    }), grpcCode(grpc.status.INVALID_ARGUMENT, /"\/p".*propagation/));
+    assert.deepEqual((await readdir(staging)).sort(), [id, pod.id].sort());
+    assert.deepEqual((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers.map((c) => c.id), [id]);
   });
 
   it('refuses malformed, overlapping, split and TARGET mappings with a message, and leaves nothing behind', async (t) => {
