@@ -152,6 +152,9 @@ static int userns_fd(const char *uidmap, const char *gidmap) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    /* Its copy of done's write end would keep the read below from ever seeing EOF. */
+    close(ready[0]);
+    close(done[1]);
     char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
     if (write(ready[1], &c, 1) != 1) _exit(1);
     /* Waits until the maps are written and the namespace is held (EOF on done). */

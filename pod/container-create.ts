@@ -10,7 +10,7 @@ import { withUndo } from '../core/undo.js';
 import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import { resolveMountSources } from '../oci/runtime/mount-sources.js';
-import { buildContainerSpec, containerLogPath, imageVolumesToCreate, podUserNamespace, stageUsernsMounts } from '../oci/runtime/spec/index.js';
+import { buildContainerSpec, checkUsernsMounts, containerLogPath, imageVolumesToCreate, podUserNamespace, stageUsernsMounts } from '../oci/runtime/spec/index.js';
 import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import { containerNow } from './container-refresh.js';
 import type { PodContext } from './context.js';
@@ -42,6 +42,7 @@ async function createInSandbox(
   }
   // The pod's user namespace is the one its pause was made with, whatever the request repeats.
   const userns = podUserNamespace(sandbox.config);
+  if (userns) checkUsernsMounts(config.mounts);
   const requested = requestSandboxConfig ?? sandbox.config;
   const sandboxConfig = userns || requested.linux?.security_context?.namespace_options?.userns_options?.mode === 'POD'
     ? { ...requested, linux: sandbox.config.linux } : requested;
@@ -111,6 +112,7 @@ async function createInSandbox(
       const staged = stageUsernsMounts(spec, staging, rootfs.idmapped ?? false);
       undo.push('user namespace staging', () => ctx.host.unstageUserns(staging));
       await ctx.host.stageUserns(staging, staged, userns);
+      faultPoint('container-userns-staged');
     }
     // The spec holds the environment, Secret values included: root's alone.
     await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });

@@ -120,6 +120,7 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
         const staged = stageUsernsMounts(spec, staging, rootfs.idmapped ?? false);
         undo.push('user namespace staging', () => host.unstageUserns(staging));
         await host.stageUserns(staging, staged, userns);
+        faultPoint('pause-userns-staged');
       }
       await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
       undo.push('pause container', () => runtime.delete(id, { force: true, bundle: record.dir }));

@@ -13,6 +13,6 @@ export { defaultMountRoots, secureJoin, imageVolumesToCreate } from './mounts.js
 export { clampOomScoreAdj } from './resources.js';
 export { splitSysctls, type PodSysctls } from './pod.js';
 export { podNamespaceModes } from './common.js';
-export { podRootOnHost, podUserNamespace, stageUsernsMounts, type IdRange, type PodUserns, type StagedMount } from './userns.js';
+export { checkUsernsMounts, podRootOnHost, podUserNamespace, stageUsernsMounts, type IdRange, type PodUserns, type StagedMount } from './userns.js';
 export { ANNOTATION } from './annotations.js';
 export * from './types.js';

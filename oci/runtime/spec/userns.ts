@@ -56,6 +56,15 @@ export function podUserNamespace(config: PodSandboxConfig__Output): PodUserns | 
   return { uids: checkRanges('uid', u.uids), gids: checkRanges('gid', u.gids) };
 }
 
+/** A pod in its own user namespace gets private id-mapped copies of its bind sources: no propagation. */
+export function checkUsernsMounts(mounts: readonly { container_path: string; propagation: string }[]): void {
+  for (const m of mounts) {
+    if (m.propagation && m.propagation !== 'PROPAGATION_PRIVATE') {
+      throw new InvalidArgument(`mount "${m.container_path}" asks for propagation ${m.propagation}, which a pod in its own user namespace cannot have: use private propagation`);
+    }
+  }
+}
+
 /** The host ids the pod's root (container uid and gid 0) has. */
 export function podRootOnHost(userns: PodUserns): { uid: number; gid: number } {
   return { uid: userns.uids[0]!.hostId, gid: userns.gids[0]!.hostId };

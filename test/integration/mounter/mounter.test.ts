@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chown, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -209,6 +209,8 @@ test('mounter: an idle helper does not keep its process alive, and goes when tha
 
 test('mounter: an id-mapped mount shows each file with the id its owner maps to, submounts too, and writes map back', async (t) => {
   const dir = await scratch(t);
+  // The mapped ids below must pass through it.
+  await chmod(dir, 0o711);
   const source = path.join(dir, 'src');
   const target = path.join(dir, 'dst');
   await mkdir(path.join(source, 'sub'), { recursive: true });
@@ -233,6 +235,13 @@ test('mounter: an id-mapped mount shows each file with the id its owner maps to,
   await unmount(target, { lazy: true });
   await unmount(path.join(source, 'sub'));
   assert.deepEqual(await probeIdmap(dir), { ok: true });
+  // The throwaway user namespace's process is gone once its namespace is held (it must not linger).
+  const deadline = Date.now() + 5000;
+  let stray: number[] = [];
+  do {
+    stray = (await liveProcesses('minicri-mounter', MOUNTER)).filter((p) => p.ppid === 1).map((p) => p.pid);
+  } while (stray.length > 0 && Date.now() < deadline && await new Promise((r) => setTimeout(r, 50)) === undefined);
+  assert.deepEqual(stray, [], 'no user namespace holder is left behind');
   await assert.rejects(idmapMount(path.join(dir, 'nope'), target, maps), (err: unknown) =>
     err instanceof MountError && err.code === 'ENOENT' && /open_tree/.test(err.message));
 });

@@ -9,7 +9,9 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import type { PodSandboxConfig } from '../../../gen/runtime/v1/PodSandboxConfig.js';
 import { APP_UID } from '../../support/busybox-image.js';
-import { runMinicri } from '../../support/daemon.js';
+import { makeDaemonDirs, removeDirs, runMinicri, TestDaemon } from '../../support/daemon.js';
+import { testNetwork } from '../../support/pod-daemon.js';
+import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
 import { ContainerEnv } from '../container/env.js';
 
 function grpcCode(code: grpc.status, details?: RegExp) {
@@ -134,4 +136,42 @@ describe('pods in their own user namespace', () => {
     const pod = await env.runPod(t, 'userns-node', userns([], [], 'NODE'));
     assert.equal(await env.output(pod, 'ids', 'cat /proc/self/uid_map | tr -s " " | sed "s/^ //"'), '0 0 4294967295');
   });
+});
+
+describe('user-namespaced pods and a crash', () => {
+  const network = testNetwork(118, 'the user namespace crash tests');
+
+  /** Dies at `point` during `operation`; after a restart and kubelet-style convergence nothing is left. */
+  async function crashAt(point: string, operation: (daemon: TestDaemon) => Promise<unknown>): Promise<void> {
+    const dirs = makeDaemonDirs('', network.net);
+    let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
+    try {
+      await assert.rejects(operation(daemon));
+      assert.equal(await daemon.exited, -1, 'the daemon was killed');
+      const staging = `${dirs.stateDir}-userns`;
+      assert.notDeepEqual(await readdir(staging), [], 'the crash left a staging entry');
+      daemon = await TestDaemon.start(dirs);
+      for (const item of (await daemon.client.runtime.call('ListPodSandbox', {})).items) {
+        await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: item.id });
+        await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: item.id });
+      }
+      assert.deepEqual(await readdir(staging), [], 'no staging entry');
+      assert.deepEqual((await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(dirs.base)), [], 'nothing mounted');
+      assert.deepEqual(await readdir(`${dirs.rootDir}/images/rootfs`).catch(() => []), [], 'no root filesystem');
+    } finally {
+      await daemon.stop();
+      removeDirs(dirs);
+    }
+  }
+  const pod = (name: string) => podConfig(name, userns());
+
+  it('leaves nothing when the daemon dies with the pause\'s mounts staged', () =>
+    crashAt('pause-userns-staged', (daemon) => daemon.client.runtime.call('RunPodSandbox', { config: pod('userns-crash-pause') })));
+
+  it('leaves nothing when the daemon dies with a container\'s mounts staged', () =>
+    crashAt('container-userns-staged', async (daemon) => {
+      const config = pod('userns-crash-ctr');
+      const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config });
+      await daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: containerConfig('app', PAUSE_IMAGE, ['/pause']) });
+    }));
 });

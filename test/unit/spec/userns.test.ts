@@ -4,7 +4,7 @@ import { InvalidArgument, Unimplemented } from '../../../core/errors.js';
 import { idMapText } from '../../../mounter/mounter.js';
 import { buildContainerSpec } from '../../../oci/runtime/spec/container.js';
 import { buildPauseSpec } from '../../../oci/runtime/spec/pause.js';
-import { podRootOnHost, podUserNamespace, stageUsernsMounts } from '../../../oci/runtime/spec/userns.js';
+import { checkUsernsMounts, podRootOnHost, podUserNamespace, stageUsernsMounts } from '../../../oci/runtime/spec/userns.js';
 import { containerInput, mount, containerConfig, pauseInput, sandboxConfig } from './fixtures.js';
 
 const BASE = 65536 * 5;
@@ -99,5 +99,9 @@ describe('user namespace spec edits', () => {
     const s = buildContainerSpec(containerInput({ sandboxConfig: podWith('POD') }));
     s.mounts!.push({ destination: '/shared', type: 'bind', source: '/mnt', options: ['rbind', 'rslave', 'rw'] });
     assert.throws(() => stageUsernsMounts(s, '/e', true), (err) => err instanceof InvalidArgument && /"\/shared".*propagation/.test(err.message));
+    // The same, from the request, before anything is made.
+    checkUsernsMounts([mount({ container_path: '/p', host_path: '/h' })]);
+    assert.throws(() => checkUsernsMounts([mount({ container_path: '/p', host_path: '/h', propagation: 'PROPAGATION_BIDIRECTIONAL' })]),
+      (err) => err instanceof InvalidArgument && /"\/p" asks for propagation PROPAGATION_BIDIRECTIONAL/.test(err.message));
   });
 });
