@@ -71,6 +71,28 @@ describe('RunPodSandbox orchestration', () => {
     assert.deepEqual(f.ctx.tables.sandboxes.list(), []);
   });
 
+  const usernsPod = (f: FakePods) => sandboxConfig({ log_directory: join(f.dir, 'logs') }, {
+    namespace_options: { network: 'POD', pid: 'POD', ipc: 'POD', target_id: '', userns_options: { mode: 'POD', uids: [{ host_id: 131072, container_id: 0, length: 65536 }], gids: [{ host_id: 131072, container_id: 0, length: 65536 }] } },
+  });
+
+  it('refuses a user-namespaced pod on a handler without the feature, before it makes anything', async () => {
+    await assert.rejects(runSandbox(f.ctx, usernsPod(f), '', silentLogger), (err: Error & { code?: string }) =>
+      err.code === 'failed-precondition' && /runtime handler "runc" does not support user namespaces/.test(err.message));
+    assert.deepEqual(f.journal, []);
+    assert.deepEqual(f.ctx.tables.sandboxes.list(), []);
+  });
+
+  it('pins a user-namespaced pod\'s network namespace from its started pause, then attaches the network', async () => {
+    f.ctx.runtimeFeatures = new Map([['runc', { recursiveReadOnly: true, userNamespaces: true, missing: [] }]]);
+    await runSandbox(f.ctx, usernsPod(f), '', silentLogger);
+    const done = entries(f, 'do');
+    assert.ok(done.indexOf('start') < done.indexOf('netns') && done.indexOf('netns') < done.indexOf('cni'), done.join(' '));
+    f.journal.length = 0;
+    f.failing.add('cni');
+    await assert.rejects(runSandbox(f.ctx, { ...usernsPod(f), metadata: { ...usernsPod(f).metadata!, name: 'other' } }, '', silentLogger), /injected failure at cni/);
+    assertUndoneExactly(f, 'cni');
+  });
+
   it('removal undoes what creation made, and the sandbox goes READY → NOTREADY before its record goes', async () => {
     const id = await runSandbox(f.ctx, podConfig(f), '', silentLogger);
     await removeSandbox(f.ctx, id, silentLogger);
