@@ -104,7 +104,8 @@ async function searchableByOthers(dir: string): Promise<boolean> {
 /** The kernel's features; `rootDir` is where layers and volumes live, `stagingDir` where userns roots go. */
 export async function probeKernelFeatures(rootDir: string, stagingDir: string, log: Logger): Promise<KernelFeatures> {
   const [idmap, maxUserns, reachable] = await Promise.all([
-    access(rootDir, constants.R_OK).then(() => probeIdmap(rootDir)),
+    access(rootDir, constants.R_OK).then(() => probeIdmap(rootDir),
+      (err: Error) => ({ ok: false as const, step: 'unknown', reason: `cannot read ${rootDir}: ${err.message}` })),
     readFile('/proc/sys/user/max_user_namespaces', 'utf8').then((s) => Number(s.trim()), () => 0),
     searchableByOthers(stagingDir),
   ]);
