@@ -107,7 +107,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     };
     const cri = loadCri();
     t.mark('streaming, pause image, proto');
-    await recover(pods, log.child({ module: 'recovery' }));
+    const recovered = await recover(pods, log.child({ module: 'recovery' }));
     t.mark('recovery');
     if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }));
     const retrier = new Retrier(pods, log.child({ module: 'retry' }));
@@ -126,7 +126,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     t.mark('serve');
     // Since the process began (module loading included), and each step's share: a slow start explains itself.
     log.info({ socket: config.socket, version: VERSION, startMs: Math.round(process.uptime() * 1000), ms: t.ms }, 'minicri serving');
-    const swept = sweepOrphans(pods, log.child({ module: 'recovery' }));
+    // The sweep holds host objects against the records, so it waits for the leftovers' records to settle.
+    const swept = recovered.finished.then(() => sweepOrphans(pods, log.child({ module: 'recovery' })));
 
     return {
       stop: async () => {
