@@ -11,8 +11,11 @@ export interface RpcResult {
   rpc: Record<string, Summary>;
 }
 
-/** Untimed calls before each RPC's samples: connection, caches and JIT warm for both targets. */
-const WARMUP = 5;
+/**
+ * Untimed calls before each RPC's samples, so connection, caches and JIT are warm for both targets as under a
+ * kubelet that calls them every second (a few calls left the first RPC measured paying for Node's JIT).
+ */
+const WARMUP = 50;
 
 export const RPC_NAMES = [
   'Version', 'Status', 'ListPodSandbox', 'ListContainers', 'PodSandboxStatus', 'PodSandboxStatus verbose',
@@ -49,13 +52,14 @@ export async function rpcBench(client: CriClient, image: string, logRoot: string
         errors.push(`${name}: ${(err as Error).message}`);
       }
     }
-    for (let i = 0; i < WARMUP + samples; i++) {
+    // Each sample needs a container made for it: a few warm-up removals are enough, as its cost is runc's.
+    for (let i = 0; i < 5 + samples; i++) {
       try {
         const id = await container();
         await rt.call('StartContainer', { container_id: id });
         await rt.call('StopContainer', { container_id: id, timeout: '10' });
         const remove = () => rt.call('RemoveContainer', { container_id: id });
-        await (i < WARMUP ? remove() : timed(into, 'RemoveContainer', remove));
+        await (i < 5 ? remove() : timed(into, 'RemoveContainer', remove));
       } catch (err) {
         errors.push(`RemoveContainer: ${(err as Error).message}`);
       }
