@@ -52,7 +52,7 @@ export async function rpcBench(client: CriClient, image: string, logRoot: string
         errors.push(`${name}: ${(err as Error).message}`);
       }
     }
-    // Each sample needs a container made for it: a few warm-up removals are enough, as its cost is runc's.
+    // Each sample needs a container made for it; a removal takes milliseconds, so a few warm-up ones do.
     for (let i = 0; i < 5 + samples; i++) {
       try {
         const id = await container();
