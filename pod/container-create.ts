@@ -17,6 +17,7 @@ import { specImageConfig } from './image-config.js';
 import type { ContainerRecord } from './records.js';
 import { sandboxNow } from './sandbox-refresh.js';
 import { markContainerCreated } from './state.js';
+import { stopSignalInForce } from './stop-signal.js';
 import { checkContainerConfig } from './validation.js';
 
 /** Creates a container in the sandbox with that id or unique prefix; returns its id. */
@@ -54,7 +55,7 @@ async function createInSandbox(
     id, sandboxId: sandbox.id, state: 'CONTAINER_CREATED', creating: true, createdAt: nowNanos(), startedAt: '0', finishedAt: '0',
     exitCode: 0, reason: '', message: '', config,
     image: { id: image.id, name: config.image!.image, ref: image.repoDigests[0] ?? image.id },
-    dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: imageConfig.StopSignal || 'SIGTERM',
+    dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: stopSignalInForce(config.stop_signal, imageConfig.StopSignal),
   };
   // Under the sandbox's lock already (so no two creations in a pod overlap); the id lock makes a
   // Stop or Remove of the container (listed as soon as its record exists) wait for the creation.
@@ -98,6 +99,8 @@ async function createInSandbox(
         hostsPath: join(sandbox.dir, 'hosts'), resolvPath: join(sandbox.dir, 'resolv.conf'), hostnamePath: join(sandbox.dir, 'hostname'),
       },
     });
+    const user = spec.process?.user;
+    if (user) record.user = { uid: user.uid, gid: user.gid, additionalGids: [...(user.additionalGids ?? [])] };
     // The spec holds the environment, Secret values included: root's alone.
     await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
     if (record.logPath) await mkdir(dirname(record.logPath), { recursive: true, mode: 0o755 });

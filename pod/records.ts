@@ -64,7 +64,10 @@ export interface ContainerRecord {
   /** The overlay upper directory: the container's writable layer. */
   rootfsUpper?: string;
   pid?: number;
+  /** The signal StopContainer sends first: the config's stop_signal, else the image's StopSignal, else SIGTERM. */
   stopSignal: string;
+  /** The process identity as the spec resolved it (absent on records made before it was kept). */
+  user?: { uid: number; gid: number; additionalGids: number[] };
 }
 
 /** A pod network teardown (CNI DEL) that failed and is retried in the background until it succeeds. */
