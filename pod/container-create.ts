@@ -1,6 +1,6 @@
 // CreateContainer: root filesystem, OCI spec, then `runc create` under conmon, leaving it CREATED.
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
@@ -16,6 +16,7 @@ import type { PodContext } from './context.js';
 import { specImageConfig } from './image-config.js';
 import type { ContainerRecord } from './records.js';
 import { sandboxNow } from './sandbox-refresh.js';
+import { readSeccompProfiles } from './seccomp-profile.js';
 import { markContainerCreated } from './state.js';
 import { stopSignalInForce } from './stop-signal.js';
 import { checkContainerConfig } from './validation.js';
@@ -48,6 +49,7 @@ async function createInSandbox(
   }
   const runtime = ctx.runtimes.get(sandbox.runtimeHandler);
   if (!runtime) throw new FailedPrecondition(`runtime handler "${sandbox.runtimeHandler}" of sandbox ${sandbox.id} is no longer configured: add it back or start a new sandbox`);
+  const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
   const id = randomBytes(32).toString('hex');
   const log = parentLog.child({ containerId: id });
   const imageConfig = specImageConfig(image);
@@ -75,12 +77,7 @@ async function createInSandbox(
       await mkdir(volumeDirs[volume], { recursive: true, mode: 0o755 });
     }
     const host = await ctx.hostFacts(rootfs.path);
-    const seccomp = config.linux?.security_context?.seccomp;
-    if (seccomp?.profile_type === 'Localhost' && seccomp.localhost_ref) {
-      host.seccompProfiles = { [seccomp.localhost_ref]: await readFile(seccomp.localhost_ref, 'utf8').catch((err: Error) => {
-        throw new InvalidArgument(`seccomp profile ${seccomp.localhost_ref} cannot be read: ${err.message}`);
-      }) };
-    }
+    if (seccompProfiles) host.seccompProfiles = seccompProfiles;
     const target = config.linux?.security_context?.namespace_options?.target_id;
     if (target) {
       const targetRecord = await containerNow(ctx, target);

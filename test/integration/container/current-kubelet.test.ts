@@ -1,8 +1,10 @@
 // What kubelets 1.30-1.36 send beyond the older CRI, through the real daemon: stop_signal and the resolved
 // user in ContainerStatus, seccomp profiles given the legacy way, CDI devices and image volumes.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { after, before, describe, it } from 'node:test';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { APP_GID, APP_UID, EXTRA_GID } from '../../support/busybox-image.js';
 import { ContainerEnv, sleep } from './env.js';
@@ -14,6 +16,25 @@ function grpcCode(code: grpc.status, details?: RegExp) {
     return true;
   };
 }
+
+/** A temp dir removed when the test ends. */
+async function tempDir(t: TestContext, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `minicri-ctest-${prefix}-`));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** The pause's seccomp mode and filter count (/proc/<pid>/status: 0 none, 2 filtered). */
+async function seccompOf(pid: number): Promise<{ mode: string; filters: string }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return { mode: /^Seccomp:\s*(\d+)/m.exec(status)![1]!, filters: /^Seccomp_filters:\s*(\d+)/m.exec(status)?.[1] ?? '?' };
+}
+
+/** A profile that allows everything but mkdir, which fails with EPERM. */
+const NO_MKDIR = JSON.stringify({
+  defaultAction: 'SCMP_ACT_ALLOW',
+  syscalls: [{ names: ['mkdir', 'mkdirat'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 }],
+});
 
 describe('the CRI of current kubelets', () => {
   let env: ContainerEnv;
@@ -51,5 +72,47 @@ describe('the CRI of current kubelets', () => {
     await assert.rejects(env.create(pod, 'bad', ['true'], (c) => { (c as { stop_signal: unknown }).stop_signal = 99; }),
       grpcCode(grpc.status.INVALID_ARGUMENT, /stop_signal 99/));
     assert.equal((await env.rt.runtime.call('ListContainers', {})).containers.length, before);
+  });
+
+  it('reads a Localhost seccomp profile given the legacy way, in the sandbox and in a container', async (t) => {
+    const dir = await tempDir(t, 'seccomp');
+    const profile = join(dir, 'no-mkdir.json');
+    await writeFile(profile, NO_MKDIR);
+    const pod = await env.runPod(t, 'legacy-seccomp', (c) => { c.linux!.security_context!.seccomp_profile_path = `localhost/${profile}`; });
+    const info = JSON.parse((await env.rt.runtime.call('PodSandboxStatus', { pod_sandbox_id: pod.id, verbose: true })).info.info!) as { pid: number };
+    assert.equal((await seccompOf(info.pid)).mode, '2', 'the pause runs under a seccomp filter');
+    const pauseSpec = JSON.parse(await readFile(join(env.dirs.rootDir, 'sandboxes', pod.id, 'config.json'), 'utf8')) as
+      { linux: { seccomp?: { syscalls: { names: string[]; action: string }[] } } };
+    assert.deepEqual(pauseSpec.linux.seccomp?.syscalls.map((s) => [s.names, s.action]), [[['mkdir', 'mkdirat'], 'SCMP_ACT_ERRNO']]);
+    // A pod without one has no filter on its pause: the mode above came from the profile.
+    const plain = await env.runPod(t, 'plain-seccomp');
+    const plainInfo = JSON.parse((await env.rt.runtime.call('PodSandboxStatus', { pod_sandbox_id: plain.id, verbose: true })).info.info!) as { pid: number };
+    assert.equal((await seccompOf(plainInfo.pid)).mode, '0');
+
+    const script = 'mkdir /tmp/made 2>&1 && echo allowed || echo blocked';
+    const confined = await env.output(pod, 'legacy', script, (c) => {
+      c.linux = { security_context: { seccomp_profile_path: `localhost/${profile}` } };
+    });
+    assert.match(confined, /blocked$/);
+    const viaField = await env.output(pod, 'field', script, (c) => {
+      c.linux = { security_context: { seccomp: { profile_type: 'Localhost', localhost_ref: profile } } };
+    });
+    assert.match(viaField, /blocked$/);
+    assert.equal(await env.output(pod, 'free', script), 'allowed');
+  });
+
+  it('refuses a legacy Localhost profile that is missing or relative, leaving nothing behind', async (t) => {
+    const dir = await tempDir(t, 'seccomp-missing');
+    const sandboxes = (await env.rt.runtime.call('ListPodSandbox', {})).items.length;
+    await assert.rejects(env.runPod(t, 'missing-seccomp', (c) => { c.linux!.security_context!.seccomp_profile_path = `localhost/${dir}/none.json`; }),
+      grpcCode(grpc.status.INVALID_ARGUMENT, /none\.json cannot be read: it was not found on this node/));
+    await assert.rejects(env.runPod(t, 'relative-seccomp', (c) => { c.linux!.security_context!.seccomp_profile_path = 'localhost/profiles/x.json'; }),
+      grpcCode(grpc.status.INVALID_ARGUMENT, /"profiles\/x\.json" is not an absolute path/));
+    assert.equal((await env.rt.runtime.call('ListPodSandbox', {})).items.length, sandboxes);
+    const pod = await env.runPod(t, 'seccomp-refused');
+    await assert.rejects(env.create(pod, 'missing', ['true'], (c) => {
+      c.linux = { security_context: { seccomp_profile_path: `localhost/${dir}/none.json` } };
+    }), grpcCode(grpc.status.INVALID_ARGUMENT, /not found on this node/));
+    assert.deepEqual((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers, []);
   });
 });
