@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { requestedCdiDevices } from '../cdi/spec.js';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
@@ -50,6 +51,8 @@ async function createInSandbox(
   const runtime = ctx.runtimes.get(sandbox.runtimeHandler);
   if (!runtime) throw new FailedPrecondition(`runtime handler "${sandbox.runtimeHandler}" of sandbox ${sandbox.id} is no longer configured: add it back or start a new sandbox`);
   const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
+  // Resolved before anything is made: an unknown or conflicting device refuses the request with nothing left.
+  const cdi = await ctx.cdi.resolve(requestedCdiDevices(config.CDI_devices, config.annotations));
   const id = randomBytes(32).toString('hex');
   const log = parentLog.child({ containerId: id });
   const imageConfig = specImageConfig(image);
@@ -90,7 +93,7 @@ async function createInSandbox(
     for (const path of sources.created) ctx.tables.hostPaths.put({ id: path, containerId: id, sandboxId: sandbox.id, createdAt: Date.now() });
     const spec = buildContainerSpec({
       id, sandboxId: sandbox.id, config: { ...config, mounts: sources.mounts }, sandboxConfig, image: { name: record.image.name, config: imageConfig },
-      rootfs: rootfs.path, cgroupDriver: ctx.settings.cgroup_driver, host, volumeDirs,
+      rootfs: rootfs.path, cgroupDriver: ctx.settings.cgroup_driver, host, volumeDirs, cdi,
       sandbox: {
         pausePid: sandbox.pausePid!, netnsPath: sandbox.netns?.path, shmPath: sandbox.shm,
         hostsPath: join(sandbox.dir, 'hosts'), resolvPath: join(sandbox.dir, 'resolv.conf'), hostnamePath: join(sandbox.dir, 'hostname'),

@@ -2,6 +2,7 @@
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { CdiRegistry } from '../cdi/registry.js';
 import { ensureDefaultNetwork } from '../cni/default-network.js';
 import { CniManager } from '../cni/manager.js';
 import { KeyedLock } from '../core/locks.js';
@@ -104,6 +105,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       settings: config, tables, locks, log, network: cni, runtimes, images, host: hostMechanics,
       pauseImage: await pauseImageSource(config, images, VERSION),
       hostFacts: (rootfs) => node.forRootfs(rootfs),
+      cdi: new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' })),
     };
     const cri = loadCri();
     t.mark('streaming, pause image, proto');

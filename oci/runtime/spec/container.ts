@@ -5,6 +5,7 @@ import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandbo
 import { InvalidArgument } from '../../../core/errors.js';
 import { containerAnnotations, withAnnotations } from './annotations.js';
 import { DEFAULT_CAPABILITIES, resolveCapabilities, withCapabilities } from './capabilities.js';
+import { withCdiEdits, type CdiEditsToApply } from './cdi.js';
 import { withCgroupsPath, type CgroupDriver } from './cgroups.js';
 import { confinementFor, podNamespaceModes, requireId, userFor, type ImageInfo } from './common.js';
 import type { HostFacts } from './host.js';
@@ -50,6 +51,8 @@ export interface ContainerSpecInput {
   volumeDirs?: Record<string, string>;
   /** Rlimits the runtime is configured to set; none by default. */
   rlimits?: POSIXRlimit[];
+  /** The edits of the container's CDI devices, resolved by the edge (device nodes completed from the host). */
+  cdi?: readonly CdiEditsToApply[];
 }
 
 /** The ordered list of opts for an app container; buildContainerSpec applies it. */
@@ -66,9 +69,6 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   const privileged = sc?.privileged ?? false;
   if (privileged && !podSc?.privileged) {
     throw new InvalidArgument(`container "${config.metadata.name}" is privileged but its pod is not: mark the pod privileged too`);
-  }
-  if (config.CDI_devices.length > 0) {
-    throw new InvalidArgument(`CDI devices (${config.CDI_devices.map((d) => d.name).join(', ')}) are not supported by this runtime: use plain devices`);
   }
   if ((sc?.capabilities?.add_ambient_capabilities.length ?? 0) > 0) {
     throw new InvalidArgument('ambient capabilities are not supported by this runtime: remove add_ambient_capabilities');
@@ -124,6 +124,8 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
     ...(privileged ? [withPrivileged(host.devices), withWritableSysfs()] : [withDevices(config.devices, host.devices)]),
     withSeccomp(seccomp),
     withApparmorProfile(apparmor),
+    // CDI edits come after what the config asked for (as the CDI reference runtimes apply them).
+    withCdiEdits(input.cdi ?? []),
     withNamespaces(containerNamespaces(modes, { pausePid: input.sandbox.pausePid, netnsPath: input.sandbox.netnsPath, targetPid: host.targetPid })),
     // Without its own UTS namespace the container would rename the node.
     withHostname(hostNetwork ? undefined : hostname),

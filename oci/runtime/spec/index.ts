@@ -14,5 +14,6 @@ export { clampOomScoreAdj } from './resources.js';
 export { splitSysctls, type PodSysctls } from './pod.js';
 export { podNamespaceModes } from './common.js';
 export { localhostSeccompRef } from './common.js';
+export type { CdiEditsToApply } from './cdi.js';
 export { ANNOTATION } from './annotations.js';
 export * from './types.js';

@@ -1,7 +1,7 @@
 // What kubelets 1.30-1.36 send beyond the older CRI, through the real daemon: stop_signal and the resolved
 // user in ContainerStatus, seccomp profiles given the legacy way, CDI devices and image volumes.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
@@ -38,8 +38,16 @@ const NO_MKDIR = JSON.stringify({
 
 describe('the CRI of current kubelets', () => {
   let env: ContainerEnv;
-  before(async () => { env = await ContainerEnv.start(74); });
-  after(() => env.stop());
+  // The daemon's CDI spec directory: the tests write their spec files there.
+  let cdiDir: string;
+  before(async () => {
+    cdiDir = await mkdtemp(join(tmpdir(), 'minicri-ctest-cdi-'));
+    env = await ContainerEnv.start(74, `[cdi]\nspec_dirs = ["${cdiDir}"]\n`);
+  });
+  after(async () => {
+    await env.stop();
+    await rm(cdiDir, { recursive: true, force: true });
+  });
 
   it('stops with the config stop_signal over the image StopSignal and reports it and the resolved user', async (t) => {
     const pod = await env.runPod(t, 'stopsig');
@@ -114,5 +122,59 @@ describe('the CRI of current kubelets', () => {
       c.linux = { security_context: { seccomp_profile_path: `localhost/${dir}/none.json` } };
     }), grpcCode(grpc.status.INVALID_ARGUMENT, /not found on this node/));
     assert.deepEqual((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers, []);
+  });
+
+  it('gives a container the device node, environment, mount and groups of its CDI devices', async (t) => {
+    const data = await tempDir(t, 'cdi-data');
+    await writeFile(join(data, 'file'), 'from the vendor\n');
+    await writeFile(join(cdiDir, 'test.yaml'), [
+      'cdiVersion: "0.7.0"',
+      'kind: minicri.test/dev',
+      'containerEdits:',
+      '  env: [CDI_VENDOR=minicri]',
+      'devices:',
+      '  - name: null0',
+      '    containerEdits:',
+      '      env: [CDI_DEVICE=null0]',
+      '      deviceNodes: [{path: /dev/cdi-null, hostPath: /dev/null}]',
+      `      mounts: [{hostPath: ${data}, containerPath: /cdi-data, options: [ro, rbind]}]`,
+      '      additionalGids: [4711]',
+      '  - name: zero',
+      '    containerEdits:',
+      '      deviceNodes: [{path: /dev/cdi-zero, hostPath: /dev/zero, permissions: r}]',
+      '',
+    ].join('\n'));
+    const status = await env.rt.runtime.call('Status', { verbose: true });
+    assert.deepEqual((JSON.parse(status.info.cdi!) as { devices: string[] }).devices, ['minicri.test/dev=null0', 'minicri.test/dev=zero']);
+    const pod = await env.runPod(t, 'cdi');
+    const script = 'test -c /dev/cdi-null && echo node; echo "$CDI_VENDOR $CDI_DEVICE"; cat /cdi-data/file; ' +
+      'echo x > /dev/cdi-null && echo writable; id -G | tr " " "\\n" | grep -x 4711; head -c 3 /dev/cdi-zero | od -An -tx1; ' +
+      'touch /cdi-data/new 2>/dev/null && echo data-writable || echo data-ro';
+    const out = await env.output(pod, 'cdi', script, (c) => {
+      c.CDI_devices = [{ name: 'minicri.test/dev=null0' }];
+      c.annotations = { 'cdi.k8s.io/test': 'minicri.test/dev=zero' };
+    });
+    assert.deepEqual(out.split('\n').map((l) => l.trim()), ['node', 'minicri null0', 'from the vendor', 'writable', '4711', '00 00 00', 'data-ro']);
+  });
+
+  it('refuses unknown, relative and conflicting CDI devices and broken spec files by name, leaving nothing behind', async (t) => {
+    await writeFile(join(cdiDir, 'clash-a.json'), JSON.stringify({ cdiVersion: '0.5.0', kind: 'minicri.test/clash', devices: [{ name: 'a', containerEdits: { env: ['WHO=a'] } }] }));
+    await writeFile(join(cdiDir, 'clash-b.json'), JSON.stringify({ cdiVersion: '0.5.0', kind: 'minicri.test/other', devices: [{ name: 'b', containerEdits: { env: ['WHO=b'] } }] }));
+    await writeFile(join(cdiDir, 'broken.yaml'), 'cdiVersion: "0.5.0"\nkind: minicri.test/broken\ndevices: [{name: x, containerEdits: {env: [NOEQUALS]}}]\n');
+    t.after(() => Promise.all(['clash-a.json', 'clash-b.json', 'broken.yaml'].map((f) => rm(join(cdiDir, f), { force: true }))));
+    const pod = await env.runPod(t, 'cdi-bad');
+    const refused = async (names: string[], details: RegExp, annotations: Record<string, string> = {}) => {
+      await assert.rejects(env.create(pod, 'bad', ['true'], (c) => { c.CDI_devices = names.map((name) => ({ name })); c.annotations = annotations; }),
+        grpcCode(grpc.status.INVALID_ARGUMENT, details));
+    };
+    await refused(['minicri.test/dev=nope'], /CDI device "minicri.test\/dev=nope" is unknown/);
+    await refused(['null0'], /CDI device "null0" is not a fully qualified name/);
+    await refused([], /"gpu" is not a fully qualified name/, { 'cdi.k8s.io/x': 'gpu' });
+    await refused(['minicri.test/clash=a', 'minicri.test/other=b'], /CDI device "minicri.test\/clash=a" and CDI device "minicri.test\/other=b" conflict: they set environment variable WHO/);
+    await refused(['minicri.test/broken=x'], /broken\.yaml/);
+    const status = JSON.parse((await env.rt.runtime.call('Status', { verbose: true })).info.cdi!) as { errors: Record<string, string> };
+    assert.match(status.errors[join(cdiDir, 'broken.yaml')]!, /must be NAME=value/);
+    assert.deepEqual((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers, []);
+    assert.deepEqual((await readdir(join(env.dirs.rootDir, 'containers')).catch(() => [])), [], 'no container directory is left');
   });
 });

@@ -177,7 +177,8 @@ describe('buildContainerSpec', () => {
       containerInput({ config: containerConfig({ metadata: null }) }),
       containerInput({ image: { name: 'x', config: {} } }),
       containerInput({ config: containerConfig({ working_dir: 'rel' }) }),
-      containerInput({ config: containerConfig({ CDI_devices: [{ name: 'vendor.com/gpu=0' }] }) }),
+      // CDI edits arrive resolved; one whose device node lacks its numbers is refused.
+      containerInput({ cdi: [{ owner: 'CDI device "vendor.com/gpu=0"', edits: { deviceNodes: [{ path: '/dev/gpu0' }] } }] }),
       containerInput({ config: containerConfig({}, {}, resources({ cpu_shares: '-3' })) }),
       containerInput({ config: containerConfig({}, { capabilities: { add_capabilities: ['BOGUS'], drop_capabilities: [], add_ambient_capabilities: [] } }) }),
       containerInput({ config: containerConfig({}, { capabilities: { add_capabilities: [], drop_capabilities: [], add_ambient_capabilities: ['NET_RAW'] } }) }),
