@@ -15,6 +15,7 @@ import { buildContainerSpec, containerLogPath, imageVolumesToCreate } from '../o
 import { containerNow } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import { specImageConfig } from './image-config.js';
+import { imageVolumeUses, mountImageVolumes, releaseImageVolumes } from './image-volumes.js';
 import type { ContainerRecord } from './records.js';
 import { sandboxNow } from './sandbox-refresh.js';
 import { readSeccompProfiles } from './seccomp-profile.js';
@@ -53,6 +54,7 @@ async function createInSandbox(
   const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
   // Resolved before anything is made: an unknown or conflicting device refuses the request with nothing left.
   const cdi = await ctx.cdi.resolve(requestedCdiDevices(config.CDI_devices, config.annotations));
+  const imageVolumes = imageVolumeUses(ctx, config.mounts);
   const id = randomBytes(32).toString('hex');
   const log = parentLog.child({ containerId: id });
   const imageConfig = specImageConfig(image);
@@ -61,6 +63,7 @@ async function createInSandbox(
     exitCode: 0, reason: '', message: '', config,
     image: { id: image.id, name: config.image!.image, ref: image.repoDigests[0] ?? image.id },
     dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: stopSignalInForce(config.stop_signal, imageConfig.StopSignal),
+    ...(imageVolumes.length ? { imageVolumes } : {}),
   };
   // Under the sandbox's lock already (so no two creations in a pod overlap); the id lock makes a
   // Stop or Remove of the container (listed as soon as its record exists) wait for the creation.
@@ -89,11 +92,13 @@ async function createInSandbox(
       }
       host.targetPid = targetRecord.pid;
     }
-    const sources = await resolveMountSources(config.mounts);
+    undo.push('image volumes', () => releaseImageVolumes(ctx, record, log));
+    const imageVolumeMounts = await mountImageVolumes(ctx, imageVolumes);
+    const sources = await resolveMountSources(config.mounts.filter((m) => !m.image?.image));
     for (const path of sources.created) ctx.tables.hostPaths.put({ id: path, containerId: id, sandboxId: sandbox.id, createdAt: Date.now() });
     const spec = buildContainerSpec({
       id, sandboxId: sandbox.id, config: { ...config, mounts: sources.mounts }, sandboxConfig, image: { name: record.image.name, config: imageConfig },
-      rootfs: rootfs.path, cgroupDriver: ctx.settings.cgroup_driver, host, volumeDirs, cdi,
+      rootfs: rootfs.path, cgroupDriver: ctx.settings.cgroup_driver, host, volumeDirs, cdi, imageVolumes: imageVolumeMounts,
       sandbox: {
         pausePid: sandbox.pausePid!, netnsPath: sandbox.netns?.path, shmPath: sandbox.shm,
         hostsPath: join(sandbox.dir, 'hosts'), resolvPath: join(sandbox.dir, 'resolv.conf'), hostnamePath: join(sandbox.dir, 'hostname'),

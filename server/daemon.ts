@@ -73,7 +73,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
         mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
       },
       log: log.child({ module: 'images' }),
-      inUse: (imageId) => tables.containers.list().some((c) => c.image.id === imageId) || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
+      inUse: (imageId) => tables.containers.list().some((c) => c.image.id === imageId || c.imageVolumes?.some((v) => v.imageId === imageId)) || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
     });
     t.mark('images');
     if (store.getMeta('first_started_at') === undefined) {

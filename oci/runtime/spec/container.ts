@@ -13,6 +13,7 @@ import { parseMountInfo } from './mountinfo.js';
 import {
   DEV_SHM, imageVolumeMounts, podFileMounts, withBindMounts, withDefaultMounts, withReadonlyRootfs, withWritableSysfs,
 } from './mounts.js';
+import { withImageVolumes, type ImageVolumeMount } from './image-volumes.js';
 import { containerNamespaces, withNamespaces, type NamespaceModes } from './namespaces.js';
 import { applyOpts, baseSpec, type SpecOpt } from './opts.js';
 import { withHostname } from './pod.js';
@@ -51,6 +52,8 @@ export interface ContainerSpecInput {
   volumeDirs?: Record<string, string>;
   /** Rlimits the runtime is configured to set; none by default. */
   rlimits?: POSIXRlimit[];
+  /** Image volumes, mounted on the host by the edge (the config's image mounts are left out of config.mounts). */
+  imageVolumes?: readonly ImageVolumeMount[];
   /** The edits of the container's CDI devices, resolved by the edge (device nodes completed from the host). */
   cdi?: readonly CdiEditsToApply[];
 }
@@ -119,6 +122,7 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
       mountinfo: parseMountInfo(host.mountinfo),
       recursiveReadOnly: host.recursiveReadOnly ?? false,
     }),
+    withImageVolumes(input.imageVolumes ?? []),
     withReadonlyRootfs(readonlyRootfs),
     withMaskedPaths(sc?.masked_paths ?? [], sc?.readonly_paths ?? []),
     ...(privileged ? [withPrivileged(host.devices), withWritableSysfs()] : [withDevices(config.devices, host.devices)]),

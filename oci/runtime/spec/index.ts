@@ -15,5 +15,6 @@ export { splitSysctls, type PodSysctls } from './pod.js';
 export { podNamespaceModes } from './common.js';
 export { localhostSeccompRef } from './common.js';
 export type { CdiEditsToApply } from './cdi.js';
+export { imageSubPath, type ImageVolumeMount } from './image-volumes.js';
 export { ANNOTATION } from './annotations.js';
 export * from './types.js';

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import type { ContainerConfig } from '../../../gen/runtime/v1/ContainerConfig.js';
 import { APP_GID, APP_UID, EXTRA_GID } from '../../support/busybox-image.js';
 import { ContainerEnv, sleep } from './env.js';
 
@@ -176,5 +177,44 @@ describe('the CRI of current kubelets', () => {
     assert.match(status.errors[join(cdiDir, 'broken.yaml')]!, /must be NAME=value/);
     assert.deepEqual((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers, []);
     assert.deepEqual((await readdir(join(env.dirs.rootDir, 'containers')).catch(() => [])), [], 'no container directory is left');
+  });
+
+  it('mounts an image as a read-only, noexec volume shared by its users, which survives a daemon restart', async (t) => {
+    const pod = await env.runPod(t, 'imgvol');
+    const volume = (c: ContainerConfig, sub = '') => {
+      c.mounts = [{ container_path: '/vol', image: { image: env.images.usr1 }, image_sub_path: sub, readonly: true }];
+    };
+    const views = async () => (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(env.dirs.base) && l.includes('/imgvol-'));
+    const first = await env.run(pod, 'first', ['sleep', '1000'], (c) => volume(c));
+    const second = await env.run(pod, 'second', ['sleep', '1000'], (c) => volume(c, 'etc/../etc'));
+    assert.equal((await views()).length, 1, 'one view of the image, shared');
+    const r = await env.exec(first, 'cat /vol/etc/passwd >/dev/null && echo readable; touch /vol/new 2>&1 || echo refused; /vol/bin/busybox true 2>&1 || echo noexec');
+    assert.match(r.stdout, /^readable\n.*Read-only file system\nrefused\n.*Permission denied\nnoexec\n$/s);
+    assert.match((await env.exec(second, 'ls /vol')).stdout, /passwd/, 'the sub path is what is mounted');
+    await assert.rejects(env.rt.image.call('RemoveImage', { image: { image: env.images.usr1 } }), grpcCode(grpc.status.FAILED_PRECONDITION, /used by a container/));
+
+    await env.restartDaemon();
+    assert.equal((await env.exec(first, 'cat /vol/etc/passwd >/dev/null && echo still')).stdout, 'still\n');
+    assert.equal((await views()).length, 1, 'the restart kept the view');
+    await env.rt.runtime.call('RemoveContainer', { container_id: first });
+    assert.equal((await views()).length, 1, 'the other user keeps the view');
+    assert.match((await env.exec(second, 'ls /vol')).stdout, /passwd/);
+    await env.rt.runtime.call('RemoveContainer', { container_id: second });
+    assert.deepEqual(await views(), [], 'the last user takes the view with it');
+  });
+
+  it('refuses an image volume that leaves its image or names an image not pulled, leaving nothing behind', async (t) => {
+    const pod = await env.runPod(t, 'imgvol-bad');
+    const attempt = (image: string, sub: string) => env.create(pod, 'bad', ['true'], (c) => {
+      c.mounts = [{ container_path: '/vol', image: { image }, image_sub_path: sub, readonly: true }];
+    });
+    await assert.rejects(attempt(env.images.root, '../..'), grpcCode(grpc.status.INVALID_ARGUMENT, /image_sub_path "\.\.\/\.\." .* leaves the image/));
+    await assert.rejects(attempt(env.images.root, '/etc'), grpcCode(grpc.status.INVALID_ARGUMENT, /must be a relative path/));
+    await assert.rejects(attempt(env.images.root, 'etc/passwd'), grpcCode(grpc.status.INVALID_ARGUMENT, /not a directory in image volume/));
+    await assert.rejects(attempt('localhost:1/never/pulled:1', ''), grpcCode(grpc.status.NOT_FOUND, /never\/pulled/));
+    assert.deepEqual((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers, []);
+    const leftovers = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(env.dirs.base) && l.includes('/imgvol-'));
+    assert.deepEqual(leftovers, [], 'no image volume view is left');
+    assert.deepEqual((await readdir(join(env.dirs.rootDir, 'images', 'rootfs'))).filter((k) => k.startsWith('imgvol-')), []);
   });
 });
