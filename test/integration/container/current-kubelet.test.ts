@@ -8,6 +8,7 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import type { ContainerConfig } from '../../../gen/runtime/v1/ContainerConfig.js';
 import { APP_GID, APP_UID, EXTRA_GID } from '../../support/busybox-image.js';
+import { buildImage, pushImage } from '../../support/test-images.js';
 import { ContainerEnv, sleep } from './env.js';
 
 function grpcCode(code: grpc.status, details?: RegExp) {
@@ -216,5 +217,14 @@ describe('the CRI of current kubelets', () => {
     const leftovers = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(env.dirs.base) && l.includes('/imgvol-'));
     assert.deepEqual(leftovers, [], 'no image volume view is left');
     assert.deepEqual((await readdir(join(env.dirs.rootDir, 'images', 'rootfs'))).filter((k) => k.startsWith('imgvol-')), []);
+  });
+
+  it('refuses a single-manifest image built for another architecture, naming both', async () => {
+    const other = process.arch === 'arm64' ? { os: 'linux', architecture: 'amd64' } : { os: 'linux', architecture: 'arm64' };
+    const image = await buildImage([{ entries: [{ name: 'arch', data: other.architecture }] }], {}, other);
+    await pushImage(env.registry, 'test/foreign', ['v1'], image);
+    await assert.rejects(env.rt.image.call('PullImage', { image: { image: `${env.registry.host}/test/foreign:v1` } }),
+      grpcCode(grpc.status.INVALID_ARGUMENT, new RegExp(`is for linux/${other.architecture}, but this node is linux/`)));
+    assert.equal((await env.rt.image.call('ImageStatus', { image: { image: `${env.registry.host}/test/foreign:v1` } })).image, null);
   });
 });
