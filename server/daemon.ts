@@ -10,6 +10,7 @@ import type { Logger } from '../core/log.js';
 import { Timeline } from '../core/timeline.js';
 import { Images, type PullIntent } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
+import { unifiedCgroups } from '../oci/runtime/cgroups.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
 import type { PodContext } from '../pod/context.js';
 import { hostMechanics } from '../pod/host.js';
@@ -93,6 +94,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     for (const runtime of runtimes.values()) runtime.watchExits();
     t.mark('runtimes');
     const node = await gatherNodeFacts(log);
+    const cgroupNamespace = unifiedCgroups();
     t.mark('node facts');
     let pods: PodContext | undefined;
     streaming = await StreamingServer.start({
@@ -104,7 +106,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     pods = {
       settings: config, tables, locks, log, network: cni, runtimes, images, host: hostMechanics,
       pauseImage: await pauseImageSource(config, images, VERSION),
-      hostFacts: (rootfs) => node.forRootfs(rootfs),
+      hostFacts: async (rootfs) => ({ ...await node.forRootfs(rootfs), cgroupNamespace }),
       cdi: new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' })),
     };
     const cri = loadCri();

@@ -6,6 +6,7 @@ import { InvalidArgument } from '../../../core/errors.js';
 import { containerAnnotations, withAnnotations } from './annotations.js';
 import { DEFAULT_CAPABILITIES, resolveCapabilities, withCapabilities } from './capabilities.js';
 import { withCdiEdits, type CdiEditsToApply } from './cdi.js';
+import { withCgroupNamespace } from './cgroupns.js';
 import { withCgroupsPath, type CgroupDriver } from './cgroups.js';
 import { confinementFor, podNamespaceModes, requireId, userFor, type ImageInfo } from './common.js';
 import type { HostFacts } from './host.js';
@@ -131,6 +132,7 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
     // CDI edits come after what the config asked for (as the CDI reference runtimes apply them).
     withCdiEdits(input.cdi ?? []),
     withNamespaces(containerNamespaces(modes, { pausePid: input.sandbox.pausePid, netnsPath: input.sandbox.netnsPath, targetPid: host.targetPid })),
+    withCgroupNamespace(host.cgroupNamespace ?? false),
     // Without its own UTS namespace the container would rename the node.
     withHostname(hostNetwork ? undefined : hostname),
     withCgroupsPath(input.cgroupDriver, sandboxConfig.linux?.cgroup_parent ?? '', input.id),
