@@ -8,6 +8,7 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import type { ContainerConfig } from '../../../gen/runtime/v1/ContainerConfig.js';
 import { APP_GID, APP_UID, EXTRA_GID } from '../../support/busybox-image.js';
+import { cgroupHierarchies, removeCgroupDir } from '../../../oci/runtime/cgroups.js';
 import { buildImage, pushImage } from '../../support/test-images.js';
 import { ContainerEnv, sleep } from './env.js';
 
@@ -226,5 +227,38 @@ describe('the CRI of current kubelets', () => {
     await assert.rejects(env.rt.image.call('PullImage', { image: { image: `${env.registry.host}/test/foreign:v1` } }),
       grpcCode(grpc.status.INVALID_ARGUMENT, new RegExp(`is for linux/${other.architecture}, but this node is linux/`)));
     assert.equal((await env.rt.image.call('ImageStatus', { image: { image: `${env.registry.host}/test/foreign:v1` } })).image, null);
+  });
+
+  it('applies UpdatePodSandboxResources to the pod cgroup, best effort, and refuses an unknown sandbox', async (t) => {
+    // A pod cgroup of its own, as kubelet gives each pod (the tests' shared parent must not be resized).
+    const podCgroup = `/minicri-test/upd-${process.pid}`;
+    const hierarchies = await cgroupHierarchies();
+    const pod = await env.runPod(t, 'resize', (c) => { c.linux!.cgroup_parent = podCgroup; });
+    // The pod first, then its cgroup (kubelet's to remove, here the test's).
+    t.after(async () => {
+      await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod.id });
+      await removeCgroupDir(podCgroup, hierarchies);
+    });
+    const MiB = 1024 * 1024;
+    await env.rt.runtime.call('UpdatePodSandboxResources', {
+      pod_sandbox_id: pod.id,
+      resources: { memory_limit_in_bytes: 200 * MiB, cpu_quota: 50_000, cpu_period: 100_000, cpu_shares: 512 },
+      overhead: { memory_limit_in_bytes: 8 * MiB, cpu_shares: 2 },
+    });
+    const unified = !hierarchies.some((h) => h.endsWith('/memory'));
+    const read = (controller: string, file: string) => readFile(join('/sys/fs/cgroup', unified ? '' : controller, podCgroup, file), 'utf8').then((v) => v.trim());
+    if (unified) {
+      assert.equal(await read('', 'memory.max'), String(208 * MiB));
+      assert.equal(await read('', 'cpu.max'), '50000 100000');
+    } else {
+      assert.equal(await read('memory', 'memory.limit_in_bytes'), String(208 * MiB));
+      assert.equal(await read('cpu', 'cpu.cfs_quota_us'), '50000');
+      assert.equal(await read('cpu', 'cpu.shares'), '514');
+    }
+    const info = JSON.parse((await env.rt.runtime.call('PodSandboxStatus', { pod_sandbox_id: pod.id, verbose: true })).info.info!) as
+      { config: { linux: { resources: { memory_limit_in_bytes: string } } } };
+    assert.equal(info.config.linux.resources.memory_limit_in_bytes, String(200 * MiB), 'the sandbox keeps what it was told');
+    await assert.rejects(env.rt.runtime.call('UpdatePodSandboxResources', { pod_sandbox_id: 'f'.repeat(64), resources: {} }), grpcCode(grpc.status.NOT_FOUND));
+    await assert.rejects(env.rt.runtime.call('UpdatePodSandboxResources', { pod_sandbox_id: pod.id, resources: { cpu_shares: 1 } }), grpcCode(grpc.status.INVALID_ARGUMENT, /cpu_shares/));
   });
 });
