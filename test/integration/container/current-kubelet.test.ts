@@ -261,4 +261,13 @@ describe('the CRI of current kubelets', () => {
     await assert.rejects(env.rt.runtime.call('UpdatePodSandboxResources', { pod_sandbox_id: 'f'.repeat(64), resources: {} }), grpcCode(grpc.status.NOT_FOUND));
     await assert.rejects(env.rt.runtime.call('UpdatePodSandboxResources', { pod_sandbox_id: pod.id, resources: { cpu_shares: 1 } }), grpcCode(grpc.status.INVALID_ARGUMENT, /cpu_shares/));
   });
+
+  it('takes environment values as bytes: UTF-8 intact, a value that is no UTF-8 accepted', async (t) => {
+    const pod = await env.runPod(t, 'envbytes');
+    const out = await env.output(pod, 'env', 'echo "$TEXT"; printf %s "$BINARY" | od -An -tx1', (c) => {
+      c.envs = [{ key: 'TEXT', value: Buffer.from('grüße, 世界') }, { key: 'BINARY', value: Buffer.from([0x61, 0xff, 0x62]) }];
+    });
+    // The OCI spec is JSON, so runc reads a byte that is no UTF-8 as U+FFFD (ef bf bd), as under other runtimes.
+    assert.deepEqual(out.split('\n').map((l) => l.trim()), ['grüße, 世界', '61 ef bf bd 62']);
+  });
 });
