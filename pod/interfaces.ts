@@ -1,10 +1,12 @@
 // What the pod domain needs from the world below it, each as narrow as the lifecycle uses it. The daemon
 // wires the real modules in (server/daemon.ts); unit tests wire fakes and drive the orchestration alone.
+import type { CdiInventory } from '../cdi/registry.js';
 import type { PodNetworkRequest, PodNetworkStatus } from '../cni/manager.js';
 import type { PodNetns } from '../netns/netns.js';
 import type { Rootfs, RootfsOptions } from '../oci/image/snapshot.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import type { ExecSyncResult } from '../oci/runtime/exec.js';
+import type { CdiEditsToApply } from '../oci/runtime/spec/index.js';
 import type { ContainerState, CreateRequest, ExitStatus } from '../oci/runtime/runc.js';
 
 /** The pod network, as small as ocicni's: set up, tear down, check, status, GC (and the pod CIDR kubelet gives). */
@@ -56,4 +58,10 @@ export interface PodHost {
   setNetnsSysctls(path: string, sysctls: Record<string, string>): Promise<void>;
   mountShm(path: string): Promise<void>;
   unmountShm(path: string): Promise<void>;
+}
+
+/** The node's CDI devices: the edits requested ones bring, in order (refused when unknown or conflicting), and what is known. */
+export interface PodCdi {
+  resolve(names: readonly string[]): Promise<CdiEditsToApply[]>;
+  inventory(): Promise<CdiInventory>;
 }

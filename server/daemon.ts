@@ -2,6 +2,7 @@
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { CdiRegistry } from '../cdi/registry.js';
 import { ensureDefaultNetwork } from '../cni/default-network.js';
 import { CniManager } from '../cni/manager.js';
 import { KeyedLock } from '../core/locks.js';
@@ -9,6 +10,7 @@ import type { Logger } from '../core/log.js';
 import { Timeline } from '../core/timeline.js';
 import { Images, type PullIntent } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
+import { unifiedCgroups } from '../oci/runtime/cgroups.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
 import type { PodContext } from '../pod/context.js';
 import { hostMechanics } from '../pod/host.js';
@@ -72,7 +74,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
         mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
       },
       log: log.child({ module: 'images' }),
-      inUse: (imageId) => tables.containers.list().some((c) => c.image.id === imageId) || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
+      inUse: (imageId) => tables.containers.list().some((c) => c.image.id === imageId || c.imageVolumes?.some((v) => v.imageId === imageId)) || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
     });
     t.mark('images');
     if (store.getMeta('first_started_at') === undefined) {
@@ -92,6 +94,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     for (const runtime of runtimes.values()) runtime.watchExits();
     t.mark('runtimes');
     const node = await gatherNodeFacts(log);
+    const cgroupNamespace = unifiedCgroups();
     t.mark('node facts');
     let pods: PodContext | undefined;
     streaming = await StreamingServer.start({
@@ -103,7 +106,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     pods = {
       settings: config, tables, locks, log, network: cni, runtimes, images, host: hostMechanics,
       pauseImage: await pauseImageSource(config, images, VERSION),
-      hostFacts: (rootfs) => node.forRootfs(rootfs),
+      hostFacts: async (rootfs) => ({ ...await node.forRootfs(rootfs), cgroupNamespace }),
+      cdi: new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' })),
     };
     const cri = loadCri();
     t.mark('streaming, pause image, proto');

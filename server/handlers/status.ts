@@ -16,6 +16,8 @@ export function Status(edge: Edge): RuntimeRpc<'Status'> {
       const pending = pendingWork(edge.pods);
       info.pendingTeardowns = JSON.stringify(pending.teardowns);
       info.pendingRemovals = JSON.stringify(pending.removals);
+      // The CDI devices containers may ask for, and the spec files that could not be read.
+      info.cdi = JSON.stringify(await edge.pods.cdi.inventory());
     }
     return { status: { conditions }, info, runtime_handlers: [] };
   };

@@ -13,5 +13,8 @@ export { defaultMountRoots, secureJoin, imageVolumesToCreate } from './mounts.js
 export { clampOomScoreAdj } from './resources.js';
 export { splitSysctls, type PodSysctls } from './pod.js';
 export { podNamespaceModes } from './common.js';
+export { localhostSeccompRef } from './common.js';
+export type { CdiEditsToApply } from './cdi.js';
+export { imageSubPath, type ImageVolumeMount } from './image-volumes.js';
 export { ANNOTATION } from './annotations.js';
 export * from './types.js';
