@@ -9,8 +9,9 @@ case "$mode" in start|test|install) ;; *) echo "usage: $0 start|test|install" >&
 [ "$(id -u)" = 0 ] || { echo "setup.sh: run as root (minicri manages namespaces, mounts and containers)" >&2; exit 1; }
 
 # What the daemon runs: the OCI runtime, the container monitor, CNI plugins, namespace and firewall tools,
-# and a C toolchain for the built-in pause binary. The tests add a registry and busybox for test images.
-runtime_packages=(runc conmon containernetworking-plugins iproute2 iptables util-linux zstd gcc libc6-dev musl-tools ca-certificates)
+# a C toolchain for the built-in pause binary, and make, g++ and python3 for npm's native addons (better-sqlite3).
+# The tests add a registry and busybox for test images.
+runtime_packages=(runc conmon containernetworking-plugins iproute2 iptables util-linux zstd gcc libc6-dev musl-tools ca-certificates make g++ python3)
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
 test_packages=(docker-registry busybox openssl apache2-utils systemd e2fsprogs)
 # With systemd as PID 1, the systemd cgroup driver (runc's and conmon's) talks to it over D-Bus.
@@ -54,8 +55,12 @@ if ! node_ok node; then
   rm -rf "$MINICRI_NODE" && mv "$MINICRI_NODE.new" "$MINICRI_NODE"
   export PATH="$MINICRI_NODE/bin:$PATH"
 fi
-# Native addons (better-sqlite3) build against the headers of the node that runs them, with nothing to download.
-[ "$(command -v node)" = "$MINICRI_NODE/bin/node" ] && export npm_config_nodedir="$MINICRI_NODE"
+if [ "$(command -v node)" = "$MINICRI_NODE/bin/node" ]; then
+  # Native addons (better-sqlite3) build against the headers of the node that runs them, with nothing to download.
+  export npm_config_nodedir="$MINICRI_NODE"
+  # The official binary trusts only its own CA list; Debian's node trusts the system's (with local CAs): so does this.
+  export NODE_EXTRA_CA_CERTS="${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}"
+fi
 
 # npm ci only when the lock file (or the node, whose ABI native addons follow) changed since the last install.
 lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1) $(node --version)"
@@ -66,7 +71,8 @@ fi
 npm run --silent build
 if [ "$(command -v node)" = "$MINICRI_NODE/bin/node" ]; then
   # main.js starts with "#!/usr/bin/env node": this node must come first in PATH, wherever minicri is started from.
-  printf '#!/bin/sh\n# minicri on the Node.js setup.sh installed for it in %s\nPATH=%s/bin:$PATH exec %s "$@"\n' \
+  # It trusts the system's CAs (registries behind a local CA), as Debian's node does.
+  printf '#!/bin/sh\n# minicri on the Node.js setup.sh installed for it in %s\n: "${NODE_EXTRA_CA_CERTS:=/etc/ssl/certs/ca-certificates.crt}"\nexport NODE_EXTRA_CA_CERTS\nPATH=%s/bin:$PATH exec %s "$@"\n' \
     "$MINICRI_NODE" "$MINICRI_NODE" "'$PWD/dist/server/main.js'" > /usr/local/bin/minicri.new
   chmod 0755 /usr/local/bin/minicri.new && mv -f /usr/local/bin/minicri.new /usr/local/bin/minicri
 else

@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { cgroupHierarchies } from '../../oci/runtime/cgroups.js';
+import { CAP_SYS_RESOURCE, hasCapability, parseCapBnd } from '../../oci/runtime/oom.js';
 import { pushBusybox } from '../support/busybox-image.js';
 import { CriClient } from '../support/cri-client.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../support/leaks.js';
@@ -85,7 +86,7 @@ describe('a kind-style node: minicri under systemd on a stock Debian 12', { time
   it('is a stock Debian 12 with systemd as PID 1 and Debian\'s Node 18 as its only node', async () => {
     assert.equal((await inNode('cat', '/proc/1/comm')).stdout.trim(), 'systemd');
     assert.match((await inNode('cat', '/etc/debian_version')).stdout, /^12\./);
-    assert.equal((await inNode('sh', '-c', 'command -v node')).exitCode, 1, 'no node before the README command');
+    assert.notEqual((await inNode('sh', '-c', 'command -v node')).exitCode, 0, 'no node before the README command');
   });
 
   it('installs minicri with the README\'s first command, and systemd runs it', { timeout: 30 * 60_000 }, async () => {
@@ -109,7 +110,10 @@ describe('a kind-style node: minicri under systemd on a stock Debian 12', { time
     assert.equal(await readFile(`/proc/${hostPid}/comm`, 'utf8').then((s) => s.trim()), 'node');
     const exe = (await inNode('readlink', `/proc/${mainPid}/exe`)).stdout.trim();
     assert.equal(exe, PRIVATE_NODE, 'the unit runs minicri on the node setup.sh installed');
-    assert.equal((await readFile(node!.path(`/proc/${mainPid}/oom_score_adj`), 'utf8')).trim(), '-999');
+    // The runtime is the OOM killer's last choice, where the host lets it lower its score (CAP_SYS_RESOURCE).
+    assert.equal(await unit('OOMScoreAdjust'), '-999');
+    const canLower = hasCapability(parseCapBnd(await readFile('/proc/self/status', 'utf8')), CAP_SYS_RESOURCE);
+    assert.equal((await readFile(node!.path(`/proc/${mainPid}/oom_score_adj`), 'utf8')).trim(), canLower ? '-999' : '0');
     await until('minicri\'s log in the journal', async () => /minicri serving/.test((await inNode('journalctl', '-u', 'minicri', '--no-pager', '-o', 'cat')).stdout));
     client = new CriClient(node!.path(SOCKET));
     await serving();
@@ -207,8 +211,10 @@ describe('a kind-style node: minicri under systemd on a stock Debian 12', { time
       assert.deepEqual(await nodeProcesses(node!, 'conmon'), []);
       assert.equal(await cgroupsNamed(node!, [podId, ctrId]), '');
       if (driver === 'systemd') {
-        const units = await inNode('systemctl', 'list-units', '--all', '--plain', '--no-legend', 'minicri-*.scope', `*pod${uid}*`);
-        assert.equal(units.stdout.trim(), '', 'no scope or slice of the pod is left');
+        const units = await inNode('systemctl', 'list-units', '--all', '--plain', '--no-legend', 'minicri-*');
+        assert.equal(units.stdout.trim(), '', 'no scope of the pod\'s is left');
+        // The pod's slice is kubelet's, made and removed by it: as kubelet, remove it, with nothing of minicri's in it.
+        assert.equal((await inNode('systemctl', 'stop', `kubepods-besteffort-pod${uid}.slice`)).exitCode, 0);
       }
       const doctor = await inNode('minicri', 'doctor');
       assert.equal(doctor.exitCode, 0, doctor.stdout + doctor.stderr);

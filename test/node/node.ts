@@ -96,6 +96,10 @@ export class KindNode {
     const present = listed.split('\0').filter((f) => f !== '' && existsSync(join(opts.checkout, f)));
     await mkdir(join(root, 'root/minicri'), { recursive: true });
     await execa('sh', ['-c', 'tar --null -T - -cf - | tar -xf - -C "$1"', 'sh', join(root, 'root/minicri')], { cwd: opts.checkout, input: present.join('\0') });
+    // The site's trust, as the host's admin set it up: local CAs (a TLS-inspecting egress proxy's, say) that the
+    // registries' certificates chain to here. The node's ca-certificates adds them to its bundle when setup.sh installs it.
+    const localCas = '/usr/local/share/ca-certificates';
+    if (existsSync(localCas)) await execa('cp', ['-a', `${localCas}/.`, join(root, localCas)]);
     for (const [path, text] of Object.entries(opts.files)) {
       await mkdir(join(root, path, '..'), { recursive: true });
       await writeFile(join(root, path), text);
@@ -105,7 +109,13 @@ export class KindNode {
     // Its own cgroup in every hierarchy of the host: what the node and its pods make stays below it, and goes with it.
     const name = `minicri-node-${process.pid}`;
     const hierarchies = await cgroupHierarchies();
-    for (const h of hierarchies) await mkdir(join(h, name), { recursive: true });
+    for (const h of hierarchies) {
+      await mkdir(join(h, name), { recursive: true });
+      // A v1 cpuset cgroup takes no process before it has CPUs and memory nodes: the root's.
+      for (const f of ['cpuset.cpus', 'cpuset.mems']) {
+        if (existsSync(join(h, f))) await writeFile(join(h, name, f), await readFile(join(h, f), 'utf8'));
+      }
+    }
     const consoleLog = join(dir, 'console.log');
     const out = createWriteStream(consoleLog);
     const join_ = hierarchies.map((h) => `echo $$ > '${join(h, name, 'cgroup.procs')}'`).join(' && ');
@@ -143,8 +153,9 @@ export class KindNode {
 
   /** Runs a command inside the node: its namespaces, its root, a login-like environment. */
   async exec(cmd: string[], options: { reject?: boolean; timeout?: number } = {}): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-    const r = await execa('nsenter', [`--target=${this.pid1}`, '--mount', '--uts', '--ipc', '--net', '--pid', '--cgroup', '--root', '--wd=/',
-      '--', 'env', '-i', `PATH=${NODE_PATH}`, 'HOME=/root', 'LANG=C.UTF-8', 'TERM=dumb', ...cmd], { timeout: 60_000, ...options });
+    const r = await execa('nsenter', [`--target=${this.pid1}`, '--mount', '--uts', '--ipc', '--net', '--pid', '--cgroup', '--root',
+      // env, not nsenter, changes to the node's /: nsenter's --wd resolves it before entering the node's root.
+      '--', 'env', '-i', '-C', '/', `PATH=${NODE_PATH}`, 'HOME=/root', 'LANG=C.UTF-8', 'TERM=dumb', ...cmd], { timeout: 60_000, ...options });
     return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
   }
 
@@ -161,7 +172,8 @@ export class KindNode {
     const mounts = (await readFile(`/proc/${this.pid1}/mounts`, 'utf8')).split('\n').map((l) => l.split(' '));
     for (const [, target, fstype, opts] of mounts) {
       if (fstype === 'cgroup' && target?.startsWith('/sys/fs/cgroup/') && /(^|,)ro(,|$)/.test(opts ?? '')) {
-        await this.exec(['mount', '-o', 'remount,rw', target]);
+        // Only this mount's flag: the controller's superblock is the host's, mounted read-write there.
+        await this.exec(['mount', '-o', 'remount,bind,rw', target]);
       }
     }
   }
