@@ -106,7 +106,7 @@ describe('a kind-style node: minicri under systemd on a stock Debian 12', { time
     assert.match(status.stdout, /Active: active \(running\)/);
     const mainPid = Number(await unit('MainPID'));
     assert.ok(mainPid > 0);
-    const hostPid = Number((await readFile(node!.path(`/proc/${mainPid}/status`), 'utf8')).match(/^NSpid:\s+(\d+)/m)![1]);
+    const hostPid = await node!.hostPid(mainPid);
     assert.equal(await readFile(`/proc/${hostPid}/comm`, 'utf8').then((s) => s.trim()), 'node');
     const exe = (await inNode('readlink', `/proc/${mainPid}/exe`)).stdout.trim();
     assert.equal(exe, PRIVATE_NODE, 'the unit runs minicri on the node setup.sh installed');
@@ -165,7 +165,7 @@ describe('a kind-style node: minicri under systemd on a stock Debian 12', { time
       const logPath = `${config.log_directory}/app/0.log`;
       const logLine = await until('the container\'s log', async () => (await readFile(node!.path(logPath), 'utf8')).match(/^\S+ stdout F hello from \w+$/m)?.[0]);
       assert.ok(logLine.endsWith(`hello from ${driver}`));
-      const pid = hostPidOf(await readFile(node!.path(`/proc/${innerPid}/status`), 'utf8'));
+      const pid = await node!.hostPid(innerPid);
       // A pod's process is the OOM killer's before the runtime's.
       assert.equal((await readFile(`/proc/${pid}/oom_score_adj`, 'utf8')).trim(), '0');
 
@@ -221,13 +221,6 @@ describe('a kind-style node: minicri under systemd on a stock Debian 12', { time
     });
   }
 });
-
-/** The host PID of a node process, from its /proc status as the node sees it. */
-function hostPidOf(status: string): number {
-  const nspid = /^NSpid:\s+(\d+)/m.exec(status);
-  assert.ok(nspid, 'NSpid in /proc/<pid>/status');
-  return Number(nspid[1]);
-}
 
 /** The node's mounts of minicri's own (root filesystems, shm, netns pins). */
 async function nodeMounts(node: KindNode): Promise<string[]> {

@@ -159,6 +159,15 @@ export class KindNode {
     return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
   }
 
+  /** The host's PID of a process the node knows as `pid` (the node's PIDs are those of its own namespace). */
+  async hostPid(pid: number): Promise<number> {
+    for (const p of (await readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
+      const nspid = /^NSpid:\s+(.*)$/m.exec(await readFile(`/proc/${p}/status`, 'utf8').catch(() => ''))?.[1]?.split(/\s+/);
+      if (nspid?.[1] === String(pid) && new RegExp(`:/${this.cgroup}(/|$)`, 'm').test(await readFile(`/proc/${p}/cgroup`, 'utf8').catch(() => ''))) return Number(p);
+    }
+    throw new Error(`no process of the node has PID ${pid} there`);
+  }
+
   /** A path inside the node, as the host reaches it (through its PID 1's root). */
   path(p: string): string {
     return `/proc/${this.pid1}/root${p}`;
