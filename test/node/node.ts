@@ -170,7 +170,8 @@ export class KindNode {
 
   /** A path inside the node, as the host reaches it (through its PID 1's root). */
   path(p: string): string {
-    return `/proc/${this.pid1}/root${p}`;
+    // An absolute symlink met below /proc/<pid>/root resolves against the host's root: the node's /var/run is one.
+    return `/proc/${this.pid1}/root${p.replace(/^\/var\/run(?=\/|$)/, '/run')}`;
   }
 
   /**
