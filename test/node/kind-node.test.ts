@@ -104,6 +104,12 @@ describe('a kind-style node: minicri under systemd on a stock Debian 12', { time
     const status = await inNode('systemctl', 'status', '--no-pager', 'minicri');
     assert.equal(status.exitCode, 0, status.stdout);
     assert.match(status.stdout, /Active: active \(running\)/);
+    // What systemd made of the unit: a runtime's settings, no start limit to exhaust.
+    assert.equal(await unit('KillMode'), 'process');
+    assert.equal(await unit('Delegate'), 'yes');
+    assert.equal(await unit('LimitNOFILE'), '1048576');
+    assert.equal(await unit('Restart'), 'on-failure');
+    assert.equal(await unit('StartLimitIntervalUSec'), '0');
     const mainPid = Number(await unit('MainPID'));
     assert.ok(mainPid > 0);
     const hostPid = await node!.hostPid(mainPid);
@@ -178,6 +184,9 @@ describe('a kind-style node: minicri under systemd on a stock Debian 12', { time
         assert.match(shown, /ActiveState=active/);
         assert.match(shown, new RegExp(`Slice=kubepods-besteffort-pod${uid}\\.slice`));
         assert.match(cgroups, new RegExp(`:memory:/.*/kubepods-besteffort-pod${uid}\\.slice/${scope.replace('.', '\\.')}$`, 'm'));
+        // The pause has its scope too.
+        const scopes = (await inNode('systemctl', 'list-units', '--plain', '--no-legend', '--state=active', 'minicri-*.scope')).stdout;
+        assert.deepEqual(scopes.split('\n').map((l) => l.split(' ')[0]).filter(Boolean).sort(), [`minicri-${podId}.scope`, scope].sort());
       } else {
         assert.match(cgroups, new RegExp(`:memory:/.*/kubepods/besteffort/pod${uid}/${ctrId}$`, 'm'));
       }
