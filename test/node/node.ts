@@ -87,8 +87,9 @@ export class KindNode {
 
   /** Copies the cached rootfs, puts the checkout and `files` in, boots it and waits for systemd to be up. */
   static async boot(opts: NodeOptions): Promise<KindNode> {
+    await removeStaleNodes(opts.log);
     const template = await cachedRootfs(opts.log);
-    const dir = await execa('mktemp', ['-d', '/var/tmp/minicri-node-XXXXXX']).then((r) => r.stdout);
+    const dir = await execa('mktemp', ['-d', `/var/tmp/minicri-node-${process.pid}-XXXXXX`]).then((r) => r.stdout);
     const root = join(dir, 'rootfs');
     await execa('cp', ['-a', '--reflink=auto', template, root]);
     // The checkout as a person would have it: what `git ls-files` names (with work not yet committed), no build.
@@ -214,6 +215,26 @@ async function initOf(cgroup: string): Promise<number> {
     if (/^NSpid:\s+\d+\s+1$/m.test(status) && new RegExp(`:/${cgroup}(/|$)`, 'm').test(cgroups)) return Number(p);
   }
   return 0;
+}
+
+/**
+ * What a node test that was killed outright (no after hook) left: its node still running in its cgroups, its
+ * work directory. Each carries the test process's PID; only those whose test process is gone are removed.
+ */
+async function removeStaleNodes(log: (line: string) => void): Promise<void> {
+  const gone = (name: string) => { const pid = Number(/^minicri-node-(\d+)/.exec(name)?.[1]); return pid > 0 && !existsSync(`/proc/${pid}`); };
+  for (const h of await cgroupHierarchies()) {
+    for (const name of (await readdir(h).catch(() => [])).filter((n) => n.startsWith('minicri-node-') && gone(n))) {
+      log(`removing the node a killed test left: ${join(h, name)}`);
+      const procs = await execa('sh', ['-c', `cat $(find '${join(h, name)}' -name cgroup.procs)`], { reject: false });
+      for (const pid of procs.stdout.split('\n').filter(Boolean)) { try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ } }
+      await removeCgroupTree(join(h, name));
+      await execa('ip', ['link', 'del', NODE_BRIDGE], { reject: false });
+    }
+  }
+  for (const name of (await readdir('/var/tmp').catch(() => [])).filter((n) => n.startsWith('minicri-node-') && gone(n))) {
+    await rm(join('/var/tmp', name), { recursive: true, force: true });
+  }
 }
 
 /** Removes a cgroup and everything below it, deepest first (each must be empty of processes by now). */
