@@ -137,7 +137,9 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
     withHostname(hostNetwork ? undefined : hostname),
     withCgroupsPath(input.cgroupDriver, sandboxConfig.linux?.cgroup_parent ?? '', input.id),
     withResources(resources, host.swapAccounting ?? true),
-    ...(resources ? [withOomScoreAdj(int64('oom_score_adj', resources.oom_score_adj), host.oomScoreAdjMin)] : []),
+    // Always set: inherited, it would be the daemon's own (-999 under the systemd unit), and the OOM killer would
+    // take the runtime before a pod that asked for nothing.
+    withOomScoreAdj(resources ? int64('oom_score_adj', resources.oom_score_adj) : 0, host.oomScoreAdjMin),
     withAnnotations(
       config.annotations,
       containerAnnotations(

@@ -21,7 +21,7 @@ describe('buildContainerSpec', () => {
     assert.deepEqual(s.process?.capabilities?.effective, [...DEFAULT_CAPABILITIES]);
     assert.equal(s.process?.noNewPrivileges, false);
     assert.equal(s.process?.rlimits, undefined);
-    assert.equal(s.process?.oomScoreAdj, undefined);
+    assert.equal(s.process?.oomScoreAdj, 0); // not the daemon's own, which it would inherit
     assert.equal(s.hostname, 'web-0');
     assert.equal(s.linux?.cgroupsPath, '/kubepods/besteffort/poduid-1/c0ffee');
     assert.deepEqual(s.linux?.maskedPaths, DEFAULT_MASKED_PATHS);
