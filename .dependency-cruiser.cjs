@@ -1,7 +1,7 @@
 // Import-structure check for minicri's product code: `npm run check:deps`.
 //
 // What is checked: every .ts file of the product folders (core/, http2/, streaming/, pod/, store/,
-// netns/, cni/, mounter/, oci/, server/, and the generated gen/). test/, bench/ and scripts/ are exempt from
+// netns/, cni/, cdi/, mounter/, oci/, server/, and the generated gen/). test/, bench/ and scripts/ are exempt from
 // every rule and are not cruised at all; neither are node_modules/, dist/ or files at the repository
 // root. Folders that do not exist (yet) simply match nothing.
 //
@@ -91,7 +91,7 @@ module.exports = {
       comment:
         'oci/, cni/, netns/, mounter/ and store/ are the mechanisms pod/ drives; pod/ sits above them. ' +
         'An import back into pod/ is an upward dependency.',
-      from: { path: '^(oci|cni|netns|mounter|store)/' },
+      from: { path: '^(oci|cni|cdi|netns|mounter|store)/' },
       to: { path: '^pod/' },
     },
     {
@@ -102,6 +102,15 @@ module.exports = {
         'import nothing else of ours (besides node builtins and npm packages).',
       from: { path: '^mounter/' },
       to: { ...notOurs, pathNot: [notOurs.pathNot, '^(core|mounter)/'] },
+    },
+    {
+      name: 'cdi-only-core',
+      severity: 'error',
+      comment:
+        'cdi/ reads the node\'s CDI spec files and resolves device names to container edits; it builds on ' +
+        'core/ only. The OCI spec builder applies the edits and pod/ asks for them, so both sit above it.',
+      from: { path: '^cdi/' },
+      to: { ...notOurs, pathNot: [notOurs.pathNot, '^(core|cdi)/'] },
     },
     {
       name: 'oci-not-to-cni',

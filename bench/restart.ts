@@ -13,6 +13,8 @@ export interface RestartResult {
   firstAnswerMs: number;
   /** Stopping and removing everything listed after the restart. */
   convergeSeconds: number;
+  /** The restarted daemon's own account of its start, where it gives one. */
+  daemonStart?: Record<string, unknown>;
   errors: string[];
 }
 
@@ -31,10 +33,11 @@ export async function restartBench(target: Target, image: string, logRoot: strin
   await half;
   const podsBeforeKill = sandboxes;
   const firstAnswerMs = await target.killAndRestart();
+  const daemonStart = target.lastStart();
   // The storm's calls still under way fail with the kill: they are what the crash cut off.
   await storm;
   const errors: string[] = [];
   const c0 = now();
   await drain(target.client).catch((err: Error) => { errors.push(err.message); });
-  return { pods, podsBeforeKill, firstAnswerMs, convergeSeconds: round(since(c0) / 1000), errors };
+  return { pods, podsBeforeKill, firstAnswerMs, convergeSeconds: round(since(c0) / 1000), daemonStart, errors };
 }

@@ -2,7 +2,7 @@
 // the targets alternating within each round; prints each result as a JSON line, writes them all to
 // bench/results/<time>.json, and the medians and ratios as a table to bench/RESULTS.md.
 // Flags: --rounds N, --lifecycle N, --storm 50,110, --restart 20,110, --relist-pods N, --relist-iterations N,
-// --only lifecycle,pull,storm,restart,relist, --targets minicri,containerd,floor, --cpu-prof, --no-md.
+// --rpc-samples N, --only lifecycle,rpc,pull,storm,restart,relist, --targets minicri,containerd,floor, --cpu-prof, --no-md.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -18,10 +18,11 @@ import { LIFECYCLE_STEPS, lifecycleBench } from './lifecycle.js';
 import { pullBench } from './pull.js';
 import { relistBench, sample, type FootprintSample } from './relist.js';
 import { restartBench } from './restart.js';
+import { RPC_NAMES, rpcBench } from './rpc.js';
 import { stormBench } from './storm.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
-const BENCHES = ['lifecycle', 'pull', 'storm', 'restart', 'relist'] as const;
+const BENCHES = ['lifecycle', 'rpc', 'pull', 'storm', 'restart', 'relist'] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -29,6 +30,7 @@ const { values: args } = parseArgs({
     lifecycle: { type: 'string', default: '30' },
     storm: { type: 'string', default: '50,110' },
     restart: { type: 'string', default: '20,110' },
+    'rpc-samples': { type: 'string', default: '100' },
     'relist-pods': { type: 'string', default: '110' },
     'relist-iterations': { type: 'string', default: '10' },
     only: { type: 'string', default: BENCHES.join(',') },
@@ -41,6 +43,7 @@ const rounds = Number(args.rounds);
 const lifecycleN = Number(args.lifecycle);
 const stormSizes = args.storm.split(',').filter(Boolean).map(Number);
 const restartSizes = args.restart.split(',').filter(Boolean).map(Number);
+const rpcSamples = Number(args['rpc-samples']);
 const relistPods = Number(args['relist-pods']);
 const relistIterations = Number(args['relist-iterations']);
 const only = new Set(args.only.split(','));
@@ -133,6 +136,7 @@ async function main(): Promise<void> {
         const t = running.get(name)!;
         log(`round ${round}: ${bench} on ${name}`);
         if (bench === 'lifecycle') record('lifecycle', name, round, await lifecycleBench(t.client, env.busybox, logRoot, lifecycleN));
+        if (bench === 'rpc') record('rpc', name, round, await rpcBench(t.client, env.busybox, logRoot, rpcSamples));
         if (bench === 'pull') record('pull', name, round, await pullBench(t.client, env.big));
         if (bench === 'storm') for (const n of stormSizes) record(`storm${n}`, name, round, await stormBench(t.client, env.busybox, logRoot, n));
         if (bench === 'restart') for (const n of restartSizes) record(`restart${n}`, name, round, await restartBench(t, env.busybox, logRoot, n));
@@ -155,7 +159,7 @@ async function main(): Promise<void> {
   }
   const mach = await machine(loadAtStart);
   const stamp = started.toISOString().replace(/[:.]/g, '-');
-  const options = { rounds, lifecycle: lifecycleN, storm: stormSizes, restart: restartSizes, relistPods, relistIterations, only: [...only], targets: [...wanted] };
+  const options = { rounds, lifecycle: lifecycleN, rpcSamples, storm: stormSizes, restart: restartSizes, relistPods, relistIterations, only: [...only], targets: [...wanted] };
   await mkdir(join(BENCH_DIR, 'results'), { recursive: true });
   const file = join(BENCH_DIR, 'results', `${stamp}.json`);
   await writeFile(file, JSON.stringify({ started: started.toISOString(), machine: mach, options, summaries, entries }, null, 1));
@@ -171,6 +175,11 @@ function rows(): Row[] {
   for (const p of ['p50', 'p90', 'p99']) r.push({ metric: `lifecycle whole ${p} (ms)`, bench: 'lifecycle', path: `whole.${p}` });
   for (const s of LIFECYCLE_STEPS) r.push({ metric: `lifecycle ${s} p99 (ms)`, bench: 'lifecycle', path: `rpc.${s}.p99` });
   r.push({ metric: 'lifecycle errors (all rounds)', bench: 'lifecycle', path: 'errors' });
+  for (const rpc of RPC_NAMES) {
+    r.push({ metric: `rpc ${rpc} p50 (ms)`, bench: 'rpc', path: `rpc.${rpc}.p50` });
+    r.push({ metric: `rpc ${rpc} p90 (ms)`, bench: 'rpc', path: `rpc.${rpc}.p90` });
+  }
+  r.push({ metric: 'rpc errors (all rounds)', bench: 'rpc', path: 'errors' });
   for (const n of stormSizes) {
     r.push({ metric: `storm ${n}: all running (s)`, bench: `storm${n}`, path: 'allRunningSeconds' });
     r.push({ metric: `storm ${n}: per pod p50 (ms)`, bench: `storm${n}`, path: 'perPod.p50' });

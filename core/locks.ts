@@ -7,6 +7,16 @@ export class KeyedLock {
     return this.tails.size > 0;
   }
 
+  /**
+   * Takes `key` for a body that runs later: the claim is queued at once, as `run` queues it, and the promise
+   * gives the function that lets the next holder in.
+   */
+  hold(key: string): Promise<() => void> {
+    return new Promise((acquired) => {
+      void this.run(key, () => new Promise<void>((release) => acquired(release)));
+    });
+  }
+
   async run<T>(key: string, body: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(key) ?? Promise.resolve();
     let release!: () => void;

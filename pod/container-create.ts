@@ -1,7 +1,8 @@
 // CreateContainer: root filesystem, OCI spec, then `runc create` under conmon, leaving it CREATED.
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { requestedCdiDevices } from '../cdi/spec.js';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
@@ -15,9 +16,12 @@ import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import { containerNow } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import { specImageConfig } from './image-config.js';
+import { imageVolumeUses, mountImageVolumes, releaseImageVolumes } from './image-volumes.js';
 import type { ContainerRecord } from './records.js';
 import { sandboxNow } from './sandbox-refresh.js';
+import { readSeccompProfiles } from './seccomp-profile.js';
 import { markContainerCreated } from './state.js';
+import { stopSignalInForce } from './stop-signal.js';
 import { checkContainerConfig } from './validation.js';
 
 /** Creates a container in the sandbox with that id or unique prefix; returns its id. */
@@ -53,6 +57,10 @@ async function createInSandbox(
   }
   const runtime = ctx.runtimes.get(sandbox.runtimeHandler);
   if (!runtime) throw new FailedPrecondition(`runtime handler "${sandbox.runtimeHandler}" of sandbox ${sandbox.id} is no longer configured: add it back or start a new sandbox`);
+  const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
+  // Resolved before anything is made: an unknown or conflicting device refuses the request with nothing left.
+  const cdi = await ctx.cdi.resolve(requestedCdiDevices(config.CDI_devices, config.annotations));
+  const imageVolumes = imageVolumeUses(ctx, config.mounts);
   const id = randomBytes(32).toString('hex');
   const log = parentLog.child({ containerId: id });
   const imageConfig = specImageConfig(image);
@@ -60,7 +68,8 @@ async function createInSandbox(
     id, sandboxId: sandbox.id, state: 'CONTAINER_CREATED', creating: true, createdAt: nowNanos(), startedAt: '0', finishedAt: '0',
     exitCode: 0, reason: '', message: '', config,
     image: { id: image.id, name: config.image!.image, ref: image.repoDigests[0] ?? image.id },
-    dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: imageConfig.StopSignal || 'SIGTERM',
+    dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: stopSignalInForce(config.stop_signal, imageConfig.StopSignal),
+    ...(imageVolumes.length ? { imageVolumes } : {}),
   };
   // Under the sandbox's lock already (so no two creations in a pod overlap); the id lock makes a
   // Stop or Remove of the container (listed as soon as its record exists) wait for the creation.
@@ -82,12 +91,7 @@ async function createInSandbox(
     const host = await ctx.hostFacts(rootfs.path);
     // "rro" only where this handler's runc and the kernel were found to support it.
     host.recursiveReadOnly = ctx.runtimeFeatures?.get(sandbox.runtimeHandler)?.recursiveReadOnly ?? false;
-    const seccomp = config.linux?.security_context?.seccomp;
-    if (seccomp?.profile_type === 'Localhost' && seccomp.localhost_ref) {
-      host.seccompProfiles = { [seccomp.localhost_ref]: await readFile(seccomp.localhost_ref, 'utf8').catch((err: Error) => {
-        throw new InvalidArgument(`seccomp profile ${seccomp.localhost_ref} cannot be read: ${err.message}`);
-      }) };
-    }
+    if (seccompProfiles) host.seccompProfiles = seccompProfiles;
     const target = config.linux?.security_context?.namespace_options?.target_id;
     if (target) {
       const targetRecord = await containerNow(ctx, target);
@@ -96,20 +100,24 @@ async function createInSandbox(
       }
       host.targetPid = targetRecord.pid;
     }
-    const sources = await resolveMountSources(config.mounts);
+    undo.push('image volumes', () => releaseImageVolumes(ctx, record, log));
+    const imageVolumeMounts = await mountImageVolumes(ctx, imageVolumes);
+    const sources = await resolveMountSources(config.mounts.filter((m) => !m.image?.image));
     for (const path of sources.created) ctx.tables.hostPaths.put({ id: path, containerId: id, sandboxId: sandbox.id, createdAt: Date.now() });
     const spec = buildContainerSpec({
       id, sandboxId: sandbox.id, config: { ...config, mounts: sources.mounts }, sandboxConfig, image: { name: record.image.name, config: imageConfig },
-      rootfs: rootfs.path, cgroupDriver: ctx.settings.cgroup_driver, host, volumeDirs,
+      rootfs: rootfs.path, cgroupDriver: ctx.settings.cgroup_driver, host, volumeDirs, cdi, imageVolumes: imageVolumeMounts,
       sandbox: {
         pausePid: sandbox.pausePid!, netnsPath: sandbox.netns?.path, shmPath: sandbox.shm,
         hostsPath: join(sandbox.dir, 'hosts'), resolvPath: join(sandbox.dir, 'resolv.conf'), hostnamePath: join(sandbox.dir, 'hostname'),
       },
     });
+    const user = spec.process?.user;
+    if (user) record.user = { uid: user.uid, gid: user.gid, additionalGids: [...(user.additionalGids ?? [])] };
     const staging = usernsStagingEntry(ctx.settings.state_dir, id);
     if (userns) {
       // runc, as the pod's root, reaches the root filesystem and every volume through id-mapped mounts it can enter.
-      const staged = stageUsernsMounts(spec, staging, rootfs.idmapped ?? false);
+      const staged = stageUsernsMounts(spec, staging, rootfs.idmapped ?? false, new Set(imageVolumeMounts.map((v) => v.source)));
       undo.push('user namespace staging', () => ctx.host.unstageUserns(staging));
       await ctx.host.stageUserns(staging, staged, userns);
       faultPoint('container-userns-staged');

@@ -8,6 +8,7 @@ import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import { runtimeOf } from './container-refresh.js';
 import { stopContainerLocked } from './container-stop.js';
 import type { PodContext } from './context.js';
+import { releaseImageVolumes } from './image-volumes.js';
 import { attemptRemoval } from './removal.js';
 
 /** Removes the container with that id or unique prefix, if there is one; a failure is retried in the background. */
@@ -29,6 +30,8 @@ export async function removeContainerLocked(ctx: PodContext, id: string, log: Lo
     // A user-namespaced container's staging entry (nothing when it had none).
     ctx.host.unstageUserns(usernsStagingEntry(ctx.settings.state_dir, id)),
   ]);
+  // After runc delete: no process of the container holds the image volumes any more.
+  await releaseImageVolumes(ctx, record, log);
   await rm(record.dir, { recursive: true, force: true });
   ctx.tables.containers.delete(id);
   const madeHostPaths = ctx.tables.hostPaths.list().filter((h) => h.containerId === id).map((h) => h.id);

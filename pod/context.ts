@@ -4,7 +4,7 @@ import type { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import type { HandlerFeatures } from '../oci/runtime/features.js';
 import type { HostFacts, ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
-import type { ContainerRuntime, PodHost, PodImages, PodNetwork } from './interfaces.js';
+import type { ContainerRuntime, PodCdi, PodHost, PodImages, PodNetwork } from './interfaces.js';
 import type { Tables } from './records.js';
 
 /** The image a sandbox's pause container runs. */
@@ -35,6 +35,8 @@ export interface PodContext {
   runtimes: Map<string, ContainerRuntime>;
   images: PodImages;
   host: PodHost;
+  /** The CDI spec files of the node. */
+  cdi: PodCdi;
   /** The configured pause image (pulled on first use) or the built-in one. */
   pauseImage(log: Logger): Promise<PauseImage>;
   /** What spec building needs to know of this node, with the passwd and group files of `rootfs`. */

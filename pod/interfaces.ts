@@ -1,10 +1,12 @@
 // What the pod domain needs from the world below it, each as narrow as the lifecycle uses it. The daemon
 // wires the real modules in (server/daemon.ts); unit tests wire fakes and drive the orchestration alone.
+import type { CdiInventory } from '../cdi/registry.js';
 import type { PodNetworkRequest, PodNetworkStatus } from '../cni/manager.js';
 import type { PodNetns } from '../netns/netns.js';
 import type { Rootfs, RootfsOptions } from '../oci/image/snapshot.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import type { ExecSyncResult } from '../oci/runtime/exec.js';
+import type { CdiEditsToApply } from '../oci/runtime/spec/index.js';
 import type { ContainerState, CreateRequest, ExitStatus } from '../oci/runtime/runc.js';
 import type { PodUserns, StagedMount } from '../oci/runtime/spec/index.js';
 
@@ -63,4 +65,10 @@ export interface PodHost {
   stageUserns(entry: string, mounts: readonly StagedMount[], userns: PodUserns): Promise<void>;
   /** Unmounts and removes a staging entry (with keepRoot, all but its empty root dir); nothing to do when it is gone. */
   unstageUserns(entry: string, opts?: { keepRoot?: boolean }): Promise<void>;
+}
+
+/** The node's CDI devices: the edits requested ones bring, in order (refused when unknown or conflicting), and what is known. */
+export interface PodCdi {
+  resolve(names: readonly string[]): Promise<CdiEditsToApply[]>;
+  inventory(): Promise<CdiInventory>;
 }

@@ -50,6 +50,8 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
   const { settings, tables } = src;
   const sandboxes = tables.sandboxes.list();
   const known = new Set([...sandboxes.map((s) => s.id), ...tables.containers.list().map((c) => c.id)]);
+  // A shared image volume view is explained by any container using it.
+  const imageVolumeKeys = new Set(tables.containers.list().flatMap((c) => (c.imageVolumes ?? []).map((u) => u.key)));
   // A pending teardown explains the network objects it is still releasing.
   const networked = new Set([...known, ...tables.teardowns.list().map((t) => t.id)]);
   const findings: Finding[] = [];
@@ -85,7 +87,7 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
 
   const rootfsDir = join(settings.root_dir, 'images', 'rootfs');
   for (const key of await readdir(rootfsDir).catch(() => [] as string[])) {
-    add('rootfs', join(rootfsDir, key), key, known.has(key), ({ images }) => images.removeRootfs(key));
+    add('rootfs', join(rootfsDir, key), key, known.has(key) || imageVolumeKeys.has(key), ({ images }) => images.removeRootfs(key));
   }
   const shmDir = podDirs[1]!;
   for (const mount of await mountsBelow(shmDir)) {

@@ -64,7 +64,24 @@ export interface ContainerRecord {
   /** The overlay upper directory: the container's writable layer. */
   rootfsUpper?: string;
   pid?: number;
+  /** The signal StopContainer sends first: the config's stop_signal, else the image's StopSignal, else SIGTERM. */
   stopSignal: string;
+  /** The images it mounts as volumes (one shared view per image). */
+  imageVolumes?: ImageVolumeUse[];
+  /** The process identity as the spec resolved it (absent on records made before it was kept). */
+  user?: { uid: number; gid: number; additionalGids: number[] };
+}
+
+/** A container's use of an image as a volume. */
+export interface ImageVolumeUse {
+  /** The rootfs key of the image's shared view. */
+  key: string;
+  imageId: string;
+  /** The image as the mount named it. */
+  image: string;
+  containerPath: string;
+  /** Relative to the image's root; '' for the root. */
+  subPath: string;
 }
 
 /** A pod network teardown (CNI DEL) that failed and is retried in the background until it succeeds. */

@@ -1,7 +1,8 @@
-// Recovery at start, before the socket accepts calls: make the store and the host agree again after a
-// crash, a kill -9 or a reboot. Operations cut off mid-way are undone; sandboxes whose pause died turn
-// NOTREADY; network attachments whose namespace vanished (a reboot) are released through the CNI
-// cache; every host object of ours that no record explains is removed.
+// Recovery at start: make the store and the host agree again after a crash, a kill -9 or a reboot. Before
+// the socket accepts calls, what answers depend on: containers that started or exited meanwhile, sandboxes
+// whose pause died turn NOTREADY, network attachments whose namespace vanished (a reboot) are released through
+// the CNI cache. Once it serves: operations cut off mid-way are undone or finished, then every host object of
+// ours that no record explains is removed.
 import { existsSync } from 'node:fs';
 import type { Logger } from '../core/log.js';
 import { pool } from '../core/pool.js';
@@ -16,6 +17,7 @@ import { inventory, repairOrphans } from './inventory.js';
 import { tearDownNetwork } from './network.js';
 import { attemptRemoval } from './removal.js';
 import { removeSandboxLocked } from './sandbox-remove.js';
+import { sandboxReservation } from './records.js';
 import { markContainerLost, markContainerRunning, markSandboxNotReady } from './state.js';
 
 /** How many objects recovery works on at once: each is independent of the others, and most of the time is processes'. */
@@ -35,7 +37,47 @@ async function each<T>(items: T[], log: Logger, what: (t: T) => string, step: (t
   });
 }
 
-export async function recover(ctx: PodContext, log: Logger): Promise<void> {
+/** A creation the crash cut off, or a removal it interrupted: finished once the daemon serves, under its operation's locks. */
+interface Leftover {
+  id: string;
+  /** The locks its operation takes, in that operation's order. */
+  locks: string[];
+  finish: () => Promise<unknown>;
+}
+
+/**
+ * Containers first: a sandbox's removal takes its containers' locks, which a container's undo holds while
+ * it waits for the sandbox's; done in this order, no leftover ever waits for one after it.
+ */
+function leftovers(ctx: PodContext, log: Logger): Leftover[] {
+  const { sandboxes, containers } = ctx.tables;
+  const undo = (what: string, id: string, remove: () => Promise<void>) => async () => {
+    log.warn({ [`${what}Id`]: id }, `${what} creation was cut off: undoing it`);
+    await remove();
+  };
+  return [
+    ...containers.list().filter((c) => c.creating).map((c) => ({
+      id: c.id, locks: [c.sandboxId, c.id], finish: undo('container', c.id, () => removeContainerLocked(ctx, c.id, log)),
+    })),
+    ...containers.list().filter((c) => c.removing && !c.creating).map((c) => ({
+      id: c.id, locks: [c.id], finish: () => attemptRemoval(containers, c.id, () => removeContainerLocked(ctx, c.id, log)),
+    })),
+    ...sandboxes.list().filter((s) => s.creating).map((s) => ({
+      id: s.id, locks: [sandboxReservation(s), s.id], finish: undo('sandbox', s.id, () => removeSandboxLocked(ctx, s.id, log)),
+    })),
+    ...sandboxes.list().filter((s) => s.removing && !s.creating).map((s) => ({
+      id: s.id, locks: [s.id], finish: () => attemptRemoval(sandboxes, s.id, () => removeSandboxLocked(ctx, s.id, log)),
+    })),
+  ];
+}
+
+/** What recovery leaves to do once the daemon serves. */
+export interface Recovered {
+  /** Cut-off creations undone and interrupted removals finished (failures are logged and retried). */
+  finished: Promise<void>;
+}
+
+export async function recover(ctx: PodContext, log: Logger): Promise<Recovered> {
   const { sandboxes, containers } = ctx.tables;
   const t = new Timeline();
 
@@ -44,21 +86,17 @@ export async function recover(ctx: PodContext, log: Logger): Promise<void> {
   const live = (id: string) => { const r = sandboxes.get(id) ?? containers.get(id); return r !== undefined && !r.creating; };
   await t.step('unstage user namespace mounts', async () => each(await listStagingEntries(ctx.settings.state_dir), log, (id) => id, (id) =>
     ctx.host.unstageUserns(usernsStagingEntry(ctx.settings.state_dir, id), { keepRoot: live(id) })));
-  await t.step('undo cut-off container creations', () => each(containers.list().filter((c) => c.creating), log, (c) => c.id, async (c) => {
-    log.warn({ containerId: c.id }, 'container creation was cut off: undoing it');
-    await removeContainerLocked(ctx, c.id, log);
-  }));
-  await t.step('undo cut-off sandbox creations', () => each(sandboxes.list().filter((s) => s.creating), log, (s) => s.id, async (s) => {
-    log.warn({ sandboxId: s.id }, 'sandbox creation was cut off: undoing it');
-    await removeSandboxLocked(ctx, s.id, log);
-  }));
-
-  // Removals that failed or were cut off are finished now.
-  await t.step('finish container removals', () => each(containers.list().filter((c) => c.removing), log, (c) => c.id, (c) => attemptRemoval(containers, c.id, () => removeContainerLocked(ctx, c.id, log))));
-  await t.step('finish sandbox removals', () => each(sandboxes.list().filter((s) => s.removing), log, (s) => s.id, (s) => attemptRemoval(sandboxes, s.id, () => removeSandboxLocked(ctx, s.id, log))));
+  // Undoing a cut-off creation (CNI DEL, unmounts, runc delete) is most of a restart's work mid-storm, and no
+  // answer needs it done: such a record looks as a creation that failed looks while its undo runs, and its
+  // locks are claimed before the socket opens, so a call about it (or a retried RunPodSandbox of the same pod)
+  // waits for its end. The checks below leave these records to it.
+  const pending = leftovers(ctx, log);
+  const claims = pending.map((p) => Promise.all(p.locks.map((key) => ctx.locks.hold(key))));
+  const later = new Set(pending.map((p) => p.id));
+  const current = (r: { id: string; sandboxId?: string }) => !later.has(r.id) && !(r.sandboxId && later.has(r.sandboxId));
 
   // A start cut off after `runc start` left a running container recorded as created.
-  await t.step('record cut-off starts', () => each(containers.list().filter((c) => c.state === 'CONTAINER_CREATED'), log, (c) => c.id, async (c) => {
+  await t.step('record cut-off starts', () => each(containers.list().filter((c) => c.state === 'CONTAINER_CREATED' && current(c)), log, (c) => c.id, async (c) => {
     const state = await runtimeFor(ctx, c)?.state(c.id);
     if (state && state.status !== 'created') {
       log.warn({ containerId: c.id, status: state.status }, 'container was started while its start was cut off: recording it as started');
@@ -67,7 +105,7 @@ export async function recover(ctx: PodContext, log: Logger): Promise<void> {
   }));
 
   // Exit files outlive the daemon: containers that exited meanwhile get their codes.
-  await t.step('read exits', () => each(containers.list().filter((c) => c.state === 'CONTAINER_RUNNING'), log, (c) => c.id, async (c) => {
+  await t.step('read exits', () => each(containers.list().filter((c) => c.state === 'CONTAINER_RUNNING' && current(c)), log, (c) => c.id, async (c) => {
     const fresh = await refreshContainer(ctx, c);
     const runtime = runtimeFor(ctx, c);
     if (fresh.state === 'CONTAINER_RUNNING' && runtime && !(await runtime.state(c.id))) {
@@ -76,7 +114,7 @@ export async function recover(ctx: PodContext, log: Logger): Promise<void> {
     }
   }));
 
-  await t.step('pauses gone', () => each(sandboxes.list().filter((s) => s.state === 'SANDBOX_READY'), log, (s) => s.id, async (s) => {
+  await t.step('pauses gone', () => each(sandboxes.list().filter((s) => s.state === 'SANDBOX_READY' && current(s)), log, (s) => s.id, async (s) => {
     const state = await ctx.runtimes.get(s.runtimeHandler)?.state(s.id);
     if (!state || state.status !== 'running') {
       log.warn({ sandboxId: s.id }, 'the pause container is gone: sandbox is NOTREADY');
@@ -85,7 +123,7 @@ export async function recover(ctx: PodContext, log: Logger): Promise<void> {
   }));
 
   // An attachment whose namespace is gone (a reboot) still holds its IP: release it from the cache.
-  await t.step('release networks of gone namespaces', () => each(sandboxes.list().filter((s) => s.networkAttached && s.netns), log, (s) => s.id, async (s) => {
+  await t.step('release networks of gone namespaces', () => each(sandboxes.list().filter((s) => s.networkAttached && s.netns && current(s)), log, (s) => s.id, async (s) => {
     if (await ctx.host.netnsExists(s.netns!.path)) return;
     log.warn({ sandboxId: s.id }, 'network namespace is gone: releasing the pod network through the CNI cache');
     await tearDownNetwork(ctx, s);
@@ -103,7 +141,18 @@ export async function recover(ctx: PodContext, log: Logger): Promise<void> {
     // So is a directory made for a mount that someone has since removed.
     for (const made of tables.hostPaths.list()) if (!existsSync(made.id)) tables.hostPaths.delete(made.id);
   }));
-  log.info({ ms: t.ms }, 'recovery done');
+  log.info({ ms: t.ms, leftovers: pending.length }, 'recovery done');
+  const finished = pool(pending, CONCURRENCY, async (p, i) => {
+    const releases = await claims[i]!;
+    try {
+      await p.finish();
+    } catch (err) {
+      log.error({ err, item: p.id }, 'recovery step failed; it is retried by the background retry or at the next start');
+    } finally {
+      for (const release of releases) release();
+    }
+  }).then(() => log.info({ count: pending.length }, 'cut-off creations undone and removals finished'));
+  return { finished };
 }
 
 /**

@@ -11,7 +11,10 @@ interface RemovableTable {
 
 /** Runs a removal, recording its failure (with backoff) on the record for the next try. */
 export async function attemptRemoval(table: RemovableTable, id: string, remove: () => Promise<void>): Promise<void> {
-  if (!table.get(id)?.removing) table.update(id, (r) => { r.removing = { attempts: 0, nextAt: Date.now() + backoff(1), lastError: '' }; });
+  const record = table.get(id);
+  // Removed meanwhile by whoever held its lock before (an RPC, the retry, recovery).
+  if (!record) return;
+  if (!record.removing) table.update(id, (r) => { r.removing = { attempts: 0, nextAt: Date.now() + backoff(1), lastError: '' }; });
   try {
     await remove();
   } catch (err) {

@@ -18,6 +18,7 @@ import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import type { PodContext } from './context.js';
 import { podNetworkRequest, tearDownNetwork } from './network.js';
 import { sandboxReservation, type SandboxRecord } from './records.js';
+import { readSeccompProfiles } from './seccomp-profile.js';
 import { markSandboxReady } from './state.js';
 import { checkPodSandboxConfig } from './validation.js';
 
@@ -32,6 +33,7 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
   if (userns) checkUsernsSupport(ctx, handler);
   const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
   const cgroupParent = podCgroupParentDir(ctx.settings.cgroup_driver, config.linux?.cgroup_parent ?? '');
+  const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
   const pause = await ctx.pauseImage(parentLog);
 
   const id = randomBytes(32).toString('hex');
@@ -107,7 +109,9 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
       const rootfs = await ctx.images.prepareRootfs(id, pause.id, { readOnlyWith: defaultMountRoots(), ...(userns ? { idmap: userns } : {}) });
       undo.push('pause rootfs', () => ctx.images.removeRootfs(id));
       faultPoint('pause-rootfs-mounted');
-      return { rootfs, host: await ctx.hostFacts(rootfs.path) };
+      const facts = await ctx.hostFacts(rootfs.path);
+      if (seccompProfiles) facts.seccompProfiles = seccompProfiles;
+      return { rootfs, host: facts };
     };
     const startPause = async ({ rootfs, host: facts }: Awaited<ReturnType<typeof pauseRootfs>>) => {
       const spec = buildPauseSpec({

@@ -56,6 +56,10 @@ const schema = z.strictObject({
   }).prefault({}),
   // Prometheus text endpoint (GET /metrics); empty: off, and prom-client is never loaded.
   metrics_address: metricsAddress.default(''),
+  cdi: z.strictObject({
+    // CDI spec files (JSON or YAML); a later directory's device overrides an earlier one's of the same name.
+    spec_dirs: z.array(absolutePath).default(['/etc/cdi', '/var/run/cdi']),
+  }).prefault({}),
   streaming: z.strictObject({
     address: z.string().min(1).default('127.0.0.1'),
     port: z.number().int().min(0).max(65535).default(0),

@@ -7,6 +7,7 @@ import type { PodSandboxStatus } from '../gen/runtime/v1/PodSandboxStatus.js';
 import { imageUser } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import type { ContainerRecord, SandboxRecord } from '../pod/records.js';
+import { criSignalOf } from '../pod/stop-signal.js';
 
 export function sandboxSummary(r: SandboxRecord): PodSandbox {
   return {
@@ -56,6 +57,8 @@ export function containerStatus(r: ContainerRecord): ContainerStatus {
     labels: r.config.labels, annotations: r.config.annotations,
     mounts: r.config.mounts, log_path: r.logPath,
     resources: r.config.linux?.resources ? { linux: r.config.linux.resources } : null,
+    user: r.user ? { linux: { uid: String(r.user.uid), gid: String(r.user.gid), supplemental_groups: r.user.additionalGids.map(String) } } : null,
+    stop_signal: criSignalOf(r.stopSignal),
   };
 }
 

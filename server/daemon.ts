@@ -2,6 +2,7 @@
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { CdiRegistry } from '../cdi/registry.js';
 import { ensureDefaultNetwork } from '../cni/default-network.js';
 import { CniManager } from '../cni/manager.js';
 import { KeyedLock } from '../core/locks.js';
@@ -9,6 +10,7 @@ import type { Logger } from '../core/log.js';
 import { Timeline } from '../core/timeline.js';
 import { Images, type PullIntent } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
+import { unifiedCgroups } from '../oci/runtime/cgroups.js';
 import { probeHandlerFeatures, probeKernelFeatures } from '../oci/runtime/features.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
 import { usernsStagingDir } from '../oci/runtime/userns.js';
@@ -74,7 +76,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
         mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
       },
       log: log.child({ module: 'images' }),
-      inUse: (imageId) => tables.containers.list().some((c) => c.image.id === imageId) || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
+      inUse: (imageId) => tables.containers.list().some((c) => c.image.id === imageId || c.imageVolumes?.some((v) => v.imageId === imageId)) || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
     });
     t.mark('images');
     if (store.getMeta('first_started_at') === undefined) {
@@ -103,6 +105,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       probeKernelFeatures(config.root_dir, stagingDir, log).then((kernel) =>
         probeHandlerFeatures(new Map([...runtimes].map(([h, r]) => [h, { runtimePath: r.commandLine().path }])), kernel, log)),
     ]);
+    const cgroupNamespace = unifiedCgroups();
     t.mark('node facts');
     let pods: PodContext | undefined;
     streaming = await StreamingServer.start({
@@ -114,12 +117,13 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     pods = {
       settings: config, tables, locks, log, network: cni, runtimes, images, host: hostMechanics,
       pauseImage: await pauseImageSource(config, images, VERSION),
-      hostFacts: (rootfs) => node.forRootfs(rootfs),
+      hostFacts: async (rootfs) => ({ ...await node.forRootfs(rootfs), cgroupNamespace }),
+      cdi: new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' })),
       runtimeFeatures,
     };
     const cri = loadCri();
     t.mark('streaming, pause image, proto');
-    await recover(pods, log.child({ module: 'recovery' }));
+    const recovered = await recover(pods, log.child({ module: 'recovery' }));
     t.mark('recovery');
     if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }));
     const retrier = new Retrier(pods, log.child({ module: 'retry' }));
@@ -138,7 +142,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     t.mark('serve');
     // Since the process began (module loading included), and each step's share: a slow start explains itself.
     log.info({ socket: config.socket, version: VERSION, startMs: Math.round(process.uptime() * 1000), ms: t.ms }, 'minicri serving');
-    const swept = sweepOrphans(pods, log.child({ module: 'recovery' }));
+    // The sweep holds host objects against the records, so it waits for the leftovers' records to settle.
+    const swept = recovered.finished.then(() => sweepOrphans(pods, log.child({ module: 'recovery' })));
 
     return {
       stop: async () => {

@@ -23,6 +23,7 @@ import { Status } from './handlers/status.js';
 import { StopContainer } from './handlers/stop-container.js';
 import { StopPodSandbox } from './handlers/stop-pod-sandbox.js';
 import { UpdateContainerResources } from './handlers/update-container-resources.js';
+import { UpdatePodSandboxResources } from './handlers/update-pod-sandbox-resources.js';
 import { UpdateRuntimeConfig } from './handlers/update-runtime-config.js';
 import { Version } from './handlers/version.js';
 import type { RuntimeHandlers } from './service.js';
@@ -52,6 +53,7 @@ export function runtimeService(edge: Edge): RuntimeHandlers {
     StopContainer: StopContainer(edge),
     StopPodSandbox: StopPodSandbox(edge),
     UpdateContainerResources: UpdateContainerResources(edge),
+    UpdatePodSandboxResources: UpdatePodSandboxResources(edge),
     UpdateRuntimeConfig: UpdateRuntimeConfig(edge),
     Version: Version(edge),
   };

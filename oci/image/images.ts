@@ -10,7 +10,7 @@ import type { Logger } from '../../core/log.js';
 import { ContentStore } from './content.js';
 import { Mutex, Semaphore } from './flight.js';
 import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
-import { formatPlatform, HOST_PLATFORM, selectPlatform } from './platform.js';
+import { formatPlatform, HOST_PLATFORM, runsOn, selectPlatform } from './platform.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
 import { RegistryClient, type Endpoint } from './registry.js';
 import { diskUsage, LayerStore, type Rootfs, type RootfsOptions } from './snapshot.js';
@@ -214,6 +214,9 @@ export class Images {
       downloaded += await this.fetchBlob(ref, manifest.config, source, auth, `config of "${name}"`);
       const { config, diffIds, platform } = parseImageConfig(await this.content.read(manifest.config.digest), `config ${manifest.config.digest} of "${name}"`);
       if (platform.os && platform.os !== 'linux') throw new InvalidArgument(`image "${name}" is for ${platform.os}, not linux`);
+      if (!runsOn(platform)) {
+        throw new InvalidArgument(`image "${name}" is for ${formatPlatform(platform)}, but this node is ${formatPlatform(HOST_PLATFORM)}: pull an image built for this node`);
+      }
       if (diffIds.length !== manifest.layers.length) {
         throw new InvalidArgument(`image "${name}" lists ${manifest.layers.length} layers but its config has ${diffIds.length} diff ids`);
       }

@@ -1,6 +1,7 @@
 // A container's cgroups on the host, where runc made them: found from the spec's cgroupsPath in every
 // mounted hierarchy (cgroup v1 controllers and the unified one), so that a container whose runc state is
 // gone (a reboot emptied /run, or a crash) still has its cgroups removed, and orphans can be listed.
+import { existsSync } from 'node:fs';
 import { readdir, readFile, rmdir, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { Internal } from '../../core/errors.js';
@@ -86,4 +87,9 @@ export async function cgroupExists(relative: string, hierarchies?: string[]): Pr
     if (await stat(join(root, relative)).then(() => true, () => false)) return true;
   }
   return false;
+}
+
+/** Whether the node runs the unified cgroup hierarchy (cgroup v2) alone. */
+export function unifiedCgroups(): boolean {
+  return existsSync('/sys/fs/cgroup/cgroup.controllers');
 }

@@ -17,7 +17,7 @@ import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, NotFound,
 import { launchConmon } from './conmon.js';
 import { runcExecSync, type ExecSyncResult } from './exec.js';
 import { ExitWatcher } from './exit-watch.js';
-import { cgroupDir, removeCgroupDir } from './cgroups.js';
+import { cgroupDir, cgroupEmpty, cgroupHierarchies, removeCgroupDir } from './cgroups.js';
 import { readRuncState } from './runc-state.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
 
@@ -212,10 +212,10 @@ export class OciRuntime {
     checkId(id);
     const st = await this.state(id);
     if (!st && o.bundle) await removeBundleCgroups(o.bundle);
-    if (st) {
-      if (!o.force && st.status !== 'stopped' && st.status !== 'created') {
-        throw new FailedPrecondition(`container "${id}" is ${st.status}: stop it before deleting, or delete with force`);
-      }
+    if (st && !o.force && st.status !== 'stopped' && st.status !== 'created') {
+      throw new FailedPrecondition(`container "${id}" is ${st.status}: stop it before deleting, or delete with force`);
+    }
+    if (st && !(st.status === 'stopped' && o.bundle && await this.deleteStopped(id, o.bundle))) {
       const r = await execa(this.opts.runtimePath, [...this.globalArgs, 'delete', ...(o.force || st.status === 'created' ? ['--force'] : []), id], { reject: false });
       if (r.exitCode !== 0 && !isNotExist(runcErrorText(r.stderr))) {
         throw new Internal(`runc delete of container "${id}" failed: ${runcErrorText(r.stderr)}`);
@@ -224,6 +224,26 @@ export class OciRuntime {
     // conmon writes the exit file as it goes; let it finish so nothing reappears after cleanup.
     await this.waitForConmon(id, KILL_WAIT_MS);
     await this.removeState(id);
+  }
+
+  /**
+   * What `runc delete` does to a stopped container, done here when nothing in it needs runc: no process left in
+   * its cgroups (runc would kill a straggler of a shared PID namespace) and no poststop hook to run. Its cgroups
+   * and runc's state go, sparing a runc process, most of a RemoveContainer's time. False when runc must do it;
+   * so always with the systemd driver, where runc stops the container's scope unit.
+   */
+  private async deleteStopped(id: string, bundle: string): Promise<boolean> {
+    if (this.opts.cgroupManager === 'systemd') return false;
+    const spec = await readBundleSpec(bundle);
+    const path = spec?.linux?.cgroupsPath;
+    if (!path || (spec.hooks?.poststop?.length ?? 0) > 0) return false;
+    const hierarchies = await cgroupHierarchies();
+    const dirs = hierarchies.map((root) => join(root, cgroupDir(path)));
+    const empty = await Promise.all(dirs.map(async (dir) => !(await stat(dir).then(() => true, () => false)) || cgroupEmpty(dir)));
+    if (!empty.every(Boolean)) return false;
+    await removeCgroupDir(cgroupDir(path), hierarchies);
+    await rm(join(this.opts.root, id), { recursive: true, force: true });
+    return true;
   }
 
   /** The container's exit, from conmon's exit file; undefined while it has not exited. */
@@ -480,13 +500,16 @@ function sleep(ms: number): Promise<void> {
  * Removes the cgroups the spec in `bundle` names. A bundle without a whole spec (a crash while it was written)
  * was never given to runc, so it has none to remove.
  */
-async function removeBundleCgroups(bundle: string): Promise<void> {
-  let spec: { linux?: { cgroupsPath?: string } } | undefined;
+/** What removal needs of a bundle's spec; undefined when it is gone or a crash cut its writing short. */
+async function readBundleSpec(bundle: string): Promise<{ linux?: { cgroupsPath?: string }; hooks?: { poststop?: unknown[] } } | undefined> {
   try {
-    spec = JSON.parse(await readFile(join(bundle, 'config.json'), 'utf8'));
+    return JSON.parse(await readFile(join(bundle, 'config.json'), 'utf8'));
   } catch {
-    return;
+    return undefined;
   }
-  const path = spec?.linux?.cgroupsPath;
+}
+
+async function removeBundleCgroups(bundle: string): Promise<void> {
+  const path = (await readBundleSpec(bundle))?.linux?.cgroupsPath;
   if (path) await removeCgroupDir(cgroupDir(path));
 }

@@ -36,7 +36,7 @@ export async function stageMounts(entry: string, mounts: readonly StagedMount[],
     if (st.isDirectory()) await mkdir(m.target);
     else await writeFile(m.target, '', { flag: 'wx' });
     try {
-      if (m.kind === 'rootfs-bind') await mount({ source: m.source, target: m.target, flags: MS.BIND });
+      if (m.kind === 'bind') await mount({ source: m.source, target: m.target, flags: MS.BIND });
       else await idmapMount(m.source, m.target, userns, { recursive: true });
     } catch (err) {
       if (err instanceof MountError && /: idmap: /.test(err.message)) {

@@ -25,6 +25,8 @@ export function Status(edge: Edge): RuntimeRpc<'Status'> {
       info.pendingTeardowns = JSON.stringify(pending.teardowns);
       info.pendingRemovals = JSON.stringify(pending.removals);
       info.runtimeHandlerFeatures = JSON.stringify(Object.fromEntries(handlers.filter((h) => h.name).map((h) => [h.name, h])));
+      // The CDI devices containers may ask for, and the spec files that could not be read.
+      info.cdi = JSON.stringify(await edge.pods.cdi.inventory());
     }
     return { status: { conditions }, info, runtime_handlers, features };
   };

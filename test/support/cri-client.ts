@@ -42,11 +42,17 @@ export class CriClient {
   readonly image: ServiceClient<ImageServiceDefinition>;
   private readonly clients: grpc.Client[];
 
-  /** `endpoint` is a socket path or a `unix://` address. */
-  constructor(endpoint: string) {
+  /**
+   * `endpoint` is a socket path or a `unix://` address. `reconnectMs` replaces grpc's reconnect backoff (1 s and
+   * growing) by a fixed short one, for a client that waits for a daemon to come up and must see it at once.
+   */
+  constructor(endpoint: string, opts: { reconnectMs?: number } = {}) {
     const address = endpoint.startsWith('unix:') ? endpoint : `unix://${endpoint}`;
     const cri = loadCri();
-    const options = { 'grpc.max_receive_message_length': 16 * 1024 * 1024, 'grpc.max_send_message_length': 32 * 1024 * 1024 };
+    const options = {
+      'grpc.max_receive_message_length': 16 * 1024 * 1024, 'grpc.max_send_message_length': 32 * 1024 * 1024,
+      ...(opts.reconnectMs && { 'grpc.initial_reconnect_backoff_ms': opts.reconnectMs, 'grpc.max_reconnect_backoff_ms': opts.reconnectMs }),
+    };
     const runtime = new cri.RuntimeService(address, grpc.credentials.createInsecure(), options);
     const image = new cri.ImageService(address, grpc.credentials.createInsecure(), options);
     this.clients = [runtime, image];

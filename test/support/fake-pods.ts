@@ -109,6 +109,7 @@ export function fakePods(): FakePods {
     tables, locks: new KeyedLock(), log: silentLogger, network, runtimes: new Map([['runc', runtime]]), images, host,
     pauseImage: async () => ({ id: 'sha256:pause', name: 'localhost/minicri/pause:test', config: { Entrypoint: ['/pause'] } }),
     hostFacts: () => step('facts', hostFacts()),
+    cdi: { resolve: async () => [], inventory: async () => ({ devices: [], errors: {} }) },
   };
   return {
     ctx, dir, journal, failing, states, attempted,

@@ -6,6 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { execa } from 'execa';
 import tar from 'tar-stream';
 import type { Platform } from '../../oci/image/types.js';
+import { HOST_PLATFORM } from '../../oci/image/platform.js';
 import type { TestRegistry } from './registry.js';
 
 export interface TarEntry {
@@ -75,7 +76,7 @@ const LAYER_TYPE: Record<Compression, string> = {
   none: 'application/vnd.oci.image.layer.v1.tar',
 };
 
-export async function buildImage(layers: TestLayer[], config: Record<string, unknown> = {}, platform: Platform = { os: 'linux', architecture: 'amd64' }): Promise<BuiltImage> {
+export async function buildImage(layers: TestLayer[], config: Record<string, unknown> = {}, platform: Platform = HOST_PLATFORM): Promise<BuiltImage> {
   const blobs = new Map<string, Buffer>();
   const descs = [];
   const diffIds: string[] = [];

@@ -1,4 +1,5 @@
 // What the container and pause builders derive the same way from a CRI security context.
+import path from 'node:path';
 import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandboxConfig.js';
 import type { SecurityProfile__Output } from '../../../gen/runtime/v1/SecurityProfile.js';
 import { InvalidArgument } from '../../../core/errors.js';
@@ -60,6 +61,22 @@ export function userFor(sc: SecurityContextFields | null, image: ImageConfig, ho
     host.passwd,
     host.group,
   );
+}
+
+/**
+ * The Localhost seccomp profile a security context asks for, by the new field or the legacy
+ * `seccomp_profile_path` (`localhost/<path>`): the file the edge must read into `host.seccompProfiles`, keyed
+ * by this ref. Undefined when none is needed (no Localhost profile, or privileged). Both forms name an
+ * absolute path on the node, as kubelet sends them.
+ */
+export function localhostSeccompRef(sc: SecurityContextFields | null): string | undefined {
+  if (!sc || sc.privileged) return undefined;
+  const choice = chooseProfile('seccomp', sc.seccomp ?? null, sc.seccomp_profile_path ?? '');
+  if (choice.kind !== 'localhost') return undefined;
+  if (!path.posix.isAbsolute(choice.ref)) {
+    throw new InvalidArgument(`seccomp profile "${choice.ref}" is not an absolute path: give the profile's full path on the node`);
+  }
+  return choice.ref;
 }
 
 /** Seccomp filter and AppArmor profile; privileged processes get neither. */

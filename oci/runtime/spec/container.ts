@@ -5,6 +5,8 @@ import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandbo
 import { InvalidArgument } from '../../../core/errors.js';
 import { containerAnnotations, withAnnotations } from './annotations.js';
 import { DEFAULT_CAPABILITIES, resolveCapabilities, withCapabilities } from './capabilities.js';
+import { withCdiEdits, type CdiEditsToApply } from './cdi.js';
+import { withCgroupNamespace } from './cgroupns.js';
 import { withCgroupsPath, type CgroupDriver } from './cgroups.js';
 import { confinementFor, podNamespaceModes, requireId, userFor, type ImageInfo } from './common.js';
 import type { HostFacts } from './host.js';
@@ -12,6 +14,7 @@ import { parseMountInfo } from './mountinfo.js';
 import {
   DEV_SHM, imageVolumeMounts, podFileMounts, withBindMounts, withDefaultMounts, withReadonlyRootfs, withWritableSysfs,
 } from './mounts.js';
+import { withImageVolumes, type ImageVolumeMount } from './image-volumes.js';
 import { containerNamespaces, nsPath, withNamespaces, type NamespaceModes } from './namespaces.js';
 import { applyOpts, baseSpec, type SpecOpt } from './opts.js';
 import { withHostname } from './pod.js';
@@ -51,6 +54,10 @@ export interface ContainerSpecInput {
   volumeDirs?: Record<string, string>;
   /** Rlimits the runtime is configured to set; none by default. */
   rlimits?: POSIXRlimit[];
+  /** Image volumes, mounted on the host by the edge (the config's image mounts are left out of config.mounts). */
+  imageVolumes?: readonly ImageVolumeMount[];
+  /** The edits of the container's CDI devices, resolved by the edge (device nodes completed from the host). */
+  cdi?: readonly CdiEditsToApply[];
 }
 
 /** The ordered list of opts for an app container; buildContainerSpec applies it. */
@@ -67,9 +74,6 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   const privileged = sc?.privileged ?? false;
   if (privileged && !podSc?.privileged) {
     throw new InvalidArgument(`container "${config.metadata.name}" is privileged but its pod is not: mark the pod privileged too`);
-  }
-  if (config.CDI_devices.length > 0) {
-    throw new InvalidArgument(`CDI devices (${config.CDI_devices.map((d) => d.name).join(', ')}) are not supported by this runtime: use plain devices`);
   }
   if ((sc?.capabilities?.add_ambient_capabilities.length ?? 0) > 0) {
     throw new InvalidArgument('ambient capabilities are not supported by this runtime: remove add_ambient_capabilities');
@@ -121,19 +125,25 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
       mountinfo: parseMountInfo(host.mountinfo),
       recursiveReadOnly: host.recursiveReadOnly ?? false,
     }),
+    withImageVolumes(input.imageVolumes ?? []),
     withReadonlyRootfs(readonlyRootfs),
     withMaskedPaths(sc?.masked_paths ?? [], sc?.readonly_paths ?? []),
     ...(privileged ? [withPrivileged(host.devices), withWritableSysfs()] : [withDevices(config.devices, host.devices)]),
     withSeccomp(seccomp),
     withApparmorProfile(apparmor),
+    // CDI edits come after what the config asked for (as the CDI reference runtimes apply them).
+    withCdiEdits(input.cdi ?? []),
     withNamespaces(containerNamespaces(modes, { pausePid: input.sandbox.pausePid, netnsPath: input.sandbox.netnsPath, targetPid: host.targetPid })),
     // The pause's user namespace: every container of the pod shares its mappings.
     withUserNamespace(userns, userns ? nsPath(input.sandbox.pausePid, 'user') : undefined),
+    withCgroupNamespace(host.cgroupNamespace ?? false),
     // Without its own UTS namespace the container would rename the node.
     withHostname(hostNetwork ? undefined : hostname),
     withCgroupsPath(input.cgroupDriver, sandboxConfig.linux?.cgroup_parent ?? '', input.id),
     withResources(resources, host.swapAccounting ?? true),
-    ...(resources ? [withOomScoreAdj(int64('oom_score_adj', resources.oom_score_adj), host.oomScoreAdjMin)] : []),
+    // Always set: inherited, it would be the daemon's own (-999 under the systemd unit), and the OOM killer would
+    // take the runtime before a pod that asked for nothing.
+    withOomScoreAdj(resources ? int64('oom_score_adj', resources.oom_score_adj) : 0, host.oomScoreAdjMin),
     withAnnotations(
       config.annotations,
       containerAnnotations(

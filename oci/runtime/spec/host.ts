@@ -21,6 +21,8 @@ export interface HostFacts {
   seccompProfiles?: Record<string, string>;
   /** For PID namespace mode TARGET: the target container's init pid. */
   targetPid?: number;
+  /** The node has the unified cgroup hierarchy (v2): app containers get a private cgroup namespace. */
+  cgroupNamespace?: boolean;
   /** Node's process.arch; defaults to the running one. */
   arch?: string;
   /** uname -r; unknown is treated as an old kernel by the default seccomp profile. */

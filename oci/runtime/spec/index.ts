@@ -14,5 +14,8 @@ export { clampOomScoreAdj } from './resources.js';
 export { splitSysctls, type PodSysctls } from './pod.js';
 export { podNamespaceModes } from './common.js';
 export { checkUsernsMounts, podRootOnHost, podUserNamespace, stageUsernsMounts, type IdRange, type PodUserns, type StagedMount } from './userns.js';
+export { localhostSeccompRef } from './common.js';
+export type { CdiEditsToApply } from './cdi.js';
+export { imageSubPath, type ImageVolumeMount } from './image-volumes.js';
 export { ANNOTATION } from './annotations.js';
 export * from './types.js';

@@ -80,7 +80,7 @@ const keyOf = (entry: string): string => {
 export function processEnv(
   hostname: string,
   imageEnv: readonly string[],
-  configEnv: ReadonlyArray<{ key: string; value: string }>,
+  configEnv: ReadonlyArray<{ key: string; value: string | Uint8Array }>,
 ): string[] {
   const env = new Map<string, string>();
   const put = (entry: string): void => { env.set(keyOf(entry), entry); };
@@ -88,12 +88,21 @@ export function processEnv(
   if (hostname) put(`HOSTNAME=${hostname}`);
   imageEnv.forEach(put);
   for (const { key, value } of configEnv) {
-    if (key === '' || key.includes('=') || key.includes('\0') || value.includes('\0')) {
+    if (key === '' || key.includes('=') || key.includes('\0') || envText(value).includes('\0')) {
       throw new InvalidArgument(`environment variable "${key}" is not valid: names must be non-empty without "=" or NUL`);
     }
-    put(`${key}=${value}`);
+    put(`${key}=${envText(value)}`);
   }
   return [...env.values()];
+}
+
+/**
+ * A CRI environment value (bytes since cri-api 1.36) as the spec's text. UTF-8 passes unchanged; a byte
+ * that is no UTF-8 becomes U+FFFD here, as runc's JSON reading of the spec would make it anyway (the OCI
+ * spec is JSON, which carries only Unicode text): such a value is accepted, as upstream runtimes accept it.
+ */
+export function envText(value: string | Uint8Array): string {
+  return typeof value === 'string' ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8');
 }
 
 export function withEnv(env: readonly string[]): SpecOpt {

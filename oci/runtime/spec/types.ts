@@ -11,6 +11,24 @@ export interface Spec {
   mounts?: Mount[];
   annotations?: Record<string, string>;
   linux?: Linux;
+  hooks?: Hooks;
+}
+
+/** A program runc runs at a point of the container's life (CDI devices bring them). */
+export interface Hook {
+  path: string;
+  args?: string[];
+  env?: string[];
+  timeout?: number;
+}
+
+export interface Hooks {
+  prestart?: Hook[];
+  createRuntime?: Hook[];
+  createContainer?: Hook[];
+  startContainer?: Hook[];
+  poststart?: Hook[];
+  poststop?: Hook[];
 }
 
 export interface Root {
@@ -69,6 +87,7 @@ export interface LinuxNamespace {
 
 export interface Linux {
   sysctl?: Record<string, string>;
+  intelRdt?: { closID?: string; l3CacheSchema?: string; memBwSchema?: string };
   resources?: LinuxResources;
   cgroupsPath?: string;
   namespaces?: LinuxNamespace[];

@@ -92,22 +92,26 @@ export function withUserNamespace(userns: PodUserns | undefined, nsPath?: string
 export interface StagedMount {
   source: string;
   target: string;
-  /** The root filesystem: a plain bind (an overlay cannot be id-mapped; its layers already are). */
-  kind: 'rootfs-bind' | 'idmap';
+  /**
+   * 'bind' as it is: the root filesystem (an overlay cannot be id-mapped; its layers already are) and image
+   * volumes (shared overlays of an image: their files show as the overflow id inside, readable as their modes allow).
+   */
+  kind: 'bind' | 'idmap';
 }
 
 /**
  * Rewrites `spec` so that runc, working as the pod's root, reaches the container's root and bind mount
  * sources under `entry` (the container's staging dir), each an id-mapped mount of the original: the root
  * at `<entry>/rootfs`, bind sources at `<entry>/m<n>`. `rootfsIdmapped` says whether the root is an overlay
- * of id-mapped layers (bound as it is) or a plain directory (id-mapped here). Returns what to mount.
+ * of id-mapped layers (bound as it is) or a plain directory (id-mapped here); `plainSources` (image volumes)
+ * are bound as they are. Returns what to mount.
  * Bind mounts with propagation are refused: a private id-mapped copy would propagate nothing.
  */
-export function stageUsernsMounts(spec: Spec, entry: string, rootfsIdmapped: boolean): StagedMount[] {
+export function stageUsernsMounts(spec: Spec, entry: string, rootfsIdmapped: boolean, plainSources: ReadonlySet<string> = new Set()): StagedMount[] {
   const staged: StagedMount[] = [];
   if (spec.root) {
     const target = path.posix.join(entry, 'rootfs');
-    staged.push({ source: spec.root.path, target, kind: rootfsIdmapped ? 'rootfs-bind' : 'idmap' });
+    staged.push({ source: spec.root.path, target, kind: rootfsIdmapped ? 'bind' : 'idmap' });
     spec.root = { ...spec.root, path: target };
   }
   let n = 0;
@@ -117,7 +121,7 @@ export function stageUsernsMounts(spec: Spec, entry: string, rootfsIdmapped: boo
       throw new InvalidArgument(`mount "${m.destination}" asks for mount propagation, which a pod in its own user namespace cannot have: use private propagation`);
     }
     const target = path.posix.join(entry, `m${n++}`);
-    staged.push({ source: m.source, target, kind: 'idmap' });
+    staged.push({ source: m.source, target, kind: plainSources.has(m.source) ? 'bind' : 'idmap' });
     return { ...m, source: target };
   });
   return staged;

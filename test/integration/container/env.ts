@@ -35,14 +35,14 @@ export class ContainerEnv {
     private readonly ipForward: string,
   ) {}
 
-  /** Everything up, images pulled. `n` picks the network (10.233.<n>.0/24, bridge mcnt-br<n>). */
-  static async start(n: number): Promise<ContainerEnv> {
+  /** Everything up, images pulled. `n` picks the network (10.233.<n>.0/24, bridge mcnt-br<n>); `extraToml` adds to the daemon's config. */
+  static async start(n: number, extraToml = ''): Promise<ContainerEnv> {
     const snapshot = await hostSnapshot();
     // The bridge plugin turns on forwarding for a gateway bridge; teardown puts it back.
     const ipForward = (await readFile(IP_FORWARD, 'utf8')).trim();
     const registry = await startRegistry();
     const net = await makeTestNet(n);
-    const dirs = makeDaemonDirs('', net);
+    const dirs = makeDaemonDirs(extraToml, net);
     try {
       await writeGatewayNetwork(net);
       const images = await pushBusyboxImages(registry);

@@ -15,12 +15,15 @@ describe('systemd unit', () => {
     assert.equal(result.stderr.trim(), '');
   });
 
-  it('leaves containers running when the daemon stops, delegates cgroups and raises the fd limit', () => {
+  it('leaves containers running when the daemon stops, delegates cgroups, raises the fd limit and keeps the runtime from the OOM killer', () => {
     const unit = readFileSync(UNIT, 'utf8');
     assert.match(unit, /^KillMode=process$/m);
     assert.match(unit, /^Delegate=yes$/m);
     assert.match(unit, /^LimitNOFILE=1048576$/m);
     assert.match(unit, /^Restart=on-failure$/m);
+    // Restarts (a test's, an operator's, a crash loop's) never exhaust a start limit: the node keeps its runtime.
+    assert.match(unit, /^\[Unit\][^[]*^StartLimitIntervalSec=0$/m);
+    assert.match(unit, /^OOMScoreAdjust=-999$/m);
     assert.match(unit, /^ExecStart=\/usr\/local\/bin\/minicri serve$/m);
   });
 });

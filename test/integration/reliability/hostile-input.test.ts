@@ -61,7 +61,7 @@ const CASES: Case[] = [
   { name: 'relative mount target', code: INVALID_ARGUMENT, message: /container_path/, call: create((c) => { c.mounts = [{ container_path: 'data', host_path: '/tmp' }]; }) },
   { name: 'relative mount source', code: INVALID_ARGUMENT, message: /host_path "relative\/dir" must be an absolute path/, call: create((c) => { c.mounts = [{ container_path: '/data', host_path: 'relative/dir' }]; }) },
   { name: 'command line over what the kernel execs', code: INVALID_ARGUMENT, message: /argument 1 is 4194305 bytes long; .* over 131072 bytes/, call: create((c) => { c.command = ['/pause', 'x'.repeat(4 * 1024 * 1024)]; }) },
-  { name: 'environment variable without a name', code: INVALID_ARGUMENT, message: /empty name/, call: create((c) => { c.envs = [{ key: '', value: 'x' }]; }) },
+  { name: 'environment variable without a name', code: INVALID_ARGUMENT, message: /empty name/, call: create((c) => { c.envs = [{ key: '', value: Buffer.from('x') }]; }) },
   { name: 'status of an unknown container', code: NOT_FOUND, message: /not found/, call: (c) => c.runtime.call('ContainerStatus', { container_id: 'd'.repeat(64) }) },
   { name: 'start of an unknown container', code: NOT_FOUND, message: /not found/, call: (c) => c.runtime.call('StartContainer', { container_id: 'd'.repeat(64) }) },
   { name: 'exec without a command', code: INVALID_ARGUMENT, message: /needs a command/, call: (c) => c.runtime.call('ExecSync', { container_id: 'd'.repeat(64), cmd: [] }) },

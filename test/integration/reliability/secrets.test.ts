@@ -38,7 +38,7 @@ describe('secrets on the node', () => {
     pod = (await daemon.client.runtime.call('RunPodSandbox', { config })).pod_sandbox_id;
     container = (await daemon.client.runtime.call('CreateContainer', {
       pod_sandbox_id: pod, sandbox_config: config,
-      config: containerConfig('app', PAUSE_IMAGE, ['/pause'], (c) => { c.envs = [{ key: 'DB_PASSWORD', value: secret }]; }),
+      config: containerConfig('app', PAUSE_IMAGE, ['/pause'], (c) => { c.envs = [{ key: 'DB_PASSWORD', value: Buffer.from(secret) }]; }),
     })).container_id;
     await daemon.client.runtime.call('StartContainer', { container_id: container });
   });

@@ -1,11 +1,13 @@
 // runc under conmon, for real: create/start/state, CRI log lines, exit codes, stop, delete, failures.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, readdir, rename, stat } from 'node:fs/promises';
+import { chmod, readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseCriLog, joinCriLogEntries } from '../../../oci/runtime/logs.js';
 import { FailedPrecondition, Internal, InvalidArgument, AlreadyExists } from '../../../core/errors.js';
-import { setup, uniqueId, runcIds, conmonsMentioning, cgroupExists, waitFor } from './helpers.js';
+import { OciRuntime } from '../../../oci/runtime/runc.js';
+import { silentLogger } from '../../../core/log.js';
+import { setup, uniqueId, runcIds, conmonsMentioning, cgroupExists, waitFor, RUNC, CONMON } from './helpers.js';
 
 test('create leaves the container CREATED, start runs it, output lands in CRI log lines', async (t) => {
   const env = await setup(t);
@@ -44,6 +46,46 @@ test('create leaves the container CREATED, start runs it, output lands in CRI lo
   assert.equal(await cgroupExists(id), false);
   assert.deepEqual(await readdir(join(env.stateDir, 'containers')), []);
   assert.deepEqual(await readdir(join(env.stateDir, 'sockets')), []);
+});
+
+test('a stopped container is deleted without a runc process, unless a poststop hook needs runc', async (t) => {
+  const env = await setup(t);
+  // The same runc behind a script that notes each command it is given.
+  const calls = join(env.dir, 'runc-calls');
+  const wrapper = join(env.dir, 'runc-noting');
+  await writeFile(wrapper, `#!/bin/sh\necho "$*" >> ${calls}\nexec ${RUNC} "$@"\n`);
+  await chmod(wrapper, 0o755);
+  const rt = new OciRuntime({ runtimePath: wrapper, conmonPath: CONMON, root: env.root, stateDir: env.stateDir, log: silentLogger, cgroupManager: 'cgroupfs' });
+  const deletes = async () => (await readFile(calls, 'utf8').catch(() => '')).split('\n').filter((l) => /(^| )delete /.test(l));
+  const exited = async (id: string, bundle: string) => {
+    await rt.create({ id, bundle, logPath: env.logPath(id) });
+    await rt.start(id);
+    await waitFor('exit', () => rt.exitStatus(id));
+    assert.equal((await rt.state(id))?.status, 'stopped');
+  };
+
+  const plain = uniqueId('del');
+  const plainBundle = await env.bundle(plain, ['/bin/sh', '-c', 'exit 0']);
+  await exited(plain, plainBundle);
+  assert.equal(await cgroupExists(plain), true);
+  await rt.delete(plain, { force: true, bundle: plainBundle });
+  assert.deepEqual(await deletes(), []);
+  assert.equal(await rt.state(plain), undefined);
+  assert.ok(!(await runcIds(env.root)).includes(plain), 'runc still lists the container');
+  assert.equal(await cgroupExists(plain), false);
+
+  const hooked = uniqueId('del');
+  const hookedBundle = await env.bundle(hooked, ['/bin/sh', '-c', 'exit 0']);
+  const ran = join(env.dir, 'poststop-ran');
+  const spec = JSON.parse(await readFile(join(hookedBundle, 'config.json'), 'utf8'));
+  spec.hooks = { poststop: [{ path: '/bin/sh', args: ['sh', '-c', `touch ${ran}`] }] };
+  await writeFile(join(hookedBundle, 'config.json'), JSON.stringify(spec));
+  await exited(hooked, hookedBundle);
+  await rt.delete(hooked, { force: true, bundle: hookedBundle });
+  assert.equal((await deletes()).length, 1, 'runc delete ran the container with a poststop hook');
+  assert.ok(await stat(ran).then(() => true, () => false), 'the poststop hook did not run');
+  assert.equal(await cgroupExists(hooked), false);
+  assert.deepEqual(await runcIds(env.root), []);
 });
 
 test('exit codes 0, 1 and 137 (killed) come from conmon exit files', async (t) => {

@@ -21,7 +21,7 @@ describe('buildContainerSpec', () => {
     assert.deepEqual(s.process?.capabilities?.effective, [...DEFAULT_CAPABILITIES]);
     assert.equal(s.process?.noNewPrivileges, false);
     assert.equal(s.process?.rlimits, undefined);
-    assert.equal(s.process?.oomScoreAdj, undefined);
+    assert.equal(s.process?.oomScoreAdj, 0); // not the daemon's own, which it would inherit
     assert.equal(s.hostname, 'web-0');
     assert.equal(s.linux?.cgroupsPath, '/kubepods/besteffort/poduid-1/c0ffee');
     assert.deepEqual(s.linux?.maskedPaths, DEFAULT_MASKED_PATHS);
@@ -50,7 +50,7 @@ describe('buildContainerSpec', () => {
   it('applies process, user and security settings from the config', () => {
     const s = buildContainerSpec(containerInput({
       config: containerConfig(
-        { command: ['/bin/app'], args: ['-v'], working_dir: '/srv', tty: true, envs: [{ key: 'LANG', value: 'C.UTF-8' }], annotations: { team: 'a' } },
+        { command: ['/bin/app'], args: ['-v'], working_dir: '/srv', tty: true, envs: [{ key: 'LANG', value: Buffer.from('C.UTF-8') }], annotations: { team: 'a' } },
         {
           run_as_user: { value: '1000' }, run_as_group: { value: '3000' }, supplemental_groups: ['4000'], no_new_privs: true,
           readonly_rootfs: true, capabilities: { add_capabilities: ['NET_ADMIN'], drop_capabilities: ['ALL'], add_ambient_capabilities: [] },
@@ -177,7 +177,8 @@ describe('buildContainerSpec', () => {
       containerInput({ config: containerConfig({ metadata: null }) }),
       containerInput({ image: { name: 'x', config: {} } }),
       containerInput({ config: containerConfig({ working_dir: 'rel' }) }),
-      containerInput({ config: containerConfig({ CDI_devices: [{ name: 'vendor.com/gpu=0' }] }) }),
+      // CDI edits arrive resolved; one whose device node lacks its numbers is refused.
+      containerInput({ cdi: [{ owner: 'CDI device "vendor.com/gpu=0"', edits: { deviceNodes: [{ path: '/dev/gpu0' }] } }] }),
       containerInput({ config: containerConfig({}, {}, resources({ cpu_shares: '-3' })) }),
       containerInput({ config: containerConfig({}, { capabilities: { add_capabilities: ['BOGUS'], drop_capabilities: [], add_ambient_capabilities: [] } }) }),
       containerInput({ config: containerConfig({}, { capabilities: { add_capabilities: [], drop_capabilities: [], add_ambient_capabilities: ['NET_RAW'] } }) }),

@@ -73,3 +73,12 @@ describe('checkExecSize', () => {
     assert.throws(() => checkExecSize(['/bin/app', ...Array.from({ length: 20 }, () => 'z'.repeat(120_000))], []), /exceed 2097152 bytes/);
   });
 });
+
+it('environment values arrive as bytes: UTF-8 unchanged, other bytes as U+FFFD, NUL refused', async () => {
+  const { envText, processEnv } = await import('../../../oci/runtime/spec/process.js');
+  assert.equal(envText(Buffer.from('héllo wörld')), 'héllo wörld');
+  assert.equal(envText(new Uint8Array([0x61, 0xff, 0x62])), 'a\uFFFDb');
+  assert.equal(envText('plain'), 'plain');
+  assert.deepEqual(processEnv('', [], [{ key: 'A', value: Buffer.from('é') }]).at(-1), 'A=é');
+  assert.throws(() => processEnv('', [], [{ key: 'A', value: Buffer.from([0x61, 0, 0x62]) }]), /not valid/);
+});

@@ -83,7 +83,7 @@ describe('user namespace spec edits', () => {
     }));
     const binds = (s.mounts ?? []).filter((m) => m.type === 'bind').map((m) => m.source);
     const staged = stageUsernsMounts(s, '/run/minicri-userns/c0ffee', true);
-    assert.deepEqual(staged[0], { source: '/var/lib/minicri/containers/c0ffee/rootfs', target: '/run/minicri-userns/c0ffee/rootfs', kind: 'rootfs-bind' });
+    assert.deepEqual(staged[0], { source: '/var/lib/minicri/containers/c0ffee/rootfs', target: '/run/minicri-userns/c0ffee/rootfs', kind: 'bind' });
     assert.deepEqual(staged.slice(1).map((m) => m.source), binds);
     assert.ok(staged.slice(1).every((m, i) => m.kind === 'idmap' && m.target === `/run/minicri-userns/c0ffee/m${i}`));
     assert.equal(s.root?.path, '/run/minicri-userns/c0ffee/rootfs');
@@ -91,6 +91,12 @@ describe('user namespace spec edits', () => {
     assert.ok((s.mounts ?? []).some((m) => m.destination === '/data' && m.source?.startsWith('/run/minicri-userns/c0ffee/m')));
     // proc, sysfs and the like are no bind mounts: runc mounts them itself.
     assert.ok((s.mounts ?? []).some((m) => m.type === 'proc' && m.source === 'proc'));
+    // An image volume (a shared overlay, which cannot be id-mapped) is bound as it is.
+    const again = buildContainerSpec(containerInput({
+      sandboxConfig: podWith('POD'),
+      config: containerConfig({ mounts: [mount({ container_path: '/data', host_path: '/srv/data', readonly: true })] }),
+    }));
+    assert.equal(stageUsernsMounts(again, '/e', true, new Set(['/srv/data'])).find((m) => m.source === '/srv/data')?.kind, 'bind');
     // A plain directory as the root (the pause's shared layer) is id-mapped itself.
     assert.equal(stageUsernsMounts(buildPauseSpec(pauseInput({ config: podWith('POD') })), '/e', false)[0]!.kind, 'idmap');
   });
