@@ -110,12 +110,19 @@ describe('pods in their own user namespace', () => {
     const again = await env.exec(id, 'id -u; cat /data/new');
     assert.deepEqual([again.exitCode, again.stdout], [0, '0\nwritten\n'], again.stderr);
 
+    // An image volume (a shared overlay, which cannot be id-mapped) is bound as it is: readable, its owners the overflow id.
+    const image = await env.output(pod, 'image-volume', 'cat /iv/etc/group | head -1; stat -c %u /iv/etc/group', (c) => {
+      c.mounts = [{ container_path: '/iv', image: { image: env.images.root }, readonly: true }];
+    });
+    assert.deepEqual(image.split('\n'), ['root:x:0:', '65534']);
+
     // A mount with propagation cannot be id-mapped privately: refused, and nothing of the creation stays.
     await assert.rejects(env.create(pod, 'propagating', ['true'], (c) => {
       c.mounts = [{ container_path: '/p', host_path: volume, readonly: false, propagation: 'PROPAGATION_HOST_TO_CONTAINER' }];
     }), grpcCode(grpc.status.INVALID_ARGUMENT, /"\/p".*propagation/));
-    assert.deepEqual((await readdir(staging)).sort(), [id, pod.id].sort());
-    assert.deepEqual((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers.map((c) => c.id), [id]);
+    const containers = (await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers;
+    assert.deepEqual(containers.filter((c) => c.metadata?.name === 'propagating'), []);
+    assert.deepEqual((await readdir(staging)).sort(), [pod.id, ...containers.map((c) => c.id)].sort(), 'no staging entry of the refused container');
   });
 
   it('refuses malformed, overlapping, split and TARGET mappings with a message, and leaves nothing behind', async (t) => {
