@@ -132,11 +132,13 @@ test('mounter: the helper frames requests that arrive a byte at a time', async (
   await mkdir(target);
   const helper = execa(MOUNTER, []);
   const request = Buffer.from(`7\0mount\0tmpfs\0${target}\0tmpfs\x000\0size=64k\0\0`);
+  // Listening before the last byte goes: the answer may come while the loop still waits a tick.
+  const answered = new Promise<string>((resolve) => helper.stdout!.once('data', (b: Buffer) => resolve(b.toString())));
   for (const byte of request) {
     helper.stdin!.write(Buffer.from([byte]));
     await new Promise((r) => setImmediate(r));
   }
-  const answer = await new Promise<string>((resolve) => helper.stdout!.once('data', (b: Buffer) => resolve(b.toString())));
+  const answer = await answered;
   helper.stdin!.end();
   await helper;
   assert.equal(answer, '7 0 \n');

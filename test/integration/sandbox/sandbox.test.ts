@@ -200,12 +200,13 @@ describe('pod network failures and readiness', () => {
       await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config: podConfig('failing') }),
         (err: grpc.ServiceError) => { first = err; return /mcnt-fail/.test(err.details); });
       assert.deepEqual(await net.allocatedIps(), []);
-      await assertNothingLeft(before, 'a failed RunPodSandbox');
+      // The bridge the first ADD made is the network's own (removed with it).
+      await assertNothingLeft(before, 'a failed RunPodSandbox', networkFixtureObjects(net.bridge));
       assert.deepEqual((await daemon.client.runtime.call('ListPodSandbox', {})).items, []);
       // The name is free again: a retry is refused by the plugin again, as the first try was, not by a stale reservation.
       await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config: podConfig('failing') }),
         (err: grpc.ServiceError) => err.code === first!.code && /mcnt-fail/.test(err.details));
-      await assertNothingLeft(before, 'a retried failed RunPodSandbox');
+      await assertNothingLeft(before, 'a retried failed RunPodSandbox', networkFixtureObjects(net.bridge));
     } finally {
       await daemon.stop();
       await checkThenClean(start, 'the failed ADD test', networkFixtureObjects(net.bridge), async () => { await net.cleanup(); removeDirs(dirs); });
