@@ -12,7 +12,7 @@ case "$mode" in start|test|install) ;; *) echo "usage: $0 start|test|install" >&
 # and a C toolchain for the built-in pause binary. The tests add a registry and busybox for test images.
 runtime_packages=(runc conmon containernetworking-plugins iproute2 iptables util-linux zstd gcc libc6-dev musl-tools ca-certificates)
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
-test_packages=(docker-registry busybox openssl apache2-utils systemd e2fsprogs $(command -v kubectl >/dev/null || echo kubernetes-client))
+test_packages=(docker-registry busybox openssl apache2-utils systemd systemd-container e2fsprogs $(command -v kubectl >/dev/null || echo kubernetes-client))
 packages=("${runtime_packages[@]}")
 [ "$mode" = test ] && packages+=("${test_packages[@]}")
 command -v node >/dev/null || packages+=(nodejs npm)
