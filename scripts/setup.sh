@@ -13,11 +13,13 @@ case "$mode" in start|test|install) ;; *) echo "usage: $0 start|test|install" >&
 # The tests add a registry and busybox for test images.
 runtime_packages=(runc conmon containernetworking-plugins iproute2 iptables util-linux zstd gcc libc6-dev musl-tools ca-certificates make g++ python3)
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
-test_packages=(docker-registry busybox openssl apache2-utils systemd e2fsprogs)
+# systemd-container: the unit test boots the shipped unit under a real systemd (systemd-nspawn). kubectl for the
+# streaming interop tests: Debian's kubernetes-client, unless a kubectl is on PATH already (their files collide).
+test_packages=(docker-registry busybox openssl apache2-utils systemd systemd-container e2fsprogs $(command -v kubectl >/dev/null || echo kubernetes-client))
 # With systemd as PID 1, the systemd cgroup driver (runc's and conmon's) talks to it over D-Bus.
 [ -d /run/systemd/system ] && runtime_packages+=(dbus)
 # The kind-style node test (test/node/) builds a Debian 12 node with debootstrap and boots it with systemd-nspawn.
-node_test_packages=(debootstrap systemd-container)
+node_test_packages=(debootstrap)
 packages=("${runtime_packages[@]}")
 [ "$mode" = test ] && packages+=("${test_packages[@]}" "${node_test_packages[@]}")
 

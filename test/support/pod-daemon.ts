@@ -1,15 +1,16 @@
 // Fixtures for one describe block: a private CNI network (testNetwork), or a test daemon on one
-// (podDaemon). Made before the block's tests; after them, everything removed and the host checked to
-// be as it was.
+// (podDaemon). Made before the block's tests; after them, the host checked to be as it was (but for
+// the network's own bridge and shared chains), then everything removed, so a leak fails the block and
+// is still cleaned up.
 import { after, before } from 'node:test';
 import { makeTestNet, type TestNet } from './cni-env.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from './daemon.js';
-import { assertNothingLeft, hostSnapshot, type HostSnapshot } from './leaks.js';
+import { checkThenClean, hostSnapshot, networkFixtureObjects, type HostSnapshot } from './leaks.js';
 
 export interface TestNetworkOptions {
   /** Writes the network config (default: the plain test bridge). */
   network?: (net: TestNet) => Promise<unknown>;
-  /** Runs once the network is removed, before the host is checked: what the tests themselves made. */
+  /** Runs after the host is checked, with the network's removal: what the tests themselves made (temp dirs). */
   cleanup?: () => unknown;
 }
 
@@ -26,9 +27,10 @@ export function testNetwork(n: number, what: string, options: TestNetworkOptions
     await (options.network ?? ((net) => net.writeBridgeConf()))(fixture.net);
   });
   after(async () => {
-    await fixture.net?.cleanup();
-    await options.cleanup?.();
-    await assertNothingLeft(snapshot, what);
+    await checkThenClean(snapshot, what, fixture.net ? networkFixtureObjects(fixture.net.bridge) : {}, async () => {
+      await fixture.net?.cleanup();
+      await options.cleanup?.();
+    });
   });
   return fixture;
 }
@@ -58,4 +60,14 @@ export function podDaemon(n: number, what: string, options: PodDaemonOptions = {
     fixture.daemon = await TestDaemon.start(fixture.dirs);
   });
   return fixture;
+}
+
+/**
+ * A host check around the calling block (the whole file when called at its top level): a snapshot
+ * before its first test, and after its last one the host must hold nothing more.
+ */
+export function hostCheck(what: string): void {
+  let snapshot: HostSnapshot | undefined;
+  before(async () => { snapshot = await hostSnapshot(); });
+  after(() => checkThenClean(snapshot, what, {}, () => {}));
 }

@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { loadCri } from '../../../server/proto.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
+import { hostCheck } from '../../support/pod-daemon.js';
 import { connectRaw, rawUnary, startEchoServer } from '../../support/echo-server.js';
 import {
   CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, RST_STREAM, SETTINGS, clientEncoder, connectionStart, decodeBlock, encodeFields, frame,
@@ -30,6 +31,9 @@ function session(t: { after(fn: () => void): void }, socketPath: string) {
   t.after(() => { s.destroy(); });
   return s;
 }
+
+// Daemons, pods and pulls of this file leave nothing on the host.
+hostCheck('the authority filter tests');
 
 it('without the filter nghttp2 resets a socket-path authority (the problem being fixed)', async (t) => {
   const server = await startEchoServer('inject');

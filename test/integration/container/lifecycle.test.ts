@@ -88,15 +88,14 @@ describe('containers', () => {
     const polite = await env.run(pod, 'polite', ['sh', '-c', "trap 'exit 3' TERM; while :; do sleep 0.1; done"]);
     const stubborn = await env.run(pod, 'stubborn', ['sh', '-c', "trap 'echo ignored TERM' TERM; while :; do sleep 0.1; done"]);
     await sleep(300); // let the shells install their traps
-    let started = Date.now();
     await env.rt.runtime.call('StopContainer', { container_id: polite, timeout: 10 });
-    assert.ok(Date.now() - started < 5000, 'a container that exits on TERM is not waited for');
+    // It exited on TERM by itself (3), not killed (137) at the end of the timeout. (How long stops take: bench/lifecycle.ts.)
     assert.equal((await env.status(polite)).exit_code, 3);
 
-    started = Date.now();
+    const started = Date.now();
     await env.rt.runtime.call('StopContainer', { container_id: stubborn, timeout: 2 });
-    const took = Date.now() - started;
-    assert.ok(took >= 2000 && took < 8000, `stop took ${took} ms, want the 2 s timeout then a kill`);
+    // A lower bound only: the 2 s it must be given before the kill (a slow host cannot make this fail).
+    assert.ok(Date.now() - started >= 2000, `stop returned after ${Date.now() - started} ms, before the 2 s timeout`);
     const s = await env.status(stubborn);
     assert.equal(s.state, 'CONTAINER_EXITED');
     assert.equal(s.exit_code, 137);
@@ -118,9 +117,7 @@ describe('containers', () => {
     assert.notEqual(neverStatus.exit_code, 0, 'a container that never ran does not read as a success');
     await assert.rejects(env.rt.runtime.call('StartContainer', { container_id: never }), grpcCode(grpc.status.FAILED_PRECONDITION));
     const last = await env.run(pod, 'last', ['sleep', '1000']);
-    started = Date.now();
     await env.rt.runtime.call('StopPodSandbox', { pod_sandbox_id: pod.id });
-    assert.ok(Date.now() - started < 5000);
     assert.deepEqual([(await env.status(last)).state, (await env.status(last)).exit_code], ['CONTAINER_EXITED', 137]);
   });
 
@@ -129,9 +126,11 @@ describe('containers', () => {
     const id = await env.run(pod, 'sleeper', ['sleep', '1000']);
     const r = await env.exec(id, 'echo out; echo err >&2; exit 5');
     assert.deepEqual(r, { stdout: 'out\n', stderr: 'err\n', exitCode: 5 });
-    const started = Date.now();
     await assert.rejects(env.exec(id, 'sleep 30', 1), grpcCode(grpc.status.DEADLINE_EXCEEDED));
-    assert.ok(Date.now() - started < 6000, 'the timeout is honoured');
+    // The timed-out command was killed, not left running; the container itself goes on.
+    const ps = await env.exec(id, 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done');
+    assert.match(ps.stdout, /sleep 1000/);
+    assert.doesNotMatch(ps.stdout, /sleep 30/);
     assert.equal((await env.status(id)).state, 'CONTAINER_RUNNING');
   });
 
@@ -154,8 +153,10 @@ describe('containers', () => {
 
   it('reports cpu and memory for a busy container and its pod', async (t) => {
     const pod = await env.runPod(t, 'stats');
-    const id = await env.run(pod, 'busy', ['sh', '-c', 'x=$(head -c 2000000 /dev/zero | tr "\\0" a); while :; do :; done']);
+    // 1 MiB written to its writable layer, 2 MB held in memory, and a spinning CPU.
+    const id = await env.run(pod, 'busy', ['sh', '-c', 'head -c 1048576 /dev/zero > /layer-data; x=$(head -c 2000000 /dev/zero | tr "\\0" a); while :; do :; done']);
     await sleep(1000);
+    assert.equal((await env.exec(id, 'wc -c < /layer-data')).stdout.trim(), '1048576');
     const first = (await env.rt.runtime.call('ContainerStats', { container_id: id })).stats!;
     await sleep(500);
     const { stats } = await env.rt.runtime.call('ListContainerStats', { filter: { pod_sandbox_id: pod.id } });
@@ -165,7 +166,8 @@ describe('containers', () => {
     assert.ok(Number(second.cpu!.usage_core_nano_seconds!.value) > Number(first.cpu!.usage_core_nano_seconds!.value), 'cpu time grows');
     assert.ok(Number(second.cpu!.usage_nano_cores!.value) > 0, 'a CPU rate from two samples');
     assert.ok(Number(second.memory!.working_set_bytes!.value) > 0, 'memory working set');
-    assert.ok(Number(second.writable_layer!.used_bytes!.value) >= 0);
+    assert.ok(Number(second.writable_layer!.used_bytes!.value) >= 1048576, `the writable layer holds the file written: ${second.writable_layer!.used_bytes!.value} bytes`);
+    assert.ok(Number(second.writable_layer!.inodes_used!.value) >= 1, 'and its inode');
     const podStats = (await env.rt.runtime.call('PodSandboxStats', { pod_sandbox_id: pod.id })).stats!;
     assert.ok(Number(podStats.linux!.cpu!.usage_core_nano_seconds!.value) >= Number(second.cpu!.usage_core_nano_seconds!.value));
     assert.ok(Number(podStats.linux!.memory!.working_set_bytes!.value) > 0);

@@ -4,12 +4,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
+import { hostCheck } from '../../support/pod-daemon.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
 import { pushBusybox } from '../../support/busybox-image.js';
 import { podConfig } from '../../support/pods.js';
 import { buildImage, busyboxLayer, pushImage, type BuiltImage } from '../../support/test-images.js';
 
 const isCode = (code: grpc.status, pattern?: RegExp) => (err: grpc.ServiceError) => err.code === code && (!pattern || pattern.test(err.details));
+
+// Daemons, pods and pulls of this file leave nothing on the host.
+hostCheck('the image RPC tests');
 
 describe('image service RPCs', () => {
   let registry: TestRegistry;

@@ -13,9 +13,11 @@ import { unmountUnder } from '../../support/daemon.js';
 async function scratch(t: { after(fn: () => Promise<void>): void }): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'mcri-mounter-'));
   t.after(async () => {
-    // Whatever a failed assertion left mounted under it goes first.
+    // Checked first, then removed either way: a test that leaves a mount fails, and the host is still tidied.
+    const left = (await readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(`${dir}/`) || m === dir);
     await unmountUnder(dir);
     await rm(dir, { recursive: true, force: true });
+    assert.deepEqual(left, [], 'the test left these mounted');
   });
   return dir;
 }
@@ -97,6 +99,8 @@ test('mounter: a netns pin is a new namespace on a shared mount point, and never
   for (const p of [pin, pin2]) assert.equal(await unmountIfMounted(p, { lazy: true }), true);
   // A dir that does not exist: nothing is made.
   await assert.rejects(pinNetns(path.join(dir, 'nope'), path.join(dir, 'nope', 'p')), (err: unknown) => err instanceof MountError && err.code === 'ENOENT');
+  // The shared mount point the pins needed is the test's own to remove.
+  await unmount(nsDir);
 });
 
 test('mounter: an unmount never follows a symlink at its target', async (t) => {
@@ -128,11 +132,13 @@ test('mounter: the helper frames requests that arrive a byte at a time', async (
   await mkdir(target);
   const helper = execa(MOUNTER, []);
   const request = Buffer.from(`7\0mount\0tmpfs\0${target}\0tmpfs\x000\0size=64k\0\0`);
+  // Listening before the last byte goes: the answer may come while the loop still waits a tick.
+  const answered = new Promise<string>((resolve) => helper.stdout!.once('data', (b: Buffer) => resolve(b.toString())));
   for (const byte of request) {
     helper.stdin!.write(Buffer.from([byte]));
     await new Promise((r) => setImmediate(r));
   }
-  const answer = await new Promise<string>((resolve) => helper.stdout!.once('data', (b: Buffer) => resolve(b.toString())));
+  const answer = await answered;
   helper.stdin!.end();
   await helper;
   assert.equal(answer, '7 0 \n');
@@ -146,13 +152,21 @@ test('mounter: when the helper is killed mid-burst, every request it took still 
   await Promise.all(targets.map((d) => mkdir(d)));
   await unmountIfMounted(dir); // the helper is running
   const helper = await ourHelper();
-  const results = targets.map((target) => mount({ source: 'tmpfs', target, fstype: 'tmpfs', data: 'size=64k' }).then(() => true, (err: unknown) => {
+  const attempt = (target: string) => mount({ source: 'tmpfs', target, fstype: 'tmpfs', data: 'size=64k' }).then(() => true, (err: unknown) => {
     assert.ok(err instanceof Internal && /minicri-mounter exited/.test(err.message), String(err));
     return false;
-  }));
-  await new Promise((r) => setTimeout(r, 1));
+  });
+  // The first half goes to a working helper; once one is answered it is stopped, so the second half is
+  // sent but never read; then it is killed with some of the first half possibly still in flight.
+  const taken = targets.slice(0, 20).map(attempt);
+  assert.equal(await Promise.race(taken), true, 'the helper answers while it runs');
+  process.kill(helper, 'SIGSTOP');
+  const unread = targets.slice(20).map(attempt);
   process.kill(helper, 'SIGKILL');
-  const done = await Promise.all(results);
+  const done = await Promise.all([...taken, ...unread]);
+  // Both paths ran: requests it took were answered, those it never read failed.
+  assert.ok(done.slice(0, 20).includes(true));
+  assert.deepEqual(done.slice(20), targets.slice(20).map(() => false), 'requests the helper never read fail');
   const info = await readFile('/proc/self/mountinfo', 'utf8');
   targets.forEach((target, i) => assert.equal(mountLine(target, info) !== undefined, done[i], `${target}: told ${done[i] ? 'mounted' : 'failed'}`));
   await Promise.all(targets.filter((_, i) => done[i]).map((target) => unmount(target)));

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import type { TestNet } from '../../support/cni-env.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
+import { checkThenClean, hostSnapshot, networkFixtureObjects } from '../../support/leaks.js';
 import { testNetwork } from '../../support/pod-daemon.js';
 import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
 
@@ -37,17 +38,21 @@ describe('crash recovery', () => {
   /** Runs `operation` on a daemon set to die at `point`, restarts it, converges, and checks the host. */
   async function crashAt(point: string, operation: (daemon: TestDaemon) => Promise<unknown>): Promise<void> {
     const { net } = network;
+    const before = await hostSnapshot();
     const dirs = makeDaemonDirs('', net);
     let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
+    let passed = false;
     try {
       await assert.rejects(operation(daemon));
       assert.equal(await daemon.exited, -1, 'the daemon was killed');
       daemon = await TestDaemon.start(dirs);
       await converge(daemon);
       await assertDaemonClean(net, dirs, daemon);
+      passed = true;
     } finally {
       await daemon.stop();
-      removeDirs(dirs);
+      // The host is checked before the daemon's dirs go (a failed test reports its own error; the suite's check then finds what it left).
+      await checkThenClean(passed ? before : undefined, `the crash at ${point}`, networkFixtureObjects(net.bridge), () => removeDirs(dirs));
     }
   }
 

@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
+import { hostCheck } from '../../support/pod-daemon.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
 import { buildImage, busyboxLayer, pushImage } from '../../support/test-images.js';
 
@@ -14,6 +15,9 @@ import { buildImage, busyboxLayer, pushImage } from '../../support/test-images.j
 function storeFiles(dir: string): string[] {
   return (readdirSync(`${dir}/images`, { recursive: true }) as string[]).filter((p) => !p.startsWith('l/')).sort();
 }
+
+// Daemons, pods and pulls of this file leave nothing on the host.
+hostCheck('the disk full test');
 
 describe('disk full during a pull', () => {
   let registry: TestRegistry;

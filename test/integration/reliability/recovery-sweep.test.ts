@@ -18,9 +18,9 @@ describe('recovery sweeps unexplained pins and shm mounts', () => {
   let dirs: DaemonDirs;
   let foreign: PodNetns | undefined;
   const network = testNetwork(82, 'the recovery sweep test', {
+    // Runs after the host check: whatever a failed run left in the test's own dirs goes, once reported.
     cleanup: async () => {
       if (foreign) await removePodNetns(foreign);
-      // Whatever a failed run left in the test's own dirs.
       await unmountUnder(dirs.base);
       removeDirs(dirs);
     },
@@ -66,6 +66,9 @@ describe('recovery sweeps unexplained pins and shm mounts', () => {
     } finally {
       if (kept) await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: kept }).catch(() => undefined);
       await daemon.stop();
+      // The foreign pin is the test's own: it goes before the host is checked.
+      if (foreign) await removePodNetns(foreign);
+      foreign = undefined;
     }
   });
 });

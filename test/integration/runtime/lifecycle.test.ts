@@ -16,6 +16,7 @@ test('create leaves the container CREATED, start runs it, output lands in CRI lo
   const bundle = await env.bundle(id, ['/bin/sh', '-c', `echo hello; echo oops >&2; printf '%s\\n' ${long}; sleep 0.3`]);
   const logPath = env.logPath(id);
 
+  const createdAt = Date.now();
   const { pid } = await env.rt.create({ id, bundle, logPath });
   assert.ok(pid > 0);
   assert.deepEqual(await env.rt.state(id).then((s) => s && [s.status, s.pid]), ['created', pid]);
@@ -26,7 +27,8 @@ test('create leaves the container CREATED, start runs it, output lands in CRI lo
   const exit = await waitFor('exit file', () => env.rt.exitStatus(id));
   assert.equal(exit.exitCode, 0);
   assert.equal(exit.oomKilled, false);
-  assert.ok(Math.abs(exit.finishedAt.getTime() - Date.now()) < 10_000);
+  // A real timestamp of this run (not zero, not in the future), to the second.
+  assert.ok(exit.finishedAt.getTime() >= createdAt - 1000 && exit.finishedAt.getTime() <= Date.now() + 1000, exit.finishedAt.toISOString());
 
   const entries = parseCriLog(await readFile(logPath, 'utf8'));
   const lines = joinCriLogEntries(entries);
@@ -118,15 +120,14 @@ test('stop sends the stop signal, waits the timeout, then kills; stop is idempot
   await env.rt.start(stubborn);
   await new Promise((r) => setTimeout(r, 300)); // let the shells install their traps
 
-  let t0 = Date.now();
   await env.rt.stop(polite, { timeoutSec: 10, signal: 'SIGUSR1' });
-  assert.ok(Date.now() - t0 < 5000);
+  // It exited on the signal by itself (7), not killed at the end of the timeout (137).
   assert.equal((await env.rt.exitStatus(polite))?.exitCode, 7);
 
-  t0 = Date.now();
+  const t0 = Date.now();
   await env.rt.stop(stubborn, { timeoutSec: 2 });
-  const took = Date.now() - t0;
-  assert.ok(took >= 1900 && took < 8000, `stop took ${took} ms`);
+  // A lower bound only: the 2 s it must be given before the kill.
+  assert.ok(Date.now() - t0 >= 1900, `stop returned after ${Date.now() - t0} ms, before the 2 s timeout`);
   assert.equal((await env.rt.exitStatus(stubborn))?.exitCode, 137);
 
   await env.rt.stop(stubborn, { timeoutSec: 2 }); // already stopped: returns at once
@@ -139,10 +140,9 @@ test('stopping a container that was created but never started kills it at once',
   const env = await setup(t);
   const id = uniqueId('created');
   await env.rt.create({ id, bundle: await env.bundle(id, ['/bin/sleep', '100']), logPath: env.logPath(id) });
-  const t0 = Date.now();
   await env.rt.stop(id, { timeoutSec: 30 });
-  assert.ok(Date.now() - t0 < 5000);
-  assert.ok(await env.rt.exitStatus(id));
+  // Killed, not asked: its process never ran, so there is no grace period to give.
+  assert.equal((await env.rt.exitStatus(id))?.exitCode, 137);
   await env.rt.delete(id);
   assert.deepEqual(await runcIds(env.root), []);
 });

@@ -7,7 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
 import { makeTestNet, recordedCalls } from '../../support/cni-env.js';
 import { makeDaemonDirs, removeDirs, TestDaemon } from '../../support/daemon.js';
-import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../../support/leaks.js';
+import { assertNothingLeft, checkThenClean, hostSnapshot, networkFixtureObjects, type HostSnapshot } from '../../support/leaks.js';
 import { podDaemon } from '../../support/pod-daemon.js';
 import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
 
@@ -189,27 +189,32 @@ describe('pod network failures and readiness', () => {
   after(() => assertNothingLeft(snapshot, 'the network failure tests'));
 
   it('undoes everything when a plugin fails ADD: no netns, no IP, no pause, no record', async () => {
+    const start = await hostSnapshot();
     const net = await makeTestNet(62);
     await net.writeBridgeConf({ extra: [{ type: 'mcnt-fail' }] });
     const dirs = makeDaemonDirs('', net);
     const daemon = await TestDaemon.start(dirs);
     try {
       const before = await hostSnapshot();
+      let first: grpc.ServiceError | undefined;
       await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config: podConfig('failing') }),
-        (err: grpc.ServiceError) => /mcnt-fail/.test(err.details));
+        (err: grpc.ServiceError) => { first = err; return /mcnt-fail/.test(err.details); });
       assert.deepEqual(await net.allocatedIps(), []);
-      await assertNothingLeft(before, 'a failed RunPodSandbox');
+      // The bridge the first ADD made is the network's own (removed with it).
+      await assertNothingLeft(before, 'a failed RunPodSandbox', networkFixtureObjects(net.bridge));
       assert.deepEqual((await daemon.client.runtime.call('ListPodSandbox', {})).items, []);
-      // The name is free again: a retry is refused by the plugin, not by a stale reservation.
-      await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config: podConfig('failing') }), (err: grpc.ServiceError) => err.code !== grpc.status.ALREADY_EXISTS);
+      // The name is free again: a retry is refused by the plugin again, as the first try was, not by a stale reservation.
+      await assert.rejects(daemon.client.runtime.call('RunPodSandbox', { config: podConfig('failing') }),
+        (err: grpc.ServiceError) => err.code === first!.code && /mcnt-fail/.test(err.details));
+      await assertNothingLeft(before, 'a retried failed RunPodSandbox', networkFixtureObjects(net.bridge));
     } finally {
       await daemon.stop();
-      await net.cleanup();
-      removeDirs(dirs);
+      await checkThenClean(start, 'the failed ADD test', networkFixtureObjects(net.bridge), async () => { await net.cleanup(); removeDirs(dirs); });
     }
   });
 
   it('reports NetworkReady=false until a conf file appears, then true without a restart', async () => {
+    const start = await hostSnapshot();
     const net = await makeTestNet(63);
     const dirs = makeDaemonDirs('', net);
     const daemon = await TestDaemon.start(dirs);
@@ -227,12 +232,12 @@ describe('pod network failures and readiness', () => {
       }
     } finally {
       await daemon.stop();
-      await net.cleanup();
-      removeDirs(dirs);
+      await checkThenClean(start, `the ${net.networkName} test`, networkFixtureObjects(net.bridge), async () => { await net.cleanup(); removeDirs(dirs); });
     }
   });
 
   it('sends STATUS to a CNI 1.1.0 plugin and GC with the valid attachments at start', async () => {
+    const start = await hostSnapshot();
     const net = await makeTestNet(64);
     const conf = { cniVersion: '1.1.0', name: 'mcnt-rec64', plugins: [{ type: 'mcnt-record', recordDir: net.recordDir }] };
     await mkdir(net.confDir, { recursive: true });
@@ -252,8 +257,7 @@ describe('pod network failures and readiness', () => {
       await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: id });
     } finally {
       await daemon.stop();
-      await net.cleanup();
-      removeDirs(dirs);
+      await checkThenClean(start, `the ${net.networkName} test`, networkFixtureObjects(net.bridge), async () => { await net.cleanup(); removeDirs(dirs); });
     }
   });
 });

@@ -2,8 +2,9 @@
 // pulled from a local registry, real containers under conmon and runc, and clients speaking SPDY/3.1
 // (our codec in client mode) and WebSocket (`ws`).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { existsSync, realpathSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:http';
@@ -15,31 +16,41 @@ import { makeTestNet, waitFor, type TestNet } from '../../support/cni-env.js';
 import { startFakeApiServer } from '../../support/fake-apiserver.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { containerConfig, POD_LOG_ROOT, podConfig } from '../../support/pods.js';
+import { checkThenClean, hostSnapshot, networkFixtureObjects, type HostSnapshot } from '../../support/leaks.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
 import { pushBusybox } from '../../support/busybox-image.js';
 import {
   channelText, readAll, readUntil, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect, wsSend,
 } from '../../support/streaming-client.js';
 
-/** kubectl 1.29 speaks SPDY for exec; 1.33 WebSocket v5 (and tunnels port-forward, falling back to SPDY). */
-const KUBECTLS = ['1.29', '1.33'].map((v) => ({ v, path: `/usr/lib/google-cloud-sdk/bin/kubectl.${v}` })).filter((k) => existsSync(k.path));
+/**
+ * The kubectls the interop test drives: the one on PATH (Debian's kubernetes-client, which setup.sh installs:
+ * 1.20), one named by MINICRI_TEST_KUBECTL, and Google Cloud SDK's versioned ones where that is installed (its
+ * /usr/bin/kubectl is a dispatcher picking a version itself, so the versioned binaries are used instead).
+ * Before 1.30 kubectl speaks SPDY for exec; from 1.30 WebSocket v5 (and tunnels port-forward, falling back to SPDY).
+ */
+const KUBECTLS = findKubectls();
+
+function findKubectls(): { v: string; minor: number; path: string }[] {
+  const onPath = (() => { try { return execFileSync('sh', ['-c', 'command -v kubectl'], { encoding: 'utf8' }).trim(); } catch { return ''; } })();
+  const candidates = [
+    process.env.MINICRI_TEST_KUBECTL ?? '',
+    onPath !== '' && !realpathSync(onPath).includes('google-cloud-sdk') ? onPath : '',
+    ...['1.29', '1.33'].map((v) => `/usr/lib/google-cloud-sdk/bin/kubectl.${v}`),
+  ].filter((p) => p !== '' && existsSync(p));
+  const found = new Map<string, { v: string; minor: number; path: string }>();
+  for (const path of candidates) {
+    const out = JSON.parse(execFileSync(path, ['version', '--client', '-o', 'json'], { encoding: 'utf8' })) as { clientVersion: { major: string; minor: string } };
+    const minor = Number.parseInt(out.clientVersion.minor, 10);
+    found.set(realpathSync(path), { v: `${out.clientVersion.major}.${minor}`, minor, path });
+  }
+  return [...found.values()];
+}
 
 const HTTP_GET = 'GET / HTTP/1.0\r\nHost: pod\r\n\r\n';
 
-/**
- * What this suite may leave: its pod's netns, conmons and mounts under its own directories. Checked
- * by name, not by a host-wide snapshot, since other suites may run on the host at the same time.
- */
-async function assertNothingOurs(base: string, netnsPath: string): Promise<void> {
-  const mounts = (await readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '')
-    .filter((m) => m.startsWith(base) || (netnsPath !== '' && m === netnsPath));
-  const netns = netnsPath ? (await readdir('/var/run/netns')).filter((n) => netnsPath.endsWith(`/${n}`)) : [];
-  const conmons = (await execa('pgrep', ['-f', `conmon .*${base}`], { reject: false })).stdout.split('\n').filter(Boolean);
-  assert.deepEqual({ mounts, netns, conmons }, { mounts: [], netns: [], conmons: [] }, 'the streaming tests left these behind');
-}
-
 describe('streaming: exec, attach, port-forward', () => {
-  let netnsPath = '';
+  let snapshot: HostSnapshot | undefined;
   let registry: TestRegistry;
   let net: TestNet;
   let dirs: DaemonDirs;
@@ -54,6 +65,7 @@ describe('streaming: exec, attach, port-forward', () => {
     (await rt().call('Exec', { container_id: shell, cmd, stdin: o.stdin ?? false, stdout: true, stderr: o.stderr ?? !o.tty, tty: o.tty ?? false })).url;
 
   before(async () => {
+    snapshot = await hostSnapshot();
     registry = await startRegistry();
     image = await pushBusybox(registry, 'streaming', {}, [{ entries: [{ name: 'www/', type: 'directory' }, { name: 'www/index.html', data: 'hello from the pod\n' }] }]);
     net = await makeTestNet(80);
@@ -63,7 +75,6 @@ describe('streaming: exec, attach, port-forward', () => {
     await daemon.client.image.call('PullImage', { image: { image } });
     const config = podConfig('stream');
     podId = (await rt().call('RunPodSandbox', { config })).pod_sandbox_id;
-    netnsPath = JSON.parse((await rt().call('PodSandboxStatus', { pod_sandbox_id: podId, verbose: true })).info.info!).netnsPath;
     const start = async (c: ReturnType<typeof containerConfig>) => {
       const { container_id: id } = await rt().call('CreateContainer', { pod_sandbox_id: podId, config: c, sandbox_config: config });
       await rt().call('StartContainer', { container_id: id });
@@ -78,14 +89,13 @@ describe('streaming: exec, attach, port-forward', () => {
       if (podId) await rt().call('RemovePodSandbox', { pod_sandbox_id: podId });
     } finally {
       await daemon?.stop();
-      await net?.cleanup();
       await registry?.stop();
-      await rm(join(POD_LOG_ROOT, 'stream'), { recursive: true, force: true });
-    }
-    try {
-      await assertNothingOurs(dirs.base, netnsPath);
-    } finally {
-      removeDirs(dirs);
+      // Checked before the network and the daemon's dirs go, so their removal hides nothing.
+      await checkThenClean(snapshot, 'the streaming tests', net ? networkFixtureObjects(net.bridge) : {}, async () => {
+        await net?.cleanup();
+        await rm(join(POD_LOG_ROOT, 'stream'), { recursive: true, force: true });
+        if (dirs) removeDirs(dirs);
+      });
     }
   });
 
@@ -278,6 +288,10 @@ describe('streaming: exec, attach, port-forward', () => {
     await assert.rejects(rt().call('PortForward', { pod_sandbox_id: podId, port: [70000] }), code(grpc.status.INVALID_ARGUMENT));
   });
 
+  it('has a kubectl to drive (setup.sh test installs Debian\'s kubernetes-client)', () => {
+    assert.ok(KUBECTLS.length > 0, 'no kubectl found: install kubernetes-client (apt) or name one in MINICRI_TEST_KUBECTL');
+  });
+
   for (const kubectl of KUBECTLS) {
     it(`kubectl ${kubectl.v} (the Go clients) through a fake API server: exec exit codes, stdin, port-forward`, async () => {
       const ids: Record<string, string> = { shell, cat: catter };
@@ -316,8 +330,8 @@ describe('streaming: exec, attach, port-forward', () => {
         }
         forward.kill('SIGTERM');
         await forward.catch(() => undefined);
-        // Each kubectl spoke what we expect of its version (1.29: SPDY; 1.33: WebSocket, SPDY tunneled for port-forward).
-        const expected = kubectl.v === '1.29' ? ['exec spdy', 'portforward spdy portforward.k8s.io'] : ['exec ws v5.channel.k8s.io', 'portforward ws SPDY/3.1+portforward.k8s.io'];
+        // Each kubectl spoke what we expect of its version (before 1.30: SPDY; after: WebSocket, SPDY tunneled for port-forward).
+        const expected = kubectl.minor < 30 ? ['exec spdy', 'portforward spdy portforward.k8s.io'] : ['exec ws v5.channel.k8s.io', 'portforward ws SPDY/3.1+portforward.k8s.io'];
         const spoken = () => daemon.log().slice(logStart).split('\n').filter((l) => l.includes('streaming session ended'))
           .map((l) => JSON.parse(l) as { verb: string; transport: string; protocol: string }).map((l) => `${l.verb} ${l.transport} ${l.protocol}`);
         await waitFor(async () => expected.every((e) => spoken().some((x) => x.startsWith(e))), 5000, `sessions ${expected.join(', ')} (saw ${spoken().join('; ')})`);

@@ -31,11 +31,10 @@ it('wakes a waiter when the exit file appears, and times out when it does not', 
   const watcher = new ExitWatcher(dir);
   watcher.start();
   try {
-    const started = Date.now();
     const waiting = watcher.waitFor('c1', 5000);
     setTimeout(() => writeFileSync(join(dir, 'c1'), '0'), 20);
+    // true: woken by the file (the timeout answers false).
     assert.equal(await waiting, true);
-    assert.ok(Date.now() - started < 2000, 'woken by the event, not the timeout');
     assert.equal(await watcher.waitFor('never', 50), false);
   } finally {
     watcher.stop();
