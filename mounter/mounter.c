@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -181,6 +182,8 @@ static int userns_fd(const char *uidmap, const char *gidmap) {
   int saved = errno;
   close(ready[0]);
   close(done[1]);
+  /* Gone before we answer (SIGCHLD is ignored, so this waits for its end and then fails with ECHILD). */
+  waitpid(pid, NULL, 0);
   errno = saved;
   return fd;
 }
