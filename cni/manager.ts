@@ -181,16 +181,16 @@ export class CniManager {
     await this.syncIfUnwatched();
     const net = this.defaultNet;
     if (!net) return { ready: false, reason: NETWORK_NOT_READY, message: this.notReadyMessage() };
-    for (const list of [LOOPBACK_NETWORK, net]) {
-      for (const plugin of list.plugins) {
-        if (!(await findPlugin(plugin.type, this.o.binDirs))) {
-          return {
-            ready: false,
-            reason: NETWORK_NOT_READY,
-            message: `CNI plugin "${plugin.type}" of network "${list.name}" not found in ${this.o.binDirs.join(':')}`,
-          };
-        }
-      }
+    // Looked for all at once: Status is kubelet's node-ready probe, and each lookup waits on the file system.
+    const plugins = [LOOPBACK_NETWORK, net].flatMap((list) => list.plugins.map((plugin) => ({ list, plugin })));
+    const found = await Promise.all(plugins.map(({ plugin }) => findPlugin(plugin.type, this.o.binDirs)));
+    const missing = plugins.find((_, i) => !found[i]);
+    if (missing) {
+      return {
+        ready: false,
+        reason: NETWORK_NOT_READY,
+        message: `CNI plugin "${missing.plugin.type}" of network "${missing.list.name}" not found in ${this.o.binDirs.join(':')}`,
+      };
     }
     if (versionAtLeast(net.cniVersion, '1.1.0')) {
       try {

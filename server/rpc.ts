@@ -78,7 +78,9 @@ export function serverStream<Req, Res>(name: string, handler: ServerStream<Req, 
       .then(() => handler(call.request as Req, (response) => call.write(response), ctx))
       .then(
         () => { logOutcome(name, ctx, log, observe, started); call.end(); },
-        (err: unknown) => call.destroy(logOutcome(name, ctx, log, observe, started, err) ?? undefined),
+        // grpc-js sends an 'error' as the call's status and ends it; destroy() would drop the status, and the
+        // client would wait on an open stream for good.
+        (err: unknown) => { call.emit('error', logOutcome(name, ctx, log, observe, started, err)); },
       );
   };
 }

@@ -1,0 +1,51 @@
+// The server edge over a real grpc-js server on loopback: every call ends with its status, streams too.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { Unimplemented } from '../../../core/errors.js';
+import { silentLogger } from '../../../core/log.js';
+import { loadCri } from '../../../server/proto.js';
+import { serverStream, unimplemented } from '../../../server/rpc.js';
+
+/** The status a server stream ends with, and the messages before it. */
+function outcome(call: grpc.ClientReadableStream<unknown>): Promise<{ code: grpc.status; details: string; messages: number }> {
+  let messages = 0;
+  call.on('data', () => { messages++; });
+  call.on('error', () => undefined); // the status below says it
+  return new Promise((resolve) => call.on('status', (s: grpc.StatusObject) => resolve({ code: s.code, details: s.details, messages })));
+}
+
+// A stream that never ends would hang the run: the timeout makes it a failure.
+describe('server streams', { timeout: 10_000 }, () => {
+  const cri = loadCri();
+  const server = new grpc.Server();
+  let client: InstanceType<typeof cri.RuntimeService>;
+  let fail: () => Promise<void>;
+  before(async () => {
+    server.addService(cri.RuntimeService.service, {
+      GetContainerEvents: serverStream('GetContainerEvents', async (_req, emit) => {
+        emit({ container_id: 'a' });
+        await fail();
+      }, silentLogger),
+      StreamPodSandboxes: unimplemented('runtime.v1.RuntimeService', 'StreamPodSandboxes', silentLogger, true),
+    });
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    client = new cri.RuntimeService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  });
+  after(() => { client.close(); server.forceShutdown(); });
+
+  it('a failing handler ends the stream with its error, after what it sent', async () => {
+    fail = async () => { throw new Unimplemented('not here yet'); };
+    assert.deepEqual(await outcome(client.GetContainerEvents({})), { code: grpc.status.UNIMPLEMENTED, details: 'not here yet', messages: 1 });
+  });
+
+  it('a handler that returns ends the stream with OK', async () => {
+    fail = async () => {};
+    assert.deepEqual(await outcome(client.GetContainerEvents({})), { code: grpc.status.OK, details: 'OK', messages: 1 });
+  });
+
+  it('an unimplemented server stream answers UNIMPLEMENTED', async () => {
+    const { code } = await outcome(client.StreamPodSandboxes({}) as grpc.ClientReadableStream<unknown>);
+    assert.equal(code, grpc.status.UNIMPLEMENTED);
+  });
+});
