@@ -1,5 +1,8 @@
-// RemoveContainer: force-stop, runc delete, unmount and remove its rootfs, its directory and record.
-// Idempotent: an unknown id is not an error.
+// RemoveContainer. Before the answer the container stops being: stopped if it still ran, its record moved to
+// the cleanup table (so it is gone from every list and status, and its name is free). What it held on the
+// host (runc state, the rootfs mount, its directory, image volumes) is released right after, in the
+// background, from that cleanup record: a failure is retried (pending.ts), a crash is finished at the next
+// start (recovery.ts), and removing its sandbox waits for it. Idempotent: an unknown id is not an error.
 import { rm } from 'node:fs/promises';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
@@ -9,19 +12,50 @@ import { runtimeOf } from './container-refresh.js';
 import { stopContainerLocked } from './container-stop.js';
 import type { PodContext } from './context.js';
 import { releaseImageVolumes } from './image-volumes.js';
-import { attemptRemoval } from './removal.js';
+import { attemptRemoval, removalBegun } from './removal.js';
 
-/** Removes the container with that id or unique prefix, if there is one; a failure is retried in the background. */
+/** Removes the container with that id or unique prefix, if there is one; its host cleanup finishes after. */
 export async function removeContainer(ctx: PodContext, idOrPrefix: string, log: Logger): Promise<void> {
   const found = ctx.tables.containers.lookup(idOrPrefix);
-  if (found) await ctx.locks.run(found.id, () => attemptRemoval(ctx.tables.containers, found.id, () => removeContainerLocked(ctx, found.id, log)));
+  if (!found) return;
+  const retired = await ctx.locks.run(found.id, () => attemptRemoval(ctx.tables.containers, found.id, () => retireContainerLocked(ctx, found.id, log)));
+  if (retired) ctx.background.run(`cleanup of removed container ${found.id}`, () => finishContainerCleanup(ctx, found.id, log));
 }
 
-/** Removes one container (the caller holds its lock). */
+/** Removes one container and waits for its cleanup (the caller holds its lock): sandbox removal, recovery, retries. */
 export async function removeContainerLocked(ctx: PodContext, id: string, log: Logger): Promise<void> {
-  const record = ctx.tables.containers.get(id);
-  if (!record) return;
+  if (await retireContainerLocked(ctx, id, log)) await finishContainerCleanupLocked(ctx, id, log);
+}
+
+/** Finishes a removed container's cleanup, if it is still pending, under the container's lock. */
+export function finishContainerCleanup(ctx: PodContext, id: string, log: Logger): Promise<void> {
+  return ctx.locks.run(id, () => finishContainerCleanupLocked(ctx, id, log));
+}
+
+/** Finishes a removed container's cleanup, if it is still pending (the caller holds its lock). */
+export async function finishContainerCleanupLocked(ctx: PodContext, id: string, log: Logger): Promise<void> {
+  await attemptRemoval(ctx.tables.containerCleanups, id, () => cleanUpContainerLocked(ctx, id, log));
+}
+
+/** Stops the container and moves its record to the cleanup table; false when it was gone already. */
+async function retireContainerLocked(ctx: PodContext, id: string, log: Logger): Promise<boolean> {
+  if (!ctx.tables.containers.get(id)) return false;
   await stopContainerLocked(ctx, id, 0, log);
+  const { removing: _, ...stopped } = ctx.tables.containers.get(id)!;
+  // Written before the record goes: a crash between the two leaves both, and the container's removal,
+  // already marked on its record, is redone at the next start.
+  ctx.tables.containerCleanups.put({ ...stopped, removing: removalBegun() });
+  ctx.tables.containers.delete(id);
+  faultPoint('container-retired');
+  const madeHostPaths = ctx.tables.hostPaths.list().filter((h) => h.containerId === id).map((h) => h.id);
+  log.info({ containerId: id, ...(madeHostPaths.length ? { keptHostPaths: madeHostPaths } : {}) }, 'container removed');
+  return true;
+}
+
+/** Releases a removed container's host objects, then its cleanup record (the caller holds its lock). */
+async function cleanUpContainerLocked(ctx: PodContext, id: string, log: Logger): Promise<void> {
+  const record = ctx.tables.containerCleanups.get(id);
+  if (!record) return;
   // Its process is gone, so runc's state and the host's rootfs mount can go at once (a straggler in a
   // shared pod PID namespace keeps its own view of the rootfs until runc delete kills it).
   await inParallel([
@@ -33,7 +67,6 @@ export async function removeContainerLocked(ctx: PodContext, id: string, log: Lo
   // After runc delete: no process of the container holds the image volumes any more.
   await releaseImageVolumes(ctx, record, log);
   await rm(record.dir, { recursive: true, force: true });
-  ctx.tables.containers.delete(id);
-  const madeHostPaths = ctx.tables.hostPaths.list().filter((h) => h.containerId === id).map((h) => h.id);
-  log.info({ containerId: id, ...(madeHostPaths.length ? { keptHostPaths: madeHostPaths } : {}) }, 'container removed');
+  ctx.tables.containerCleanups.delete(id);
+  log.debug({ containerId: id }, 'removed container cleaned up');
 }

@@ -1,5 +1,6 @@
 // What every operation of the pod domain is given: its settings, its records and locks, and the narrow
 // interfaces to the network, the OCI runtimes, images and the host.
+import type { Background } from '../core/background.js';
 import type { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import type { HandlerFeatures } from '../oci/runtime/features.js';
@@ -29,6 +30,8 @@ export interface PodContext {
   tables: Tables;
   /** Serializes operations on one sandbox or container (keyed by id or reservation). */
   locks: KeyedLock;
+  /** What operations finish after their answer (a removed container's cleanup); shutdown waits for it. */
+  background: Background;
   log: Logger;
   network: PodNetwork;
   /** One OCI runtime per configured handler name. */

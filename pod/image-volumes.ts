@@ -47,7 +47,9 @@ export async function mountImageVolumes(ctx: PodContext, uses: readonly ImageVol
 export async function releaseImageVolumes(ctx: PodContext, record: ContainerRecord, log: Logger): Promise<void> {
   for (const key of new Set((record.imageVolumes ?? []).map((u) => u.key))) {
     await ctx.locks.run(key, async () => {
-      const users = ctx.tables.containers.list().filter((c) => c.id !== record.id && c.imageVolumes?.some((u) => u.key === key));
+      // Removed containers whose cleanup has not run yet still hold the view too.
+      const holders = [...ctx.tables.containers.list(), ...ctx.tables.containerCleanups.list()];
+      const users = holders.filter((c) => c.id !== record.id && c.imageVolumes?.some((u) => u.key === key));
       if (users.length > 0) return;
       await ctx.images.removeRootfs(key);
       log.debug({ key }, 'image volume released');

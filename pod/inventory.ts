@@ -49,9 +49,11 @@ async function mountsBelow(dir: string): Promise<string[]> {
 export async function inventory(src: InventorySource): Promise<Finding[]> {
   const { settings, tables } = src;
   const sandboxes = tables.sandboxes.list();
-  const known = new Set([...sandboxes.map((s) => s.id), ...tables.containers.list().map((c) => c.id)]);
+  // A removed container's objects are explained by its cleanup record until that cleanup has run.
+  const containers = [...tables.containers.list(), ...tables.containerCleanups.list()];
+  const known = new Set([...sandboxes.map((s) => s.id), ...containers.map((c) => c.id)]);
   // A shared image volume view is explained by any container using it.
-  const imageVolumeKeys = new Set(tables.containers.list().flatMap((c) => (c.imageVolumes ?? []).map((u) => u.key)));
+  const imageVolumeKeys = new Set(containers.flatMap((c) => (c.imageVolumes ?? []).map((u) => u.key)));
   // A pending teardown explains the network objects it is still releasing.
   const networked = new Set([...known, ...tables.teardowns.list().map((t) => t.id)]);
   const findings: Finding[] = [];

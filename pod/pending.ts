@@ -2,7 +2,7 @@
 // and containers that failed or were cut off (a runc delete or an unmount that did not succeed, see
 // removal.ts). Neither waits for kubelet to ask again; both survive restarts, being in the store.
 import type { Logger } from '../core/log.js';
-import { removeContainerLocked } from './container-remove.js';
+import { finishContainerCleanupLocked, removeContainerLocked } from './container-remove.js';
 import type { PodContext } from './context.js';
 import { deferTeardown } from './network.js';
 import { attemptRemoval } from './removal.js';
@@ -34,7 +34,7 @@ export class Retrier {
   /** One pass over what is due. */
   async tick(): Promise<void> {
     const now = Date.now();
-    const { teardowns, sandboxes, containers } = this.ctx.tables;
+    const { teardowns, sandboxes, containers, containerCleanups } = this.ctx.tables;
     for (const pending of teardowns.list().filter((t) => t.nextAt <= now)) {
       await this.ctx.locks.run(pending.id, async () => {
         if (!teardowns.get(pending.id)) return;
@@ -50,7 +50,7 @@ export class Retrier {
         this.log.info({ sandboxId: pending.id, attempts: pending.attempts + 1 }, 'deferred pod network teardown completed');
       });
     }
-    const retry = async (kind: string, id: string, remove: () => Promise<void>) => {
+    const retry = async (kind: string, id: string, remove: () => Promise<unknown>) => {
       try {
         await this.ctx.locks.run(id, remove);
         this.log.info({ id }, `deferred ${kind} removal completed`);
@@ -60,6 +60,9 @@ export class Retrier {
     };
     for (const c of containers.list().filter((r) => r.removing && r.removing.nextAt <= now)) {
       await retry('container', c.id, () => attemptRemoval(containers, c.id, () => removeContainerLocked(this.ctx, c.id, this.log)));
+    }
+    for (const c of containerCleanups.list().filter((r) => r.removing.nextAt <= now)) {
+      await retry('removed container', c.id, () => finishContainerCleanupLocked(this.ctx, c.id, this.log));
     }
     for (const s of sandboxes.list().filter((r) => r.removing && r.removing.nextAt <= now)) {
       await retry('sandbox', s.id, () => attemptRemoval(sandboxes, s.id, () => removeSandboxLocked(this.ctx, s.id, this.log)));

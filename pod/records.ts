@@ -72,6 +72,13 @@ export interface ContainerRecord {
   user?: { uid: number; gid: number; additionalGids: number[] };
 }
 
+/**
+ * A removed container whose host objects (runc state, rootfs mount, directory, image volumes) are still being
+ * released: the record moves here before RemoveContainer answers, so the container is gone for every caller
+ * while its cleanup, and any retry of it, finishes from this table, across restarts too.
+ */
+export type ContainerCleanup = ContainerRecord & { removing: PendingRemoval };
+
 /** A container's use of an image as a volume. */
 export interface ImageVolumeUse {
   /** The rootfs key of the image's shared view. */
@@ -128,6 +135,8 @@ export interface CreatedHostPath {
 export interface Tables {
   sandboxes: RecordTable<SandboxRecord>;
   containers: RecordTable<ContainerRecord>;
+  /** Removed containers whose host objects are still being released. */
+  containerCleanups: RecordTable<ContainerCleanup>;
   /** Pod network teardowns that failed and are being retried. */
   teardowns: RecordTable<PendingTeardown>;
   cgroupParents: RecordTable<CgroupParent>;
@@ -138,6 +147,7 @@ export function openTables(store: Store): Tables {
   return {
     sandboxes: store.table<SandboxRecord>('sandbox', sandboxReservation),
     containers: store.table<ContainerRecord>('container', containerReservation),
+    containerCleanups: store.table<ContainerCleanup>('container-cleanup'),
     teardowns: store.table<PendingTeardown>('teardown'),
     cgroupParents: store.table<CgroupParent>('cgroup-parent'),
     hostPaths: store.table<CreatedHostPath>('host-path'),

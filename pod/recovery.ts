@@ -11,7 +11,7 @@ import { nowNanos } from '../core/time.js';
 import { cgroupExists, podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { listStagingEntries, usernsStagingEntry } from '../oci/runtime/userns.js';
 import { refreshContainer, runtimeFor } from './container-refresh.js';
-import { removeContainerLocked } from './container-remove.js';
+import { finishContainerCleanupLocked, removeContainerLocked } from './container-remove.js';
 import type { PodContext } from './context.js';
 import { inventory, repairOrphans } from './inventory.js';
 import { tearDownNetwork } from './network.js';
@@ -50,7 +50,7 @@ interface Leftover {
  * it waits for the sandbox's; done in this order, no leftover ever waits for one after it.
  */
 function leftovers(ctx: PodContext, log: Logger): Leftover[] {
-  const { sandboxes, containers } = ctx.tables;
+  const { sandboxes, containers, containerCleanups } = ctx.tables;
   const undo = (what: string, id: string, remove: () => Promise<void>) => async () => {
     log.warn({ [`${what}Id`]: id }, `${what} creation was cut off: undoing it`);
     await remove();
@@ -61,6 +61,10 @@ function leftovers(ctx: PodContext, log: Logger): Leftover[] {
     })),
     ...containers.list().filter((c) => c.removing && !c.creating).map((c) => ({
       id: c.id, locks: [c.id], finish: () => attemptRemoval(containers, c.id, () => removeContainerLocked(ctx, c.id, log)),
+    })),
+    // A removed container's cleanup; one whose record is still in the table as well is redone just above.
+    ...containerCleanups.list().filter((c) => !containers.get(c.id)).map((c) => ({
+      id: c.id, locks: [c.id], finish: () => finishContainerCleanupLocked(ctx, c.id, log),
     })),
     ...sandboxes.list().filter((s) => s.creating).map((s) => ({
       id: s.id, locks: [sandboxReservation(s), s.id], finish: undo('sandbox', s.id, () => removeSandboxLocked(ctx, s.id, log)),
@@ -168,7 +172,7 @@ export async function sweepOrphans(ctx: PodContext, log: Logger): Promise<void> 
   const started = performance.now();
   try {
     const findings = (await inventory({ settings, tables, runtimes, log })).filter((f) => f.kind !== 'cni-attachment');
-    const explained = (owner: string | undefined) => owner !== undefined && [tables.sandboxes, tables.containers, tables.teardowns]
+    const explained = (owner: string | undefined) => owner !== undefined && [tables.sandboxes, tables.containers, tables.containerCleanups, tables.teardowns]
       .some((table) => table.get(owner) !== undefined || table.list().some((r) => r.id.startsWith(owner)));
     for (const error of await repairOrphans(findings, { images, network }, log, (f) => !explained(f.owner))) {
       log.error({ error }, 'removing an unexplained host object failed; it is retried at the next start');

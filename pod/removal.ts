@@ -9,14 +9,19 @@ interface RemovableTable {
   update(id: string, f: (r: { removing?: PendingRemoval }) => void): unknown;
 }
 
+/** A removal just begun: retried in the background only if this try has not finished by then. */
+export function removalBegun(): PendingRemoval {
+  return { attempts: 0, nextAt: Date.now() + backoff(1), lastError: '' };
+}
+
 /** Runs a removal, recording its failure (with backoff) on the record for the next try. */
-export async function attemptRemoval(table: RemovableTable, id: string, remove: () => Promise<void>): Promise<void> {
+export async function attemptRemoval<T>(table: RemovableTable, id: string, remove: () => Promise<T>): Promise<T | undefined> {
   const record = table.get(id);
   // Removed meanwhile by whoever held its lock before (an RPC, the retry, recovery).
-  if (!record) return;
-  if (!record.removing) table.update(id, (r) => { r.removing = { attempts: 0, nextAt: Date.now() + backoff(1), lastError: '' }; });
+  if (!record) return undefined;
+  if (!record.removing) table.update(id, (r) => { r.removing = removalBegun(); });
   try {
-    await remove();
+    return await remove();
   } catch (err) {
     if (table.get(id)) {
       table.update(id, (r) => {

@@ -23,7 +23,8 @@ export async function runtimeConditions(ctx: PodContext, binaries: { runtime: st
 
 /** Teardowns and removals that failed and are retried in the background. */
 export function pendingWork(ctx: PodContext) {
-  const removing = [...ctx.tables.sandboxes.list(), ...ctx.tables.containers.list()].filter((r) => r.removing);
+  const { sandboxes, containers, containerCleanups } = ctx.tables;
+  const removing = [...sandboxes.list(), ...containers.list(), ...containerCleanups.list()].filter((r) => r.removing);
   return {
     teardowns: ctx.tables.teardowns.list().map((t) => ({ sandboxId: t.id, attempts: t.attempts, lastError: t.lastError })),
     removals: removing.map((r) => ({ id: r.id, ...r.removing })),

@@ -1,4 +1,5 @@
-// RemovePodSandbox: stop it if needed, remove its containers, the pause, its rootfs, dirs and record.
+// RemovePodSandbox: stop it if needed, remove its containers (and finish the cleanups of those removed
+// before), the pause, its rootfs, dirs and record.
 // Idempotent: an unknown id is not an error.
 import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -6,7 +7,7 @@ import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { inParallel } from '../core/undo.js';
 import { usernsStagingEntry } from '../oci/runtime/userns.js';
-import { removeContainerLocked } from './container-remove.js';
+import { finishContainerCleanup, removeContainerLocked } from './container-remove.js';
 import type { PodContext } from './context.js';
 import { attemptRemoval } from './removal.js';
 import { stopSandboxLocked } from './sandbox-stop.js';
@@ -23,6 +24,10 @@ export async function removeSandboxLocked(ctx: PodContext, id: string, log: Logg
   if (!record) return;
   for (const container of ctx.tables.containers.list().filter((c) => c.sandboxId === record.id)) {
     await ctx.locks.run(container.id, () => removeContainerLocked(ctx, container.id, log));
+  }
+  // Containers removed before still releasing what they held: the pod's own objects go after theirs.
+  for (const cleanup of ctx.tables.containerCleanups.list().filter((c) => c.sandboxId === record.id)) {
+    await finishContainerCleanup(ctx, cleanup.id, log);
   }
   // The pause is dead (stopped above), so its runc state and its root filesystem can go at once.
   await inParallel([

@@ -5,6 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { CdiRegistry } from '../cdi/registry.js';
 import { ensureDefaultNetwork } from '../cni/default-network.js';
 import { CniManager } from '../cni/manager.js';
+import { Background } from '../core/background.js';
 import { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import { Timeline } from '../core/timeline.js';
@@ -65,6 +66,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     const tables = openTables(store);
     const imageRecords = store.table<ImageRecord>('image');
     const locks = new KeyedLock();
+    const background = new Background(log.child({ module: 'background' }));
     const collector = quietCollector(log.child({ module: 'memory' }), { busy: () => locks.busy });
     for (const table of [tables.sandboxes, tables.containers, imageRecords]) table.onChange(() => collector.changed());
     const images = await Images.open({
@@ -76,7 +78,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
         mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
       },
       log: log.child({ module: 'images' }),
-      inUse: (imageId) => tables.containers.list().some((c) => c.image.id === imageId || c.imageVolumes?.some((v) => v.imageId === imageId)) || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
+      // A removed container still being cleaned up holds its image's layers mounted.
+      inUse: (imageId) => [...tables.containers.list(), ...tables.containerCleanups.list()].some((c) => c.image.id === imageId || c.imageVolumes?.some((v) => v.imageId === imageId))
+        || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
     });
     t.mark('images');
     if (store.getMeta('first_started_at') === undefined) {
@@ -115,7 +119,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       log: log.child({ module: 'streaming' }),
     });
     pods = {
-      settings: config, tables, locks, log, network: cni, runtimes, images, host: hostMechanics,
+      settings: config, tables, locks, background, log, network: cni, runtimes, images, host: hostMechanics,
       pauseImage: await pauseImageSource(config, images, VERSION),
       hostFacts: async (rootfs) => ({ ...await node.forRootfs(rootfs), cgroupNamespace }),
       cdi: new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' })),
@@ -158,6 +162,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
         await closed;
         await swept;
         await retrier.stop();
+        await background.drain();
         await networkChecks.stop();
         await metrics?.stop();
         for (const runtime of runtimes.values()) runtime.close();

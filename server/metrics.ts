@@ -39,6 +39,8 @@ async function buildRegistry(tables: Tables): Promise<{ registry: Registry; obse
     collect() {
       this.set({ kind: 'sandbox' }, tables.sandboxes.list().filter((r) => r.removing).length);
       this.set({ kind: 'container' }, tables.containers.list().filter((r) => r.removing).length);
+      // A removed container's release of its host objects, run right after its RemoveContainer or retried.
+      this.set({ kind: 'container-cleanup' }, tables.containerCleanups.list().length);
     },
   });
   new prom.Gauge({

@@ -4,6 +4,7 @@ import type { MethodDefinition } from '@grpc/proto-loader';
 import type { ImageServiceDefinition } from '../../gen/runtime/v1/ImageService.js';
 import type { RuntimeServiceDefinition } from '../../gen/runtime/v1/RuntimeService.js';
 import { loadCri } from '../../server/proto.js';
+import { waitFor } from './wait.js';
 
 type KnownKeys<T> = keyof { [K in keyof T as string extends K ? never : K]: T[K] };
 type RequestOf<M> = M extends MethodDefinition<infer Req, infer _Res, infer _ReqOut, infer _ResOut> ? Req : never;
@@ -58,6 +59,16 @@ export class CriClient {
     this.clients = [runtime, image];
     this.runtime = new ServiceClient(runtime, cri.RuntimeService.service);
     this.image = new ServiceClient(image, cri.ImageService.service);
+  }
+
+  /** Pending removals as Status reports them: a removed container's cleanup runs after RemoveContainer answers. */
+  async pendingRemovals(): Promise<{ id: string; attempts: number; lastError: string }[]> {
+    return JSON.parse((await this.runtime.call('Status', { verbose: true })).info.pendingRemovals ?? '[]') as { id: string; attempts: number; lastError: string }[];
+  }
+
+  /** Waits until the daemon has no removal left to finish. */
+  async removalsSettled(ms = 20_000): Promise<void> {
+    await waitFor(async () => (await this.pendingRemovals()).length === 0, ms, 'pending removals to finish');
   }
 
   close(): void {

@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Background } from '../../core/background.js';
 import { KeyedLock } from '../../core/locks.js';
 import { silentLogger } from '../../core/log.js';
 import type { ImageRecord } from '../../oci/image/types.js';
@@ -106,7 +107,7 @@ export function fakePods(): FakePods {
   };
   const ctx: PodContext = {
     settings: { root_dir: join(dir, 'root'), state_dir: join(dir, 'state'), netns_dir: join(dir, 'netns'), cgroup_driver: 'cgroupfs', default_runtime: 'runc', cni: { cache_dir: join(dir, 'cni'), conf_dir: join(dir, 'net.d') } },
-    tables, locks: new KeyedLock(), log: silentLogger, network, runtimes: new Map([['runc', runtime]]), images, host,
+    tables, locks: new KeyedLock(), background: new Background(silentLogger), log: silentLogger, network, runtimes: new Map([['runc', runtime]]), images, host,
     pauseImage: async () => ({ id: 'sha256:pause', name: 'localhost/minicri/pause:test', config: { Entrypoint: ['/pause'] } }),
     hostFacts: () => step('facts', hostFacts()),
     cdi: { resolve: async () => [], inventory: async () => ({ devices: [], errors: {} }) },

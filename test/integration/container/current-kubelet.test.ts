@@ -199,9 +199,11 @@ describe('the CRI of current kubelets', () => {
     assert.equal((await env.exec(first, 'cat /vol/etc/passwd >/dev/null && echo still')).stdout, 'still\n');
     assert.equal((await views()).length, 1, 'the restart kept the view');
     await env.rt.runtime.call('RemoveContainer', { container_id: first });
+    await env.rt.removalsSettled();
     assert.equal((await views()).length, 1, 'the other user keeps the view');
     assert.match((await env.exec(second, 'ls /vol')).stdout, /passwd/);
     await env.rt.runtime.call('RemoveContainer', { container_id: second });
+    await env.rt.removalsSettled();
     assert.deepEqual(await views(), [], 'the last user takes the view with it');
   });
 

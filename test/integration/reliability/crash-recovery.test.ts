@@ -83,11 +83,15 @@ describe('crash recovery', () => {
       const { container } = await podWithContainer(daemon, 'ctrstopcrash');
       await daemon.client.runtime.call('StopContainer', { container_id: container, timeout: 0 });
     }));
-  it('leaves nothing when the daemon dies at container-runc-deleted during RemoveContainer', () =>
-    crashAt('container-runc-deleted', async (daemon) => {
-      const { container } = await podWithContainer(daemon, 'ctrrmcrash');
-      await daemon.client.runtime.call('RemoveContainer', { container_id: container });
-    }));
+  // The record leaves before RemoveContainer answers (container-retired); the host objects go after it.
+  for (const point of ['container-retired', 'container-runc-deleted']) {
+    it(`leaves nothing when the daemon dies at ${point} during RemoveContainer or its cleanup`, () =>
+      crashAt(point, async (daemon) => {
+        const { container } = await podWithContainer(daemon, `ctrrmcrash-${slug(point)}`);
+        await daemon.client.runtime.call('RemoveContainer', { container_id: container });
+        await daemon.client.removalsSettled();
+      }));
+  }
   for (const point of ['pause-deleted', 'pause-rootfs-removed']) {
     it(`leaves nothing when the daemon dies at ${point} during RemovePodSandbox`, () =>
       crashAt(point, async (daemon) => {

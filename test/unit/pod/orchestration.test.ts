@@ -144,6 +144,7 @@ describe('CreateContainer orchestration', () => {
     const record = f.ctx.tables.containers.get(id)!;
     assert.deepEqual([record.state, record.reason, record.exitCode], ['CONTAINER_EXITED', 'StartError', 128]);
     await removeContainer(f.ctx, id, silentLogger);
+    await f.ctx.background.drain();
     assert.deepEqual(new Set(entries(f, 'undo')), new Set(['rootfs', 'create']));
     assert.equal(f.ctx.tables.containers.get(id), undefined);
   });
