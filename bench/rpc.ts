@@ -1,9 +1,18 @@
 // rpc: each RPC alone, sequential, on one persistent connection: what kubelet's frequent small calls cost.
 // The reads run against one pod with one running container; RemoveContainer against a stopped container
 // made (untimed) for each sample. The lifecycle bench covers the RPCs that make and stop pods.
-import type { CriClient } from '../test/support/cri-client.js';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CriClient } from '../test/support/cri-client.js';
+import { MAIN } from '../test/support/daemon.js';
 import { benchContainer, benchPod } from './lib/pods.js';
 import { summarize, timed, type Summary } from './lib/stats.js';
+import { shebangNodeCommand } from './lib/targets.js';
 
 export interface RpcResult {
   samples: number;
@@ -69,4 +78,26 @@ export async function rpcBench(client: CriClient, image: string, logRoot: string
     await rt.call('RemovePodSandbox', { pod_sandbox_id: pod }).catch(() => undefined);
   }
   return { samples, errors, rpc: Object.fromEntries(Object.entries(into).map(([k, v]) => [k, summarize(v)])) };
+}
+
+/** Version on a bare grpc-js server (bench/grpc-floor-server.ts) run with the daemon's node flags: Node's floor. */
+export async function grpcFloorBench(samples: number): Promise<RpcResult> {
+  const dir = await mkdtemp(join(tmpdir(), 'minicri-grpc-floor-'));
+  const socket = join(dir, 'floor.sock');
+  const { env, nodeFlags } = shebangNodeCommand(readFileSync(MAIN, 'utf8'));
+  const server = spawn(process.execPath, [...nodeFlags, fileURLToPath(new URL('./grpc-floor-server.js', import.meta.url)), socket], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const client = new CriClient(socket);
+  const into: Record<string, number[]> = {};
+  try {
+    await once(server.stdout!, 'data');
+    const call = () => client.runtime.call('Version', {});
+    for (let i = 0; i < WARMUP; i++) await call();
+    for (let i = 0; i < samples; i++) await timed(into, 'Version', call);
+  } finally {
+    client.close();
+    server.kill('SIGTERM');
+    await once(server, 'exit');
+    await rm(dir, { recursive: true, force: true });
+  }
+  return { samples, errors: [], rpc: { Version: summarize(into.Version!) } };
 }

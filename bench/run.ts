@@ -18,7 +18,7 @@ import { LIFECYCLE_STEPS, lifecycleBench } from './lifecycle.js';
 import { pullBench } from './pull.js';
 import { relistBench, sample, type FootprintSample } from './relist.js';
 import { restartBench } from './restart.js';
-import { RPC_NAMES, rpcBench } from './rpc.js';
+import { grpcFloorBench, RPC_NAMES, rpcBench } from './rpc.js';
 import { stormBench } from './storm.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
@@ -132,6 +132,10 @@ async function main(): Promise<void> {
         log(`round ${round}: lifecycle x${lifecycleN} on the floor`);
         record('lifecycle', 'floor', round, await floorBench(env, lifecycleN));
       }
+      if (bench === 'rpc' && wanted.has('floor')) {
+        log(`round ${round}: Version x${rpcSamples} on a bare grpc-js server`);
+        record('rpc', 'floor', round, await grpcFloorBench(rpcSamples));
+      }
       for (const name of order) {
         const t = running.get(name)!;
         log(`round ${round}: ${bench} on ${name}`);
@@ -220,7 +224,9 @@ function markdown(started: Date, mach: Record<string, string | number>, options:
 Produced by \`npm run bench\` (bench/run.ts) on ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC.
 Every figure is the median over ${rounds} round(s); within a round the targets alternate. Error rows count
 errors over all rounds. Lower is better except MB/s. "floor" is the same lifecycle done directly with
-ip netns, the bridge CNI plugin, mount and runc (see bench/floor.ts), the least work each RPC must do.
+ip netns, the bridge CNI plugin, mount and runc (see bench/floor.ts), the least work each RPC must do; for
+\`rpc Version\` it is a bare grpc-js server with no work in its handler (bench/grpc-floor-server.ts), what
+any Node CRI server pays per call.
 
 Machine: ${Object.entries(mach).map(([k, v]) => `${k} ${v}`).join('; ')}.
 

@@ -1,6 +1,6 @@
 // Running one CNI plugin binary: environment per the CNI spec, config on stdin, a bounded run time,
 // and errors that name the plugin and carry its stderr and CNI error object.
-import { constants, promises as fs } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import type { Logger } from '../core/log.js';
@@ -41,13 +41,17 @@ export class CniPluginError extends Internal {
   }
 }
 
-/** Absolute path of the plugin binary: the first executable `<dir>/<type>` in bin dir order. */
-export async function findPlugin(type: string, binDirs: string[]): Promise<string | undefined> {
+/**
+ * Absolute path of the plugin binary: the first executable `<dir>/<type>` in bin dir order. Looked up with
+ * synchronous calls: on a local bin dir each takes microseconds, where a trip through libuv's thread pool
+ * takes tens of them, and Status (kubelet's node-ready probe) looks up every plugin of the network.
+ */
+export function findPlugin(type: string, binDirs: string[]): string | undefined {
   for (const dir of binDirs) {
     const file = path.join(dir, type);
     try {
-      await fs.access(file, constants.X_OK);
-      if ((await fs.stat(file)).isFile()) return file;
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return file;
     } catch {
       // not in this dir
     }
@@ -71,7 +75,7 @@ export function pluginEnv(call: PluginCall, binDirs: string[], base: NodeJS.Proc
 /** Runs the plugin; returns its parsed stdout JSON (undefined when it printed nothing). */
 export async function execPlugin(call: PluginCall, opts: ExecOptions): Promise<unknown> {
   const what = `CNI plugin "${call.pluginType}" (network "${call.network}"${call.containerId ? `, sandbox ${call.containerId.slice(0, 12)}` : ''}) ${call.command}`;
-  const binary = await findPlugin(call.pluginType, opts.binDirs);
+  const binary = findPlugin(call.pluginType, opts.binDirs);
   if (!binary) {
     throw new FailedPrecondition(`${what}: plugin binary "${call.pluginType}" not found in ${opts.binDirs.join(':')}: install it or fix the CNI config`);
   }

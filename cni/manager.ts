@@ -181,10 +181,8 @@ export class CniManager {
     await this.syncIfUnwatched();
     const net = this.defaultNet;
     if (!net) return { ready: false, reason: NETWORK_NOT_READY, message: this.notReadyMessage() };
-    // Looked for all at once: Status is kubelet's node-ready probe, and each lookup waits on the file system.
     const plugins = [LOOPBACK_NETWORK, net].flatMap((list) => list.plugins.map((plugin) => ({ list, plugin })));
-    const found = await Promise.all(plugins.map(({ plugin }) => findPlugin(plugin.type, this.o.binDirs)));
-    const missing = plugins.find((_, i) => !found[i]);
+    const missing = plugins.find(({ plugin }) => !findPlugin(plugin.type, this.o.binDirs));
     if (missing) {
       return {
         ready: false,

@@ -10,11 +10,9 @@ export interface Condition { type: string; status: boolean; reason: string; mess
 
 /** RuntimeReady and NetworkReady. */
 export async function runtimeConditions(ctx: PodContext, binaries: { runtime: string; conmon: string }): Promise<Condition[]> {
-  const absent = async (what: string, path: string) => ((await resolveExecutable(path)) ? [] : [what]);
-  const [runtimeAbsent, conmonAbsent, network] = await Promise.all([
-    absent(`OCI runtime "${binaries.runtime}"`, binaries.runtime), absent(`conmon "${binaries.conmon}"`, binaries.conmon), ctx.network.status(),
-  ]);
-  const missing = [...runtimeAbsent, ...conmonAbsent];
+  const needed = [{ what: `OCI runtime "${binaries.runtime}"`, path: binaries.runtime }, { what: `conmon "${binaries.conmon}"`, path: binaries.conmon }];
+  const missing = needed.filter((b) => !resolveExecutable(b.path)).map((b) => b.what);
+  const network = await ctx.network.status();
   const runtime = missing.length === 0
     ? { type: 'RuntimeReady', status: true, reason: '', message: '' }
     : { type: 'RuntimeReady', status: false, reason: 'RuntimeBinaryMissing', message: `not executable: ${missing.join(', ')}; install it or fix the path in the config` };

@@ -7,9 +7,9 @@ import { resolveExecutable } from '../core/executables.js';
 import type { Logger } from '../core/log.js';
 
 export async function openRuntimes(config: Config, log: Logger): Promise<Map<string, OciRuntime>> {
-  const conmonPath = await resolveExecutable(config.conmon_path) ?? config.conmon_path;
+  const conmonPath = resolveExecutable(config.conmon_path) ?? config.conmon_path;
   const entries = await Promise.all(Object.entries(config.runtimes).map(async ([handler, r]) => [handler, new OciRuntime({
-    runtimePath: await resolveExecutable(r.path) ?? r.path, conmonPath, root: runtimeRoot(config, handler),
+    runtimePath: resolveExecutable(r.path) ?? r.path, conmonPath, root: runtimeRoot(config, handler),
     stateDir: join(config.state_dir, 'runtime', handler), log: log.child({ module: 'runtime', handler }), cgroupManager: config.cgroup_driver,
   })] as const));
   return new Map(entries);
