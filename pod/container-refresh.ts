@@ -32,7 +32,7 @@ export function recordExit(ctx: PodContext, id: string, exit: ExitStatus | undef
 }
 
 /** The runtime handler a container's sandbox runs under. */
-function handlerOf(ctx: PodContext, record: ContainerRecord): string {
+export function handlerOf(ctx: PodContext, record: ContainerRecord): string {
   return ctx.tables.sandboxes.get(record.sandboxId)?.runtimeHandler ?? ctx.settings.default_runtime;
 }
 

@@ -8,6 +8,7 @@ import type { ImageRecord } from '../oci/image/types.js';
 import type { ExecSyncResult } from '../oci/runtime/exec.js';
 import type { CdiEditsToApply } from '../oci/runtime/spec/index.js';
 import type { ContainerState, CreateRequest, ExitStatus } from '../oci/runtime/runc.js';
+import type { CheckpointRequest } from '../oci/runtime/checkpoint.js';
 import type { PodUserns, StagedMount } from '../oci/runtime/spec/index.js';
 
 /** The pod network, as small as ocicni's: set up, tear down, check, status, GC (and the pod CIDR kubelet gives). */
@@ -35,6 +36,8 @@ export interface ContainerRuntime {
   reopenLog(id: string): Promise<void>;
   execSync(id: string, cmd: string[], o: { timeoutSec: number; maxOutputBytes?: number }): Promise<ExecSyncResult>;
   update(id: string, resources: object): Promise<void>;
+  /** A CRIU dump of a running container, which keeps running; whileFrozen runs before it resumes. */
+  checkpoint(id: string, r: CheckpointRequest): Promise<void>;
   /** Ids of the containers the runtime holds. */
   list(): Promise<string[]>;
   attachSocketPath(id: string): string;

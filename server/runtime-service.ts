@@ -1,6 +1,7 @@
 // RuntimeService: RPC name → handler. Each handler is the file in handlers/ named after its RPC.
 import type { Edge } from './edge.js';
 import { Attach } from './handlers/attach.js';
+import { CheckpointContainer } from './handlers/checkpoint-container.js';
 import { ContainerStats } from './handlers/container-stats.js';
 import { ContainerStatus } from './handlers/container-status.js';
 import { CreateContainer } from './handlers/create-container.js';
@@ -31,6 +32,7 @@ import type { RuntimeHandlers } from './service.js';
 export function runtimeService(edge: Edge): RuntimeHandlers {
   return {
     Attach: Attach(edge),
+    CheckpointContainer: CheckpointContainer(edge),
     ContainerStats: ContainerStats(edge),
     ContainerStatus: ContainerStatus(edge),
     CreateContainer: CreateContainer(edge),

@@ -20,6 +20,7 @@ import { ExitWatcher } from './exit-watch.js';
 import { cgroupDir, cgroupEmpty, cgroupHierarchies, removeCgroupDir } from './cgroups.js';
 import { readRuncState } from './runc-state.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
+import { runcDump, type CheckpointRequest } from './checkpoint.js';
 
 export interface OciRuntimeOptions {
   runtimePath: string;
@@ -312,6 +313,29 @@ export class OciRuntime {
   async update(id: string, resources: object): Promise<void> {
     checkId(id);
     await this.runc(['update', '--resources', '-', id], `update resources of container "${id}"`, JSON.stringify(resources));
+  }
+
+  /**
+   * A CRIU checkpoint of a running container that keeps running: paused (cgroup freezer) so that what
+   * whileFrozen copies of its root filesystem matches the dumped memory, dumped, and resumed whatever failed.
+   */
+  async checkpoint(id: string, r: CheckpointRequest): Promise<void> {
+    checkId(id);
+    const st = await this.state(id);
+    if (!st) throw new NotFound(`cannot checkpoint container "${id}": it does not exist`);
+    // runc would pause (and CRIU dump) a created container too, whose process never ran.
+    if (st.status !== 'running') throw new FailedPrecondition(`cannot checkpoint container "${id}": it is ${st.status}, not running`);
+    await this.runc(['pause', id], `pause container "${id}" for its checkpoint`);
+    const resume = () => this.runc(['resume', id], `resume container "${id}" after its checkpoint`);
+    try {
+      await runcDump(this.commandLine(), id, r, this.log);
+      await r.whileFrozen();
+    } catch (err) {
+      // The checkpoint's failure is the answer; a resume that fails too is logged beside it.
+      await resume().catch((e: unknown) => this.log.error({ id, err: e }, 'container not resumed after its failed checkpoint'));
+      throw err;
+    }
+    await resume();
   }
 
   /** Ids of every container runc knows (for recovery after a restart). */

@@ -92,6 +92,7 @@ export function fakePods(): FakePods {
     reopenLog: async () => {},
     execSync: async () => ({ stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0, timedOut: false, stdoutTruncated: false, stderrTruncated: false }),
     update: async () => {},
+    checkpoint: async () => {},
     list: async () => [],
     attachSocketPath: (id) => join(dir, id, 'attach'),
     commandLine: () => ({ path: 'runc', args: [] }),

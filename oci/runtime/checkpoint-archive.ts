@@ -1,0 +1,93 @@
+// Writing a checkpoint archive (layout in checkpoint-layout.ts): the container's files beside CRIU's images
+// in a work dir, then one tar at the requested location. GNU tar does the tar work: it keeps owners, modes,
+// xattrs (file capabilities), hard links, sparse files and special files as they are.
+import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { lstat, link, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { getAttribute } from '@napi-rs/xattr';
+import { execa } from 'execa';
+import { DeadlineExceeded, Internal, InvalidArgument } from '../../core/errors.js';
+import {
+  archiveMembers, bindMountsDump, configDump, rootfsDiff,
+  BIND_MOUNTS, CONFIG_DUMP, DELETED_FILES, ROOTFS_DIFF_TAR, SPEC_DUMP,
+  type CheckpointedContainer, type SpecMount, type UpperEntry,
+} from './checkpoint-layout.js';
+
+/** The bundle's spec as written, and its mounts. */
+export async function readBundleSpec(bundle: string): Promise<{ text: string; mounts: SpecMount[] }> {
+  const text = await readFile(join(bundle, 'config.json'), 'utf8');
+  return { text, mounts: (JSON.parse(text) as { mounts?: SpecMount[] }).mounts ?? [] };
+}
+
+/** config.dump, spec.dump and (with bind mounts) bind.mounts, into `dir`. */
+export async function writeCheckpointFiles(dir: string, c: CheckpointedContainer, spec: { text: string; mounts: SpecMount[] }, now: Date): Promise<void> {
+  const binds = bindMountsDump(spec.mounts, (source) => {
+    const st = statSync(source, { throwIfNoEntry: false });
+    return st && { isDirectory: st.isDirectory(), mode: st.mode };
+  });
+  await Promise.all([
+    writeFile(join(dir, CONFIG_DUMP), JSON.stringify(configDump(c, now), null, 2)),
+    writeFile(join(dir, SPEC_DUMP), spec.text),
+    binds.length > 0 ? writeFile(join(dir, BIND_MOUNTS), JSON.stringify(binds, null, 2)) : undefined,
+  ]);
+}
+
+/** The overlay upper dir's entries, parents before children, whiteouts and opaque dirs told apart. */
+export async function scanUpper(upper: string): Promise<UpperEntry[]> {
+  const out: UpperEntry[] = [];
+  const walk = async (rel: string): Promise<void> => {
+    for (const name of (await readdir(join(upper, rel))).sort()) {
+      const path = rel ? `${rel}/${name}` : name;
+      const full = join(upper, path);
+      const st = await lstat(full);
+      if (st.isCharacterDevice() && st.rdev === 0) {
+        out.push({ path, kind: 'whiteout' });
+      } else if (st.isDirectory()) {
+        const opaque = (await getAttribute(full, 'trusted.overlay.opaque').catch(() => null))?.toString() === 'y';
+        out.push({ path, kind: opaque ? 'opaque-dir' : 'other' });
+        await walk(path);
+      } else {
+        out.push({ path, kind: 'other' });
+      }
+    }
+  };
+  await walk('');
+  return out;
+}
+
+/** rootfs-diff.tar and deleted.files into `dir`, each only when the container changed something of that kind. */
+export async function writeRootfsDiff(upper: string, dir: string, mounts: readonly SpecMount[], signal: AbortSignal): Promise<void> {
+  const { include, deleted } = rootfsDiff(await scanUpper(upper), mounts);
+  if (deleted.length > 0) await writeFile(join(dir, DELETED_FILES), JSON.stringify(deleted, null, 2));
+  if (include.length === 0) return;
+  // trusted.* are overlayfs's own marks (opaque dirs are in deleted.files instead).
+  await tar(['--create', `--file=${join(dir, ROOTFS_DIFF_TAR)}`, `--directory=${upper}`, '--no-recursion', '--numeric-owner',
+    '--xattrs', '--xattrs-exclude=trusted.*', '--null', '--files-from=-'], 'the root filesystem changes', signal, `${include.join('\0')}\0`);
+}
+
+/**
+ * The archive of everything in `dir` at `location`, readable by root alone (it holds every memory page of the
+ * container). Written beside it under a temporary name and linked into place, so `location` is either
+ * absent or whole, and never replaces a file that appeared meanwhile.
+ */
+export async function writeArchive(dir: string, location: string, signal: AbortSignal): Promise<void> {
+  const members = archiveMembers(new Set(await readdir(dir)));
+  const partial = join(dirname(location), `.${basename(location)}.${randomBytes(4).toString('hex')}.partial`);
+  await (await open(partial, 'wx', 0o600)).close();
+  try {
+    await tar(['--create', `--file=${partial}`, `--directory=${dir}`, '--numeric-owner', '--xattrs', '--', ...members], 'the checkpoint archive', signal);
+    await link(partial, location).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'EEXIST') throw new InvalidArgument(`checkpoint location ${location} was created while the checkpoint was written: choose a new path`);
+      throw err;
+    });
+  } finally {
+    await rm(partial, { force: true });
+  }
+}
+
+async function tar(args: string[], what: string, signal: AbortSignal, input?: string): Promise<void> {
+  const r = signal.aborted ? undefined : await execa('tar', args, { reject: false, cancelSignal: signal, ...(input === undefined ? { stdin: 'ignore' as const } : { input }) });
+  if (!r || signal.aborted) throw new DeadlineExceeded(`writing ${what} did not finish before the checkpoint's timeout`);
+  if (r.exitCode !== 0) throw new Internal(`writing ${what} with tar failed: ${r.stderr.trim()}`);
+}

@@ -1,0 +1,91 @@
+// The dump of a checkpoint: `runc checkpoint` (runc drives CRIU) of a container the driver paused first
+// (runc.ts: pause, dump, copy the rootfs changes, resume, as CRI-O does it).
+//
+// At the deadline runc is killed, as CRI-O's context does; CRIU, its child, is let finish or fail on its own
+// (killing it mid-dump could leave its parasite code in the container's processes), and is waited for so
+// that nothing writes into the work dir once the caller removes it.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import type { Logger } from '../../core/log.js';
+import { DeadlineExceeded, FailedPrecondition, NotFound } from '../../core/errors.js';
+import { DUMP_LOG } from './checkpoint-layout.js';
+import { liveProcesses } from './processes.js';
+import { isNotExist, isNotRunning, runcErrorText } from './runc-errors.js';
+
+export interface CheckpointRequest {
+  /** Where CRIU writes its images (runc makes the dir). */
+  imagePath: string;
+  /** Where CRIU writes dump.log and stats-dump. */
+  workPath: string;
+  /** Aborted at the deadline: runc is killed, the container resumed, DEADLINE_EXCEEDED. */
+  signal: AbortSignal;
+  /** Runs after the dump while the container is still frozen, so what it copies matches the images. */
+  whileFrozen: () => Promise<void>;
+}
+
+/** The runc command line of the dump (after runc's global flags). Pure. */
+export function checkpointArgs(id: string, r: Pick<CheckpointRequest, 'imagePath' | 'workPath'>): string[] {
+  // --file-locks as CRI-O passes it: a container holding a lock is dumped instead of refused.
+  return ['checkpoint', '--leave-running', '--file-locks', '--image-path', r.imagePath, '--work-path', r.workPath, id];
+}
+
+/** CRIU's own error lines in its dump log (the cause runc's message leaves out). Pure. */
+export function criuErrors(log: string, max = 5): string[] {
+  return log.split('\n').filter((l) => /\bError \(/.test(l)).map((l) => l.replace(/^\(\s*[\d.]+\)\s*/, '').trim()).slice(-max);
+}
+
+// How long a CRIU left running by a killed runc may take to notice and exit.
+const CRIU_EXIT_WAIT_MS = 30_000;
+
+export interface RuncCommand {
+  path: string;
+  args: string[];
+}
+
+/** The dump itself: `runc checkpoint --leave-running` of the (paused) container. */
+export async function runcDump(runc: RuncCommand, id: string, r: Pick<CheckpointRequest, 'imagePath' | 'workPath' | 'signal'>, log: Logger): Promise<void> {
+  const started = Date.now();
+  const late = () => new DeadlineExceeded(`checkpoint of container "${id}" did not finish in time: runc was stopped and the container resumed; give it a longer timeout`);
+  if (r.signal.aborted) throw late();
+  const sub = execa(runc.path, [...runc.args, ...checkpointArgs(id, r)], { reject: false, stdin: 'ignore' });
+  let criu: number[] = [];
+  const onAbort = () => {
+    void liveProcesses('criu').then((found) => {
+      criu = found.filter((p) => p.ppid === sub.pid).map((p) => p.pid);
+      sub.kill('SIGKILL');
+    });
+  };
+  r.signal.addEventListener('abort', onAbort, { once: true });
+  const result = await sub.finally(() => r.signal.removeEventListener('abort', onAbort));
+  log.debug({ id, exitCode: result.exitCode, ms: Date.now() - started }, 'runc checkpoint');
+  if (r.signal.aborted) {
+    await waitGone(criu, CRIU_EXIT_WAIT_MS, log);
+    throw late();
+  }
+  if (result.exitCode === 0) return;
+  const text = runcErrorText(result.stderr || result.stdout);
+  if (/criu.*(not found|no such file)|executable file not found/i.test(text)) {
+    throw new FailedPrecondition(`cannot checkpoint container "${id}": CRIU is not installed (runc: ${text}); install the criu package`);
+  }
+  if (isNotExist(text)) throw new NotFound(`cannot checkpoint container "${id}": it does not exist (runc: ${text})`);
+  if (isNotRunning(text)) throw new FailedPrecondition(`cannot checkpoint container "${id}": it is not running (runc: ${text})`);
+  const criuLog = await readFile(join(r.workPath, DUMP_LOG), 'utf8').catch(() => '');
+  const cause = criuErrors(criuLog);
+  // CRIU refuses what it cannot dump (a kernel it does not know, a resource it cannot save): the node or the
+  // container is not fit for a checkpoint, which no retry changes.
+  throw new FailedPrecondition(`checkpoint of container "${id}" failed: runc: ${text}${cause.length > 0 ? `; CRIU: ${cause.join('; ')}` : ''} (\`criu check\` tells whether CRIU works on this node)`);
+}
+
+async function waitGone(pids: number[], timeoutMs: number, log: Logger): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let wait = 10; ; wait = Math.min(wait * 2, 200)) {
+    const alive = (await liveProcesses('criu')).filter((p) => pids.includes(p.pid));
+    if (alive.length === 0) return;
+    if (Date.now() >= deadline) {
+      log.warn({ pids: alive.map((p) => p.pid) }, 'CRIU still running after its runc checkpoint was stopped');
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
