@@ -1,0 +1,138 @@
+// The checkpoint archive's layout (names, config.dump, bind.mounts, the rootfs diff), the runc command line,
+// CRIU's log, the request checks, and the archive writer on a temp dir with overlayfs's whiteout and opaque marks.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setAttribute } from '@napi-rs/xattr';
+import { execa } from 'execa';
+import { DeadlineExceeded, InvalidArgument } from '../../../core/errors.js';
+import { scanUpper, writeArchive, writeRootfsDiff } from '../../../oci/runtime/checkpoint-archive.js';
+import { archiveMembers, bindMountsDump, configDump, rfc3339Nano, rootfsDiff } from '../../../oci/runtime/checkpoint-layout.js';
+import { checkpointArgs, criuErrors } from '../../../oci/runtime/checkpoint.js';
+import { checkpointLocation, checkpointTimeoutMs, DEFAULT_CHECKPOINT_TIMEOUT_SEC } from '../../../pod/container-checkpoint.js';
+
+test('the archive holds what CRI-O puts in it, in its order, and only what was made', () => {
+  const all = new Set(['rootfs-diff.tar', 'checkpoint', 'spec.dump', 'config.dump', 'stats-dump', 'dump.log', 'deleted.files', 'bind.mounts', 'restore.log']);
+  assert.deepEqual(archiveMembers(all), ['stats-dump', 'dump.log', 'checkpoint', 'config.dump', 'spec.dump', 'bind.mounts', 'rootfs-diff.tar', 'deleted.files']);
+  assert.deepEqual(archiveMembers(new Set(['checkpoint', 'config.dump', 'spec.dump'])), ['checkpoint', 'config.dump', 'spec.dump']);
+});
+
+test('config.dump names the container, its image and runtime, and both times as Go writes them', () => {
+  const dump = configDump({
+    id: 'c0ffee', name: 'counter', image: { id: 'sha256:abc', name: 'registry.local/busybox:1' }, runtimeHandler: 'runc',
+    createdAt: '1764076800123456789',
+  }, new Date(Date.UTC(2026, 10, 25, 13, 0, 5, 250)));
+  assert.deepEqual(dump, {
+    id: 'c0ffee', name: 'counter', rootfsImage: 'registry.local/busybox:1', rootfsImageRef: 'sha256:abc',
+    rootfsImageName: 'registry.local/busybox:1', runtime: 'runc', createdTime: '2025-11-25T13:20:00.123456789Z',
+    checkpointedTime: '2026-11-25T13:00:05.25Z', restored: false,
+  });
+  assert.equal(rfc3339Nano(0n), '1970-01-01T00:00:00Z');
+  assert.equal(rfc3339Nano(1_000_000_001n), '1970-01-01T00:00:01.000000001Z');
+});
+
+test('bind.mounts records bind mounts with their source type and mode, not the runtime\'s own mounts or gone sources', () => {
+  const stats: Record<string, { isDirectory: boolean; mode: number }> = {
+    '/var/lib/kubelet/pods/p/volumes/data': { isDirectory: true, mode: 0o40755 },
+    '/var/lib/minicri/pods/p/hosts': { isDirectory: false, mode: 0o100644 },
+    '/dev/shm-of-pod': { isDirectory: true, mode: 0o41777 },
+  };
+  const dump = bindMountsDump([
+    { destination: '/proc', type: 'proc', source: 'proc' },
+    { destination: '/data', type: 'bind', source: '/var/lib/kubelet/pods/p/volumes/data', options: ['rbind', 'rw'] },
+    { destination: '/etc/hosts', source: '/var/lib/minicri/pods/p/hosts', options: ['rbind', 'ro'] },
+    { destination: '/dev/shm', type: 'bind', source: '/dev/shm-of-pod', options: ['rbind'] },
+    { destination: '/gone', type: 'bind', source: '/no/such/source' },
+  ], (s) => stats[s]);
+  assert.deepEqual(dump, [
+    { source: '/var/lib/kubelet/pods/p/volumes/data', destination: '/data', file_type: 'directory', permissions: 0o755 },
+    { source: '/var/lib/minicri/pods/p/hosts', destination: '/etc/hosts', file_type: 'file', permissions: 0o644 },
+  ]);
+});
+
+test('the rootfs diff takes the container\'s changes, lists its deletions, and leaves mount points out', () => {
+  const diff = rootfsDiff([
+    { path: 'counter', kind: 'other' },
+    { path: 'dev', kind: 'other' },
+    { path: 'dev/termination-log', kind: 'other' },
+    { path: 'etc', kind: 'other' },
+    { path: 'etc/hosts', kind: 'other' },
+    { path: 'etc/motd', kind: 'whiteout' },
+    { path: 'data', kind: 'other' },
+    { path: 'data/x', kind: 'other' },
+    { path: 'var', kind: 'other' },
+    { path: 'var/cache', kind: 'opaque-dir' },
+    { path: 'var/cache/new', kind: 'other' },
+  ], [{ destination: '/etc/hosts' }, { destination: '/data/' }]);
+  assert.deepEqual(diff.include, ['counter', 'etc', 'var', 'var/cache', 'var/cache/new']);
+  assert.deepEqual(diff.deleted, ['/etc/motd', '/var/cache']);
+});
+
+test('runc is asked for a dump that leaves the container running, into the given dirs', () => {
+  assert.deepEqual(checkpointArgs('c1', { imagePath: '/w/checkpoint', workPath: '/w' }),
+    ['checkpoint', '--leave-running', '--file-locks', '--image-path', '/w/checkpoint', '--work-path', '/w', 'c1']);
+});
+
+test('CRIU\'s error lines are picked from its log, without their timestamps', () => {
+  const log = [
+    '(00.000012) Running on node Linux 6.18',
+    '(00.020769) Error (criu/vdso.c:381): vdso: Unexpected rt vDSO area bounds',
+    '(00.020771) Error (criu/vdso.c:613): vdso: Failed to fill self vdso symtable',
+    '(00.020900) Warn  (criu/net.c:1): something',
+  ].join('\n');
+  assert.deepEqual(criuErrors(log), ['Error (criu/vdso.c:381): vdso: Unexpected rt vDSO area bounds', 'Error (criu/vdso.c:613): vdso: Failed to fill self vdso symtable']);
+  assert.deepEqual(criuErrors(log, 1), ['Error (criu/vdso.c:613): vdso: Failed to fill self vdso symtable']);
+  assert.deepEqual(criuErrors(''), []);
+});
+
+test('the location must be a non-empty absolute file path; the timeout 0 (the default) or positive', () => {
+  assert.equal(checkpointLocation('/var/lib/kubelet/checkpoints/c.tar'), '/var/lib/kubelet/checkpoints/c.tar');
+  assert.throws(() => checkpointLocation(''), InvalidArgument);
+  assert.throws(() => checkpointLocation('c.tar'), /not an absolute path/);
+  assert.throws(() => checkpointLocation('/tmp/dir/'), /names a directory/);
+  assert.equal(checkpointTimeoutMs(0), DEFAULT_CHECKPOINT_TIMEOUT_SEC * 1000);
+  assert.equal(checkpointTimeoutMs(7), 7000);
+  assert.throws(() => checkpointTimeoutMs(-1), InvalidArgument);
+});
+
+test('the writer turns an overlay upper dir into rootfs-diff.tar and deleted.files, and the work dir into one private archive', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'minicri-ckpt-unit-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const upper = join(dir, 'upper');
+  const work = join(dir, 'work');
+  await mkdir(join(upper, 'etc'), { recursive: true });
+  await mkdir(join(upper, 'var', 'cache'), { recursive: true });
+  await mkdir(join(work, 'checkpoint'), { recursive: true });
+  await writeFile(join(upper, 'counter'), '42\n');
+  await writeFile(join(upper, 'etc', 'hosts'), 'mount point\n');
+  await writeFile(join(upper, 'var', 'cache', 'new'), 'n');
+  await execa('mknod', [join(upper, 'etc', 'motd'), 'c', '0', '0']); // overlayfs's whiteout
+  await setAttribute(join(upper, 'var', 'cache'), 'trusted.overlay.opaque', 'y');
+  assert.deepEqual(await scanUpper(upper), [
+    { path: 'counter', kind: 'other' }, { path: 'etc', kind: 'other' }, { path: 'etc/hosts', kind: 'other' },
+    { path: 'etc/motd', kind: 'whiteout' }, { path: 'var', kind: 'other' }, { path: 'var/cache', kind: 'opaque-dir' },
+    { path: 'var/cache/new', kind: 'other' },
+  ]);
+
+  await writeRootfsDiff(upper, work, [{ destination: '/etc/hosts', type: 'bind', source: '/x' }], AbortSignal.timeout(10_000));
+  assert.deepEqual(JSON.parse(await readFile(join(work, 'deleted.files'), 'utf8')), ['/etc/motd', '/var/cache']);
+  const diff = (await execa('tar', ['-tf', join(work, 'rootfs-diff.tar')])).stdout.split('\n');
+  assert.deepEqual(diff, ['counter', 'etc/', 'var/', 'var/cache/', 'var/cache/new']);
+
+  await writeFile(join(work, 'checkpoint', 'inventory.img'), 'img');
+  await writeFile(join(work, 'config.dump'), '{}');
+  await writeFile(join(work, 'spec.dump'), '{}');
+  const location = join(dir, 'out', 'c.tar');
+  await mkdir(join(dir, 'out'));
+  await writeArchive(work, location, AbortSignal.timeout(10_000));
+  assert.equal((await stat(location)).mode & 0o777, 0o600, 'memory pages are for root alone');
+  const members = (await execa('tar', ['-tf', location])).stdout.split('\n');
+  assert.deepEqual(members, ['checkpoint/', 'checkpoint/inventory.img', 'config.dump', 'spec.dump', 'rootfs-diff.tar', 'deleted.files']);
+  // An archive is never replaced, and a failed write leaves no partial file beside it.
+  await assert.rejects(writeArchive(work, location, AbortSignal.timeout(10_000)), InvalidArgument);
+  const aborted = AbortSignal.abort();
+  await assert.rejects(writeArchive(work, join(dir, 'out', 'd.tar'), aborted), DeadlineExceeded);
+  assert.deepEqual((await execa('ls', ['-A', join(dir, 'out')])).stdout.split('\n'), ['c.tar']);
+});
