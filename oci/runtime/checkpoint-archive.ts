@@ -76,7 +76,7 @@ export async function writeArchive(dir: string, location: string, signal: AbortS
   const partial = join(dirname(location), `.${basename(location)}.${randomBytes(4).toString('hex')}.partial`);
   await (await open(partial, 'wx', 0o600)).close();
   try {
-    await tar(['--create', `--file=${partial}`, `--directory=${dir}`, '--numeric-owner', '--xattrs', '--', ...members], 'the checkpoint archive', signal);
+    await tar(['--create', `--file=${partial}`, `--directory=${dir}`, '--sort=name', '--numeric-owner', '--xattrs', '--', ...members], 'the checkpoint archive', signal);
     await link(partial, location).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EEXIST') throw new InvalidArgument(`checkpoint location ${location} was created while the checkpoint was written: choose a new path`);
       throw err;
