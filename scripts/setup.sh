@@ -8,10 +8,11 @@ mode=${1:-}
 case "$mode" in start|test|install) ;; *) echo "usage: $0 start|test|install" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "setup.sh: run as root (minicri manages namespaces, mounts and containers)" >&2; exit 1; }
 
-# What the daemon runs: the OCI runtime, the container monitor, CNI plugins, namespace and firewall tools,
-# a C toolchain for the built-in pause binary, and make, g++ and python3 for npm's native addons (better-sqlite3).
+# What the daemon runs: the OCI runtime, the container monitor, CRIU (for CheckpointContainer), CNI plugins,
+# namespace and firewall tools, a C toolchain for the built-in pause binary, and make, g++ and python3 for
+# npm's native addons (better-sqlite3).
 # The tests add a registry and busybox for test images.
-runtime_packages=(runc conmon containernetworking-plugins iproute2 iptables util-linux zstd gcc libc6-dev musl-tools ca-certificates make g++ python3)
+runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables util-linux zstd gcc libc6-dev musl-tools ca-certificates make g++ python3)
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
 # systemd-container: the unit test boots the shipped unit under a real systemd (systemd-nspawn). kubectl for the
 # streaming interop tests: Debian's kubernetes-client, unless a kubectl is on PATH already (their files collide).
