@@ -85,8 +85,8 @@ describe('daemon', () => {
   });
 
   it('answers UNIMPLEMENTED naming an RPC no issue has implemented', async () => {
-    await assert.rejects(daemon.client.runtime.call('CheckpointContainer', { container_id: 'x' }), (err) =>
-      grpcCode(err) === grpc.status.UNIMPLEMENTED && /CheckpointContainer/.test((err as Error).message));
+    await assert.rejects(daemon.client.runtime.call('ListPodSandboxMetrics', {}), (err) =>
+      grpcCode(err) === grpc.status.UNIMPLEMENTED && /ListPodSandboxMetrics/.test((err as Error).message));
   });
 
   it('creates the socket with mode 0660', () => {
