@@ -38,6 +38,8 @@ export interface ContainerRuntime {
   update(id: string, resources: object): Promise<void>;
   /** A CRIU dump of a running container, which keeps running; whileFrozen runs before it resumes. */
   checkpoint(id: string, r: CheckpointRequest): Promise<void>;
+  /** Thaws a paused container (one a checkpoint cut off by a crash left frozen). */
+  resume(id: string): Promise<void>;
   /** Ids of the containers the runtime holds. */
   list(): Promise<string[]>;
   attachSocketPath(id: string): string;

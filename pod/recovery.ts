@@ -112,9 +112,14 @@ export async function recover(ctx: PodContext, log: Logger): Promise<Recovered> 
   await t.step('read exits', () => each(containers.list().filter((c) => c.state === 'CONTAINER_RUNNING' && current(c)), log, (c) => c.id, async (c) => {
     const fresh = await refreshContainer(ctx, c);
     const runtime = runtimeFor(ctx, c);
-    if (fresh.state === 'CONTAINER_RUNNING' && runtime && !(await runtime.state(c.id))) {
+    const state = fresh.state === 'CONTAINER_RUNNING' ? await runtime?.state(c.id) : undefined;
+    if (fresh.state === 'CONTAINER_RUNNING' && runtime && !state) {
       // No exit file and no runc state: the host lost it (a reboot emptied /run).
       containers.update(c.id, (r) => markContainerLost(r, 'the container was lost while minicri was down (host reboot?)'));
+    } else if (state?.status === 'paused') {
+      // Only a checkpoint pauses a container: one cut off by the crash left it frozen.
+      log.warn({ containerId: c.id }, 'container was left paused by a checkpoint cut off: resuming it');
+      await runtime!.resume(c.id);
     }
   }));
 

@@ -326,7 +326,7 @@ export class OciRuntime {
     // runc would pause (and CRIU dump) a created container too, whose process never ran.
     if (st.status !== 'running') throw new FailedPrecondition(`cannot checkpoint container "${id}": it is ${st.status}, not running`);
     await this.runc(['pause', id], `pause container "${id}" for its checkpoint`);
-    const resume = () => this.runc(['resume', id], `resume container "${id}" after its checkpoint`);
+    const resume = () => this.resume(id);
     try {
       await runcDump(this.commandLine(), id, r, this.log);
       await r.whileFrozen();
@@ -336,6 +336,11 @@ export class OciRuntime {
       throw err;
     }
     await resume();
+  }
+
+  async resume(id: string): Promise<void> {
+    checkId(id);
+    await this.runc(['resume', id], `resume container "${id}"`);
   }
 
   /** Ids of every container runc knows (for recovery after a restart). */

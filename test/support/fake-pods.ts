@@ -93,6 +93,7 @@ export function fakePods(): FakePods {
     execSync: async () => ({ stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0, timedOut: false, stdoutTruncated: false, stderrTruncated: false }),
     update: async () => {},
     checkpoint: async () => {},
+    resume: async () => {},
     list: async () => [],
     attachSocketPath: (id) => join(dir, id, 'attach'),
     commandLine: () => ({ path: 'runc', args: [] }),

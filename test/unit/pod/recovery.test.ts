@@ -91,4 +91,21 @@ describe('recovery of cut-off creations', () => {
     assert.equal(f.ctx.tables.sandboxes.get(pod), undefined);
     assert.equal(f.ctx.locks.busy, false);
   });
+
+  it('resumes a running container a checkpoint cut off by the crash left paused, and no other', async () => {
+    const pod = await runSandbox(f.ctx, podConfig(), '', silentLogger);
+    const image = { image: 'example.test/app:1', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' };
+    const frozen = await createContainer(f.ctx, pod, containerConfig({ metadata: { name: 'frozen', attempt: 0 }, image }), null, silentLogger);
+    const running = await createContainer(f.ctx, pod, containerConfig({ metadata: { name: 'running', attempt: 0 }, image }), null, silentLogger);
+    for (const id of [frozen, running]) f.ctx.tables.containers.update(id, (r) => { r.state = 'CONTAINER_RUNNING'; });
+    const runtime = f.ctx.runtimes.get('runc')!;
+    runtime.state = async (id) => ({ status: id === frozen ? 'paused' : 'running', pid: 4242, bundle: join(f.dir, id) });
+    const resumed: string[] = [];
+    runtime.resume = async (id) => { resumed.push(id); };
+
+    const { finished } = await recover(f.ctx, silentLogger);
+    await finished;
+    assert.deepEqual(resumed, [frozen]);
+    assert.equal(f.ctx.tables.containers.get(frozen)?.state, 'CONTAINER_RUNNING');
+  });
 });
