@@ -2,8 +2,7 @@
 // in a work dir, then one tar at the requested location. GNU tar does the tar work: it keeps owners, modes,
 // xattrs (file capabilities), hard links, sparse files and special files as they are.
 import { randomBytes } from 'node:crypto';
-import { statSync } from 'node:fs';
-import { lstat, link, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, link, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { getAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
@@ -22,8 +21,10 @@ export async function readBundleSpec(bundle: string): Promise<{ text: string; mo
 
 /** config.dump, spec.dump and (with bind mounts) bind.mounts, into `dir`. */
 export async function writeCheckpointFiles(dir: string, c: CheckpointedContainer, spec: { text: string; mounts: SpecMount[] }, now: Date): Promise<void> {
+  const sources = [...new Set(spec.mounts.flatMap((m) => (m.source ? [m.source] : [])))];
+  const stats = new Map(await Promise.all(sources.map(async (s) => [s, await stat(s).catch(() => undefined)] as const)));
   const binds = bindMountsDump(spec.mounts, (source) => {
-    const st = statSync(source, { throwIfNoEntry: false });
+    const st = stats.get(source);
     return st && { isDirectory: st.isDirectory(), mode: st.mode };
   });
   await Promise.all([
