@@ -73,7 +73,7 @@ export function rfc3339Nano(ns: bigint): string {
   return `${base}${frac ? `.${frac}` : ''}Z`;
 }
 
-/** The mounts every container gets (from the spec's own list); their mount points are not the container's changes. */
+/** Mounts every container gets, which bind.mounts leaves out: a restore makes them itself. */
 const RUNTIME_MOUNTS = new Set(['/dev', '/dev/shm', '/proc', '/run', '/sys']);
 
 export interface SpecMount {
@@ -116,12 +116,13 @@ export interface UpperEntry {
 
 /**
  * Which upper dir entries go into rootfs-diff.tar, and which image paths the container deleted. Entries at
- * or below a mount's destination are the runtime's mount points, not the container's changes. An opaque
+ * or below a mount's destination are mount points the runtime made (what the container wrote there went to
+ * the mounted filesystem, never to the upper dir), not the container's changes. An opaque
  * dir is both: deleting it first and unpacking the tar over it gives the same tree as the upper dir did.
  * The entries come parents first; so does `include`.
  */
 export function rootfsDiff(entries: readonly UpperEntry[], mounts: readonly SpecMount[]): { include: string[]; deleted: string[] } {
-  const mountPoints = [...RUNTIME_MOUNTS, ...mounts.map((m) => m.destination)].map((d) => d.replace(/\/+$/, '')).filter(Boolean);
+  const mountPoints = mounts.map((m) => m.destination.replace(/\/+$/, '')).filter(Boolean);
   const underMount = (abs: string) => mountPoints.some((d) => abs === d || abs.startsWith(`${d}/`));
   const include: string[] = [];
   const deleted: string[] = [];

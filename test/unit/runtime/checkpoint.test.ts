@@ -62,11 +62,14 @@ test('the rootfs diff takes the container\'s changes, lists its deletions, and l
     { path: 'etc/motd', kind: 'whiteout' },
     { path: 'data', kind: 'other' },
     { path: 'data/x', kind: 'other' },
+    { path: 'run', kind: 'other' },
+    { path: 'run/app.pid', kind: 'other' },
     { path: 'var', kind: 'other' },
     { path: 'var/cache', kind: 'opaque-dir' },
     { path: 'var/cache/new', kind: 'other' },
-  ], [{ destination: '/etc/hosts' }, { destination: '/data/' }]);
-  assert.deepEqual(diff.include, ['counter', 'etc', 'var', 'var/cache', 'var/cache/new']);
+  ], [{ destination: '/dev', type: 'tmpfs' }, { destination: '/etc/hosts' }, { destination: '/data/' }]);
+  // /run is the container's own here: nothing is mounted there.
+  assert.deepEqual(diff.include, ['counter', 'etc', 'run', 'run/app.pid', 'var', 'var/cache', 'var/cache/new']);
   assert.deepEqual(diff.deleted, ['/etc/motd', '/var/cache']);
 });
 
