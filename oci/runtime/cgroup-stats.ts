@@ -15,6 +15,8 @@ export interface DeviceIo {
   writeBytes: number;
   reads: number;
   writes: number;
+  /** The device node ("/dev/vda"), filled in by the reader; "major:minor" when sysfs does not name it. */
+  device?: string;
 }
 
 /** One line of a pressure file: stall percentages over 10s/60s/300s and the total stall in nanoseconds. */
@@ -257,6 +259,27 @@ async function readFiles(paths: [name: string, path: string][]): Promise<CgroupF
   return Object.fromEntries(paths.map(([name], i) => [name, texts[i]]));
 }
 
+/** Device names do not change while the daemon runs: looked up once each. */
+const deviceNames = new Map<string, Promise<string>>();
+
+/** The node name of a block device from sysfs ("DEVNAME=vda" in its uevent), else "major:minor". */
+function deviceName(major: number, minor: number): Promise<string> {
+  const key = `${major}:${minor}`;
+  let name = deviceNames.get(key);
+  if (!name) {
+    name = readFile(`/sys/dev/block/${key}/uevent`, 'utf8').then(
+      (text) => { const m = /^DEVNAME=(.+)$/m.exec(text); return m ? `/dev/${m[1]}` : key; },
+      () => key,
+    );
+    deviceNames.set(key, name);
+  }
+  return name;
+}
+
+async function named(io: DeviceIo[]): Promise<DeviceIo[]> {
+  return Promise.all(io.map(async (d) => ({ ...d, device: await deviceName(d.major, d.minor) })));
+}
+
 /** A full sample of a process's cgroups: stats.ts's cpu and memory, and the detail. Throws NotFound when it is gone. */
 export async function readFullStatsForPid(pid: number, root = CGROUP_ROOT): Promise<CgroupStats & { detail: CgroupDetail }> {
   try {
@@ -269,11 +292,13 @@ export async function readFullStatsForPid(pid: number, root = CGROUP_ROOT): Prom
       });
       const f = await readFiles(paths);
       const base = statsFromV1({ cpuacctUsage: f['cpuacct.usage'] ?? '', memoryUsage: f['memory.usage_in_bytes']!, memoryStat: f['memory.stat']!, memoryLimit: f['memory.limit_in_bytes']! }, timestamp);
-      return { ...base, detail: detailFromV1(f) };
+      const detail = detailFromV1(f);
+      return { ...base, detail: { ...detail, io: await named(detail.io) } };
     }
     if (unified === undefined) throw new Internal(`process ${pid} has neither a v1 memory cgroup nor a unified one`);
     const f = await readFiles(V2_FILES.map((name) => [name, join(unified, name)]));
-    return { ...statsFromV2({ cpuStat: f['cpu.stat']!, memoryCurrent: f['memory.current']!, memoryStat: f['memory.stat']!, memoryMax: f['memory.max']! }, timestamp), detail: detailFromV2(f) };
+    const detail = detailFromV2(f);
+    return { ...statsFromV2({ cpuStat: f['cpu.stat']!, memoryCurrent: f['memory.current']!, memoryStat: f['memory.stat']!, memoryMax: f['memory.max']! }, timestamp), detail: { ...detail, io: await named(detail.io) } };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') {
       throw new NotFound(`process ${pid} or its cgroup is gone: the container has exited or was removed`, { cause: err });
