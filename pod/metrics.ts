@@ -81,10 +81,6 @@ export const CONTAINER_FAMILIES: Family<Running>[] = [
     name: 'container_fs_usage_bytes', help: 'Number of bytes that are consumed by the container on this filesystem.', labels: ['device'], type: 'GAUGE',
     points: (s) => (s.layer ? [{ labels: [s.layer.mountpoint], value: s.layer.bytes }] : []),
   },
-  {
-    name: 'container_fs_inodes_total', help: 'Number of inodes the container uses on this filesystem.', labels: ['device'], type: 'GAUGE',
-    points: (s) => (s.layer ? [{ labels: [s.layer.mountpoint], value: s.layer.inodes }] : []),
-  },
   ioFamily('container_fs_reads_bytes_total', 'Cumulative count of bytes read.', (d) => d.readBytes),
   ioFamily('container_fs_writes_bytes_total', 'Cumulative count of bytes written.', (d) => d.writeBytes),
   ioFamily('container_fs_reads_total', 'Cumulative count of reads completed.', (d) => d.reads),
