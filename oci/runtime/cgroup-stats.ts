@@ -300,7 +300,8 @@ export async function readFullStatsForPid(pid: number, root = CGROUP_ROOT): Prom
     const detail = detailFromV2(f);
     return { ...statsFromV2({ cpuStat: f['cpu.stat']!, memoryCurrent: f['memory.current']!, memoryStat: f['memory.stat']!, memoryMax: f['memory.max']! }, timestamp), detail: { ...detail, io: await named(detail.io) } };
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') {
+    // A cgroup removed while it is read answers ENODEV on the files already open.
+    if (['ENOENT', 'ESRCH', 'ENODEV'].includes((err as NodeJS.ErrnoException).code ?? '')) {
       throw new NotFound(`process ${pid} or its cgroup is gone: the container has exited or was removed`, { cause: err });
     }
     throw err;

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Internal } from '../../../core/errors.js';
-import { detailFromV1, detailFromV2, parseBlkioV1, parseIoStatV2, parseNetDev, parsePsi } from '../../../oci/runtime/cgroup-stats.js';
+import { Internal, NotFound } from '../../../core/errors.js';
+import { detailFromV1, detailFromV2, parseBlkioV1, parseIoStatV2, parseNetDev, parsePsi, readFullStatsForPid, readInterfaceCounters } from '../../../oci/runtime/cgroup-stats.js';
 import { controllerPathsFromProcCgroup } from '../../../oci/runtime/stats.js';
 
 // Samples as the kernel writes them (cgroup v1 blkio throttle files, v2 io.stat and pressure files, /proc/net/dev).
@@ -128,4 +128,14 @@ test('controller paths: every v1 controller of a line, and the unified path', ()
   assert.equal(paths.v1.get('cpu'), '/cg/cpu,cpuacct/p/c');
   assert.equal(paths.v1.get('cpuacct'), '/cg/cpu,cpuacct/p/c');
   assert.equal(paths.unified, '/cg/');
+});
+
+test('reads this process\'s own cgroups and network namespace; a process that is gone is NotFound (left out by the lists)', async () => {
+  const own = await readFullStatsForPid(process.pid);
+  assert.ok(own.memoryUsageBytes > 0);
+  assert.ok(own.detail.processes >= 1 && own.detail.threads >= own.detail.processes);
+  assert.ok(Array.isArray(await readInterfaceCounters(process.pid)));
+  // Above any pid_max: no such process.
+  await assert.rejects(readFullStatsForPid(2 ** 23), NotFound);
+  await assert.rejects(readInterfaceCounters(2 ** 23), NotFound);
 });
