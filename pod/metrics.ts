@@ -52,7 +52,7 @@ const pressureFamilies = (resource: 'cpu' | 'memory' | 'io'): Family<Running>[] 
 const specFamily = (name: string, help: string, pick: (r: NonNullable<NonNullable<Running['record']['config']['linux']>['resources']>) => string | number): Family<Running> =>
   ({ name, help, labels: [], type: 'GAUGE', points: (s) => { const r = s.record.config.linux?.resources; const v = r ? Number(pick(r)) : 0; return v > 0 ? one(v) : []; } });
 
-export const CONTAINER_FAMILIES: Family<Running>[] = [
+const CONTAINER_FAMILIES: Family<Running>[] = [
   cgroupFamily('container_cpu_usage_seconds_total', 'COUNTER', 'Cumulative CPU time consumed in seconds.', (c) => seconds(c.cpuUsageNs)),
   cgroupFamily('container_cpu_user_seconds_total', 'COUNTER', 'Cumulative user CPU time consumed in seconds.', (c) => seconds(c.detail.cpuUserNs)),
   cgroupFamily('container_cpu_system_seconds_total', 'COUNTER', 'Cumulative system CPU time consumed in seconds.', (c) => seconds(c.detail.cpuSystemNs)),
@@ -114,7 +114,7 @@ const netFamily = (name: string, help: string, pick: (i: InterfaceCounters) => n
   ({ name, help, labels: ['interface'], type: 'COUNTER', points: (i) => [{ labels: [i.name], value: pick(i) }] });
 
 /** Per interface of the pod's network namespace, lo excepted: secondary networks (net1, ...) too. */
-export const NETWORK_FAMILIES: Family<InterfaceCounters>[] = [
+const NETWORK_FAMILIES: Family<InterfaceCounters>[] = [
   netFamily('container_network_receive_bytes_total', 'Cumulative count of bytes received.', (i) => i.rxBytes),
   netFamily('container_network_receive_packets_total', 'Cumulative count of packets received.', (i) => i.rxPackets),
   netFamily('container_network_receive_packets_dropped_total', 'Cumulative count of packets dropped while receiving.', (i) => i.rxDropped),

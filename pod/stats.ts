@@ -37,7 +37,7 @@ export interface SandboxSample {
 }
 
 /** The interface CNI gives the pod's default network; every other one is reported beside it. */
-export const DEFAULT_INTERFACE = 'eth0';
+const DEFAULT_INTERFACE = 'eth0';
 
 const value = (n: number) => ({ value: String(Math.max(0, Math.round(n))) });
 const optional = (n: number | undefined) => (n === undefined ? null : value(n));
@@ -69,7 +69,7 @@ async function eachPresent<T, R>(items: T[], read: (item: T) => Promise<R>): Pro
   return settled.filter((r): r is Awaited<R> => r !== undefined);
 }
 
-export async function sampleContainer(ctx: PodContext, record: ContainerRecord): Promise<ContainerSample> {
+async function sampleContainer(ctx: PodContext, record: ContainerRecord): Promise<ContainerSample> {
   const fresh = await refreshContainer(ctx, record);
   const [cgroup, layer] = await Promise.all([
     fresh.state === 'CONTAINER_RUNNING' ? sample(fresh.id, fresh.pid) : undefined,
@@ -85,7 +85,7 @@ async function podNetwork(sandbox: SandboxRecord): Promise<SandboxSample['networ
   return interfaces && { timestamp: new Date(), interfaces };
 }
 
-export async function sampleSandbox(ctx: PodContext, sandbox: SandboxRecord): Promise<SandboxSample> {
+async function sampleSandbox(ctx: PodContext, sandbox: SandboxRecord): Promise<SandboxSample> {
   const records = ctx.tables.containers.list().filter((c) => c.sandboxId === sandbox.id);
   const [pause, network, containers] = await Promise.all([
     sandbox.state === 'SANDBOX_READY' ? sample(sandbox.id, sandbox.pausePid) : undefined,
@@ -120,7 +120,7 @@ function containerStatsOf(s: ContainerSample): ContainerStats {
 }
 
 /** Sums one number over the pause and the containers that have a sample. */
-export function podTotal(s: SandboxSample, pick: (c: Sample) => number | undefined): number {
+function podTotal(s: SandboxSample, pick: (c: Sample) => number | undefined): number {
   return [s.pause, ...s.containers.map((c) => c.cgroup)].reduce((total, c) => total + (c ? pick(c) ?? 0 : 0), 0);
 }
 
