@@ -3,6 +3,7 @@
 // teardown always replays exactly what setup did.
 import { promises as fs, watch, type FSWatcher } from 'node:fs';
 import type { Logger } from '../core/log.js';
+import type { TimelineEntry } from '../core/timeline.js';
 import { FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
 import { netnsExists } from '../netns/netns.js';
 import { capabilityArgs, cniArgs, cniArgsString, pluginStdin, type PortMapping } from './args.js';
@@ -44,6 +45,8 @@ export interface PodNetworkStatus {
   ips: string[];
   /** Raw result per network (loopback, then the default network), for verbose status. */
   results: unknown[];
+  /** How long each plugin's ADD took ("cni-add" steps naming the plugin), for the pod's startup timeline. */
+  steps?: TimelineEntry[];
 }
 
 export const NETWORK_NOT_READY = 'NetworkPluginNotReady';
@@ -59,6 +62,8 @@ interface Invocation {
   ifName: string;
   args: [string, string][];
   caps: Record<string, unknown>;
+  /** Where each plugin's ADD time goes. */
+  steps?: TimelineEntry[];
 }
 
 export class CniManager {
@@ -107,7 +112,8 @@ export class CniManager {
       // Computed before any plugin runs: a bad bandwidth annotation fails here with nothing to undo.
       const args = cniArgs(r);
       const caps = capabilityArgs({ ...r, podCidr: this.podCidr });
-      const inv = (ifName: string): Invocation => ({ containerId: r.sandboxId, netns: r.netnsPath, ifName, args, caps });
+      const steps: TimelineEntry[] = [];
+      const inv = (ifName: string): Invocation => ({ containerId: r.sandboxId, netns: r.netnsPath, ifName, args, caps, steps });
       const started = performance.now();
       // lo and eth0 are separate interfaces set up by separate plugins: they can be attached at once.
       const [loSettled, mainSettled] = await Promise.allSettled([this.attach(LOOPBACK_NETWORK, inv(LOOPBACK_IFNAME)), this.attach(net, inv(POD_IFNAME))]);
@@ -125,7 +131,7 @@ export class CniManager {
       const lo = loSettled.value;
       const main = mainSettled.value;
       this.log.debug({ sandbox: r.sandboxId, network: net.name, ms: Math.round(performance.now() - started) }, 'pod network set up');
-      return { ips: podIps(main), results: [lo.raw, main.raw] };
+      return { ips: podIps(main), results: [lo.raw, main.raw], steps };
     });
   }
 
@@ -256,7 +262,9 @@ export class CniManager {
       const plugin = list.plugins[i]!;
       try {
         const stdin = pluginStdin(list, plugin, { prevResult: prev && convertResult(prev, list.cniVersion), capabilityArgs: inv.caps });
+        const started = performance.now();
         const out = await execPlugin(this.call('ADD', list, plugin.type, inv, stdin), this.exec);
+        inv.steps?.push({ step: 'cni-add', plugin: plugin.type, network: list.name, ms: performance.now() - started });
         if (out === undefined) throw new Internal(`CNI plugin "${plugin.type}" (network "${list.name}") ADD returned no result`);
         prev = parseResult(out, `plugin "${plugin.type}" of network "${list.name}"`);
         faultPoint(`cni-add:${plugin.type}`);

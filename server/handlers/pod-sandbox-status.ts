@@ -19,6 +19,8 @@ export function PodSandboxStatus(edge: Edge): RuntimeRpc<'PodSandboxStatus'> {
         pauseImage: record.pauseImage,
         cniResults: record.cniResults,
         config: record.config,
+        // How long each step of RunPodSandbox took: netns, each CNI plugin's ADD, the pause's create and start.
+        timeline: record.timeline ?? [],
       });
     }
     return { status: sandboxStatus(record), info, containers_statuses: [], timestamp: '0' };
