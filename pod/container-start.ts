@@ -3,7 +3,7 @@ import { FailedPrecondition } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { nowNanos } from '../core/time.js';
-import { runtimeOf } from './container-refresh.js';
+import { refreshContainer, runtimeOf } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import { markContainerRunning, markStartFailed } from './state.js';
 
@@ -23,7 +23,9 @@ export async function startContainer(ctx: PodContext, idOrPrefix: string, log: L
       ctx.tables.containers.update(id, (r) => markStartFailed(r, (err as Error).message));
       throw err;
     }
-    ctx.tables.containers.update(id, (r) => markContainerRunning(r, startedAt));
+    const running = ctx.tables.containers.update(id, (r) => markContainerRunning(r, startedAt));
     log.info('container started');
+    // An exit the watcher told of before this write found the container not yet running: read it now.
+    await refreshContainer(ctx, running);
   });
 }
