@@ -82,6 +82,10 @@ export class EventHub<T> implements EventSink<T> {
     return this.subscribers.size > 0;
   }
 
+  get subscriberCount(): number {
+    return this.subscribers.size;
+  }
+
   /** A new subscriber gets every event published from now on; after close() it is ended at once. */
   subscribe(): Subscription<T> {
     const s = new Subscriber<T>(this.bound, (gone) => this.subscribers.delete(gone));
