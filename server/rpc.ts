@@ -23,6 +23,8 @@ export interface StreamFlow {
   drained(): Promise<void>;
   /** Aborted when the client cancels the call or goes away. */
   readonly cancelled: AbortSignal;
+  /** Sends the response headers now rather than with the first message: tells the client the stream is in place. */
+  sendHeaders(): void;
 }
 
 /** The flow control of a grpc-js server stream. */
@@ -32,6 +34,7 @@ function streamFlow(call: grpc.ServerWritableStream<unknown, unknown>): StreamFl
   call.once('close', () => cancel.abort());
   return {
     cancelled: cancel.signal,
+    sendHeaders: () => call.sendMetadata(new grpc.Metadata()),
     drained: () => new Promise<void>((resolve) => {
       if (!call.writableNeedDrain || cancel.signal.aborted) return resolve();
       const done = () => { call.off('drain', done); cancel.signal.removeEventListener('abort', done); resolve(); };

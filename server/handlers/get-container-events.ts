@@ -22,6 +22,8 @@ export function GetContainerEvents(edge: Edge): RuntimeRpc<'GetContainerEvents'>
     const events = hub.subscribe();
     const leave = () => events.unsubscribe();
     stream.cancelled.addEventListener('abort', leave, { once: true });
+    // From these headers on, the client gets every event (a test, or a client that relists, knows when that is).
+    stream.sendHeaders();
     try {
       // The hub queues what comes while the client's buffer is full, and ends the subscription past its bound.
       for (let e = await events.next(); e; e = await events.next()) {
