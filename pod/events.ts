@@ -46,8 +46,7 @@ export function eventsOf(before: Seen | undefined, now: Seen | undefined, runnin
   const created = !before || before.creating;
   const events: ContainerEventType[] = created ? ['CONTAINER_CREATED_EVENT'] : [];
   const was = created ? '' : before.state;
-  // A sandbox is READY once its pause runs; a container that exited before the write that recorded its start
-  // still started.
+  // Entering the running state (a sandbox's READY) starts it, entering the exited one (NOTREADY) stops it.
   if (now.state === running && was !== running) events.push('CONTAINER_STARTED_EVENT');
   if (now.state === exited && was !== exited) events.push('CONTAINER_STOPPED_EVENT');
   return events;
