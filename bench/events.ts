@@ -17,6 +17,7 @@ import { drain, type Target } from './lib/targets.js';
  */
 const CPU_WINDOW_MS = 30_000;
 const SETUP_CONCURRENCY = 4;
+const SETTLE_MS = 15_000;
 /** A STOPPED event later than this is counted as missing: the figure would be meaningless anyway. */
 const EVENT_WAIT_MS = 10_000;
 
@@ -28,6 +29,8 @@ export interface EventsResult {
   idleCpuPercent: number;
   /** The same before anyone subscribed: what subscribing costs while nothing changes. */
   idleCpuNoSubscriberPercent: number;
+  /** Events the subscriber got while the pods idled: none, as nothing changed. */
+  eventsWhileIdle?: number;
   /** Milliseconds from SIGKILL of a container's process to its STOPPED event at the subscriber. */
   stoppedLatency?: Summary;
   errors: string[];
@@ -36,6 +39,8 @@ export interface EventsResult {
 interface Subscription {
   /** The status it ended with, if it did. */
   ended: grpc.StatusObject | undefined;
+  /** How many events it got. */
+  received: number;
   /** Resolves with the time (performance.now()) the next STOPPED event of `id` arrives. */
   stopped(id: string): Promise<number>;
   cancel(): void;
@@ -47,10 +52,12 @@ async function subscribe(target: Target): Promise<Subscription> {
   const waiting = new Map<string, (at: number) => void>();
   const sub: Subscription = {
     ended: undefined,
+    received: 0,
     stopped: (id) => new Promise((resolve) => waiting.set(id, resolve)),
     cancel: () => call.cancel(),
   };
   call.on('data', (e: ContainerEventResponse__Output) => {
+    sub.received++;
     if (e.container_event_type !== 'CONTAINER_STOPPED_EVENT') return;
     const at = performance.now();
     waiting.get(e.container_id)?.(at);
@@ -82,14 +89,16 @@ export async function eventsBench(target: Target, image: string, logRoot: string
       await rt.call('StartContainer', { container_id: id }, { timeoutMs: 300_000 });
       containers.push(id);
     });
-    // Settle after the setup, then the idle figures, without and with a subscriber.
-    await new Promise((r) => setTimeout(r, 2000));
+    // Settle after the setup (V8 collects and shrinks its heap some seconds after a burst of work ends: that is
+    // the setup's cost, not idling's), then the idle figures, without and with a subscriber.
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
     const idleCpuNoSubscriberPercent = round(await cpuPercent(target.pid, CPU_WINDOW_MS), 2);
     const sub = await subscribe(target);
     const supported = sub.ended ? `GetContainerEvents: ${grpc.status[sub.ended.code]} ${sub.ended.details}` : true;
     try {
       const idleCpuPercent = round(await cpuPercent(target.pid, CPU_WINDOW_MS), 2);
       if (supported !== true) return { pods, supported, idleCpuPercent, idleCpuNoSubscriberPercent, errors };
+      const eventsWhileIdle = sub.received;
       const latencies: number[] = [];
       for (const id of containers.slice(0, kills)) {
         const pid = await pidOf(target, id);
@@ -102,7 +111,7 @@ export async function eventsBench(target: Target, image: string, logRoot: string
         else latencies.push(at - killedAt);
         if (sub.ended) { errors.push(`the event stream ended: ${grpc.status[sub.ended.code]} ${sub.ended.details}`); break; }
       }
-      return { pods, supported, idleCpuPercent, idleCpuNoSubscriberPercent, stoppedLatency: summarize(latencies), errors };
+      return { pods, supported, idleCpuPercent, idleCpuNoSubscriberPercent, eventsWhileIdle, stoppedLatency: summarize(latencies), errors };
     } finally {
       sub.cancel();
     }
