@@ -102,6 +102,7 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
       const status = await ctx.network.setUpPod(podNetworkRequest(record));
       record.ips = status.ips;
       record.cniResults = status.results;
+      record.networkStatus = status.networkStatus;
       save();
     };
     const pauseRootfs = async () => {

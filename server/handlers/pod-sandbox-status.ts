@@ -1,4 +1,4 @@
-// PodSandboxStatus: from the record in memory; verbose adds the pause, the netns, the last CNI CHECK and the config.
+// PodSandboxStatus: from the record in memory; verbose adds the pause, the netns, the last CNI CHECK, the networks and the config.
 import { sandboxNow } from '../../pod/sandbox-refresh.js';
 import { sandboxStatus } from '../cri-views.js';
 import type { Edge } from '../edge.js';
@@ -18,6 +18,8 @@ export function PodSandboxStatus(edge: Edge): RuntimeRpc<'PodSandboxStatus'> {
         runtimeHandler: record.runtimeHandler,
         pauseImage: record.pauseImage,
         cniResults: record.cniResults,
+        // Every attachment (the default network's and secondary ones) as multus writes network-status.
+        networkStatus: record.networkStatus ?? [],
         config: record.config,
       });
     }
