@@ -12,7 +12,7 @@ import { removePodNetns } from '../../../netns/netns.js';
 import { PodResourcesClient } from '../../../cni/pod-resources.js';
 import { InvalidArgument, Unavailable } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
-import { inNetns, makeTestNet, recordedCalls, type TestNet } from '../../support/cni-env.js';
+import { inNetns, makeTestNet, recordedCalls, waitFor, type TestNet } from '../../support/cni-env.js';
 import { checkThenClean, hostSnapshot, networkFixtureObjects, type HostSnapshot } from '../../support/leaks.js';
 import { startPodResourcesServer, type PodResourcesServer } from '../../support/pod-resources-server.js';
 
@@ -42,7 +42,7 @@ function nad(name: string, config: Record<string, unknown> | undefined, opts: { 
 
 const macvlan = () => nad('macvlan-a', {
   cniVersion: '1.0.0', name: MACVLAN_NET, type: 'macvlan', master: DUMMY, mode: 'bridge',
-  ipam: { type: 'host-local', ranges: [[{ subnet: `${MACVLAN_SUBNET}.0/24` }]], routes: [{ dst: ROUTED }], dataDir: net.dataDir },
+  ipam: { type: 'host-local', ranges: [[{ subnet: `${MACVLAN_SUBNET}.0/24` }]], routes: [{ dst: ROUTED, gw: `${MACVLAN_SUBNET}.1` }], dataDir: net.dataDir },
 });
 const bridge2 = (extra: Record<string, unknown>[] = []) => nad('bridge-b', {
   cniVersion: '1.0.0', name: BRIDGE2_NET,
@@ -115,6 +115,8 @@ describe('secondary networks', () => {
     t.after(() => m.tearDownPod(a).catch(() => {}));
     t.after(() => m.tearDownPod(b).catch(() => {}));
     const sa = await m.setUpPod(a);
+    // CHECK covers every attachment (right away: the bridge plugin's CHECK also compares the bridge's MAC, which changes as ports join).
+    await m.checkPod(a);
     const sb = await m.setUpPod(b);
 
     assert.deepEqual(await links(a.netnsPath), ['eth0', 'lo', 'net1', 'net2']);
@@ -177,6 +179,19 @@ describe('secondary networks', () => {
     assert.equal(dels[0]!.env.CNI_ARGS, add!.env.CNI_ARGS, 'DEL gets exactly what ADD got');
     await rm(net.recordDir, { recursive: true, force: true });
     await mkdir(net.recordDir);
+  });
+
+  it('follows the networks dir: a definition dropped in is used without a restart', async (t) => {
+    await writeDefinitions([macvlan()]);
+    const m = await CniManager.create({ confDir: net.confDir, binDirs: net.binDirs, cacheDir: net.cacheDir, networksDir: netsDir, log: silentLogger });
+    t.after(() => m.close());
+    const p = await pod(t, 'w', { 'k8s.v1.cni.cncf.io/networks': 'other/bridge-b' });
+    await assert.rejects(m.setUpPod(p), /network other\/bridge-b is not defined/);
+    await writeFile(path.join(netsDir, '20-late.json'), JSON.stringify(bridge2()));
+    await waitFor(async () => m.setUpPod(p).then(() => true, () => false), 5000, 'the new definition to be picked up');
+    assert.deepEqual(await links(p.netnsPath), ['eth0', 'lo', 'net1']);
+    await m.tearDownPod(p);
+    assert.deepEqual(await allAllocated(), []);
   });
 
   it('a failing second attachment leaves no address in any range, no interface and no cache entry', async (t) => {
