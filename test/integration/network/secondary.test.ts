@@ -147,18 +147,21 @@ describe('secondary networks', () => {
     assert.deepEqual(await links(a.netnsPath), ['lo']);
   });
 
-  it('honours named interfaces, static ips and mac, cni-args; after a restart with the definitions gone, teardown releases every address', async (t) => {
+  it('honours named interfaces, static ips and mac, cni-args, default-route; after a restart with the definitions gone, teardown releases every address', async (t) => {
     await writeDefinitions([macvlan(), bridge2([{ type: 'mcnt-record', recordDir: net.recordDir, capabilities: { mac: true } }])]);
     const m = await manager(t);
     const p = await pod(t, 'c', {
       'k8s.v1.cni.cncf.io/networks': JSON.stringify([
         { name: 'bridge-b', namespace: 'other', interface: 'fast0', ips: [`${BRIDGE2_SUBNET}.77/24`], mac: '02:00:00:00:4d:01', 'cni-args': { color: 'blue' } },
-        { name: 'macvlan-a', interface: 'slow0' },
+        // A default route over the macvlan: its master is an ifb link, which sends nothing anywhere.
+        { name: 'macvlan-a', interface: 'slow0', 'default-route': [`${MACVLAN_SUBNET}.1`] },
       ]),
     });
     t.after(() => m.tearDownPod(p).catch(() => {}));
-    await m.setUpPod(p);
+    const status = await m.setUpPod(p);
     assert.deepEqual(await links(p.netnsPath), ['eth0', 'fast0', 'lo', 'slow0']);
+    assert.match(await inNetns(p.netnsPath, ['ip', 'route', 'show', 'default']), new RegExp(`^default via ${MACVLAN_SUBNET.replace(/\./g, '\\.')}\\.1 dev slow0`));
+    assert.deepEqual(status.networkStatus[2], { ...status.networkStatus[2], name: 'mcnt/macvlan-a', interface: 'slow0', gateway: [`${MACVLAN_SUBNET}.1`] });
     assert.equal(await addr4(p.netnsPath, 'fast0'), `${BRIDGE2_SUBNET}.77/24`);
     assert.match(await inNetns(p.netnsPath, ['ip', '-o', 'link', 'show', 'fast0']), /link\/ether 02:00:00:00:4d:01/);
     const [add] = (await recordedCalls(net.recordDir)).filter((c) => c.env.CNI_COMMAND === 'ADD');
