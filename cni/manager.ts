@@ -312,8 +312,16 @@ export class CniManager {
     throwAll(errors, 'CNI garbage collection');
   }
 
+  /**
+   * Refuses, before anything is made for the pod, a request for networks that cannot be resolved (annotations,
+   * definitions); setUpPod checks again with the devices, on the configuration of its time.
+   */
+  checkPodNetworks(pod: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): void {
+    this.plan(pod);
+  }
+
   /** The networks the pod asked for, resolved; throws InvalidArgument naming what is wrong. */
-  private plan(r: PodNetworkRequest): PodPlan {
+  private plan(r: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): PodPlan {
     const net = this.defaultNet;
     if (!net) throw new FailedPrecondition(`cannot set up network for pod ${r.namespace}/${r.name}: ${this.notReadyMessage()}`);
     return planPodNetworks(r.annotations, r.namespace, {
@@ -482,7 +490,14 @@ export class CniManager {
 
   private async load(): Promise<void> {
     const before = this.defaultNet;
-    const [lists, definitions] = await Promise.all([loadNetworks(this.o.confDir, this.log), loadDefinitions(this.networksDir, this.log)]);
+    const [lists, definitions] = await Promise.all([
+      loadNetworks(this.o.confDir, this.log),
+      // An unreadable networks dir must not keep the default network from loading.
+      loadDefinitions(this.networksDir, this.log).catch((err: unknown) => {
+        this.log.error({ dir: this.networksDir, err: (err as Error).message }, 'cannot read the network attachment definitions dir');
+        return this.definitions;
+      }),
+    ]);
     this.confLists = lists;
     this.definitions = definitions;
     this.defaultNet = selectDefault(lists, this.o.defaultNetwork);

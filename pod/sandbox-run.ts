@@ -34,6 +34,8 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
   const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
   const cgroupParent = podCgroupParentDir(ctx.settings.cgroup_driver, config.linux?.cgroup_parent ?? '');
   const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
+  // Secondary networks are resolved first: a bad request for them must not cost a namespace and a pause.
+  if (modes.network !== 'NODE') ctx.network.checkPodNetworks({ name: config.metadata.name, namespace: config.metadata.namespace, annotations: config.annotations });
   const pause = await ctx.pauseImage(parentLog);
 
   const id = randomBytes(32).toString('hex');

@@ -77,6 +77,7 @@ export function fakePods(): FakePods {
     setUpPod: () => step('cni', { ips: ['10.99.0.2'], results: [], networkStatus: [] }),
     tearDownPod: async () => undo('cni'),
     checkPod: async () => {},
+    checkPodNetworks: () => {},
     status: async () => ({ ready: true, reason: '', message: '' }),
     gc: async () => {},
     setPodCidr: () => {},
