@@ -23,7 +23,7 @@ const CAPS = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FOWNER', 'CAP_FSETID', 'CAP_
 
 type Ns = { type: string; path?: string };
 
-export function ociConfig(id: string, args: string[], rootfs: string, namespaces: Ns[], user: number, readonly: boolean): object {
+function ociConfig(id: string, args: string[], rootfs: string, namespaces: Ns[], user: number, readonly: boolean): object {
   return {
     ociVersion: '1.0.2',
     process: {
@@ -80,7 +80,18 @@ export async function waitExited(pid: number): Promise<void> {
   while (!(await exited(pid))) await new Promise((r) => setTimeout(r, 2));
 }
 
-export async function pidOf(file: string): Promise<number> {
+/** The pause's bundle in `podDir`, joining the namespace at `nsPath`, created and started; resolves with its pid. */
+export async function startPause(d: FloorDirs, id: string, podDir: string, nsPath: string): Promise<number> {
+  await mkdir(podDir);
+  await writeFile(join(podDir, 'config.json'), JSON.stringify(ociConfig(id, ['/pause'], d.pauseRootfs, [
+    { type: 'network', path: nsPath }, { type: 'ipc' }, { type: 'uts' }, { type: 'pid' }, { type: 'mount' },
+  ], 65535, true)));
+  await runc(d, ['create', '--bundle', podDir, '--pid-file', join(podDir, 'pid'), id]);
+  await runc(d, ['start', id]);
+  return pidOf(join(podDir, 'pid'));
+}
+
+async function pidOf(file: string): Promise<number> {
   return Number((await readFile(file, 'utf8')).trim());
 }
 
@@ -102,13 +113,7 @@ async function oneFloor(env: BenchEnv, d: FloorDirs, i: number, into: LifecycleS
       netnsMade = true;
       await execa('ip', ['-n', pod, 'link', 'set', 'lo', 'up']);
       cniResult = await cni(env, 'ADD', pod, nsPath);
-      await mkdir(podDir);
-      await writeFile(join(podDir, 'config.json'), JSON.stringify(ociConfig(pod, ['/pause'], d.pauseRootfs, [
-        { type: 'network', path: nsPath }, { type: 'ipc' }, { type: 'uts' }, { type: 'pid' }, { type: 'mount' },
-      ], 65535, true)));
-      await runc(d, ['create', '--bundle', podDir, '--pid-file', join(podDir, 'pid'), pod]);
-      await runc(d, ['start', pod]);
-      return pidOf(join(podDir, 'pid'));
+      return startPause(d, pod, podDir, nsPath);
     });
     await timed(local, 'CreateContainer', async () => {
       for (const sub of ['upper', 'work', 'rootfs']) await mkdir(join(ctrDir, sub), { recursive: true });

@@ -1,14 +1,14 @@
 // multinet: RunPodSandbox of a pod with 0, 1 and 2 secondary networks (the multus annotation, each a bridge
 // network defined in the bench's networks dir), p50 per count; and the floor: the same pod done by hand
 // (ip netns, lo up, the bridge plugin's ADD on eth0 and on each netN, runc create + start of the pause).
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { CriClient } from '../test/support/cri-client.js';
 import { FLOOR_NETNS_PREFIX, NETWORK, RUNC, SECONDARY_NETWORKS, type BenchEnv } from './lib/env.js';
 import { benchPod } from './lib/pods.js';
 import { summarize, timed, type Summary } from './lib/stats.js';
-import { bridgePlugin, floorDirs, ociConfig, pidOf, runc, waitExited, type FloorDirs } from './floor.js';
+import { bridgePlugin, floorDirs, runc, startPause, waitExited, type FloorDirs } from './floor.js';
 
 export const SECONDARY_COUNTS = [0, 1, 2] as const;
 
@@ -58,13 +58,7 @@ async function oneFloorPod(env: BenchEnv, d: FloorDirs, id: string, count: numbe
       await execa('ip', ['-n', id, 'link', 'set', 'lo', 'up']);
       const nets = [{ name: NETWORK, conf: env.bridgeConf, ifName: 'eth0' }, ...networksOf(count).map((s, i) => ({ name: s.name, conf: env.secondaryConfs[s.name]!, ifName: `net${i + 1}` }))];
       for (const net of nets) attached.push({ ...net, result: await bridgePlugin(net.name, net.conf, 'ADD', id, nsPath, net.ifName) });
-      await mkdir(podDir);
-      await writeFile(join(podDir, 'config.json'), JSON.stringify(ociConfig(id, ['/pause'], d.pauseRootfs, [
-        { type: 'network', path: nsPath }, { type: 'ipc' }, { type: 'uts' }, { type: 'pid' }, { type: 'mount' },
-      ], 65535, true)));
-      await runc(d, ['create', '--bundle', podDir, '--pid-file', join(podDir, 'pid'), id]);
-      await runc(d, ['start', id]);
-      return pidOf(join(podDir, 'pid'));
+      return startPause(d, id, podDir, nsPath);
     });
     await runc(d, ['kill', id, 'KILL']);
     await waitExited(pausePid);
