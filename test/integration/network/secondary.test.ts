@@ -287,6 +287,26 @@ describe('device-backed networks', () => {
     await mkdir(net.recordDir);
   });
 
+  it('GC DELs the attachments of gone sandboxes and tells a 1.1.0 secondary network which attachments are valid', async (t) => {
+    await writeDefinitions([macvlan(), recordNet(false)]);
+    const m = await manager(t, new PodResourcesClient(server.socket));
+    const p = await pod(t, 'dev', { 'k8s.v1.cni.cncf.io/networks': 'macvlan-a, vf' });
+    t.after(() => m.tearDownPod(p).catch(() => {}));
+    await m.setUpPod(p);
+    await m.gc([p.sandboxId]);
+    const gcs = () => recordedCalls(net.recordDir).then((calls) => calls.filter((c) => c.env.CNI_COMMAND === 'GC').map((c) => c.stdin['cni.dev/valid-attachments']));
+    assert.deepEqual(await gcs(), [[{ containerID: p.sandboxId, ifname: 'net2' }]]);
+    assert.equal((await allAllocated()).length, 2);
+    await m.gc([]);
+    assert.deepEqual(await allAllocated(), [], 'the stale sandbox\'s attachments were DELeted through the cache');
+    assert.deepEqual(await cacheFiles(), []);
+    assert.deepEqual((await gcs())[1], []);
+    const [del] = (await recordedCalls(net.recordDir)).filter((c) => c.env.CNI_COMMAND === 'DEL');
+    assert.equal(del!.stdin.deviceID, '0000:00:1f.1');
+    await rm(net.recordDir, { recursive: true, force: true });
+    await mkdir(net.recordDir);
+  });
+
   it('host-device moves the allocated link into the pod as net1 and back on teardown', async (t) => {
     await execa('ip', ['link', 'add', HOSTDEV, 'type', 'ifb']);
     await writeDefinitions([nad('hostdev', { cniVersion: '1.0.0', name: `mcnt-hdn${N}`, type: 'host-device' }, { resourceName: RESOURCE })]);
