@@ -136,7 +136,7 @@ async function main(): Promise<void> {
         record('lifecycle', 'floor', round, await floorBench(env, lifecycleN));
       }
       if (bench === 'rpc' && wanted.has('floor')) {
-        log(`round ${round}: Version x${rpcSamples} on a bare grpc-js server`);
+        log(`round ${round}: Version x${rpcSamples} on a bare grpc-js server and on node:http2 alone`);
         record('rpc', 'floor', round, await grpcFloorBench(rpcSamples));
       }
       if (bench === 'multinet' && wanted.has('floor')) {
@@ -189,7 +189,7 @@ function rows(): Row[] {
   for (const p of ['p50', 'p90', 'p99']) r.push({ metric: `lifecycle whole ${p} (ms)`, bench: 'lifecycle', path: `whole.${p}` });
   for (const s of LIFECYCLE_STEPS) r.push({ metric: `lifecycle ${s} p99 (ms)`, bench: 'lifecycle', path: `rpc.${s}.p99` });
   r.push({ metric: 'lifecycle errors (all rounds)', bench: 'lifecycle', path: 'errors' });
-  for (const rpc of RPC_NAMES) {
+  for (const rpc of [...RPC_NAMES.slice(0, 1), 'Version, bare HTTP/2', ...RPC_NAMES.slice(1)]) {
     r.push({ metric: `rpc ${rpc} p50 (ms)`, bench: 'rpc', path: `rpc.${rpc}.p50` });
     r.push({ metric: `rpc ${rpc} p90 (ms)`, bench: 'rpc', path: `rpc.${rpc}.p90` });
   }
@@ -238,7 +238,8 @@ Every figure is the median over ${rounds} round(s); within a round the targets a
 errors over all rounds. Lower is better except MB/s. "floor" is the same lifecycle done directly with
 ip netns, the bridge CNI plugin, mount and runc (see bench/floor.ts), the least work each RPC must do; for
 \`rpc Version\` it is a bare grpc-js server with no work in its handler (bench/grpc-floor-server.ts), what
-any Node CRI server pays per call.
+any Node CRI server pays per call, and \`rpc Version, bare HTTP/2\` node:http2 alone sending a ready-made reply:
+what is left without grpc-js.
 
 Machine: ${Object.entries(mach).map(([k, v]) => `${k} ${v}`).join('; ')}.
 

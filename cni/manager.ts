@@ -3,6 +3,7 @@
 // and attaching/detaching/checking a pod through each network's plugin chain with a result cache per
 // attachment so teardown always replays exactly what setup did.
 import type { Logger } from '../core/log.js';
+import type { TimelineEntry } from '../core/timeline.js';
 import { FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
 import { netnsExists, setDefaultRoutes } from '../netns/netns.js';
 import { attachmentCapabilityArgs, capabilityArgs, cniArgs, cniArgsString, pluginStdin, type PortMapping } from './args.js';
@@ -59,6 +60,8 @@ export interface PodNetworkStatus {
   results: unknown[];
   /** Every attachment but loopback, in the format multus writes to the network-status annotation. */
   networkStatus: NetworkStatusEntry[];
+  /** How long each plugin's ADD took ("cni-add" steps naming the plugin), for the pod's startup timeline. */
+  steps?: TimelineEntry[];
 }
 
 export const NETWORK_NOT_READY = 'NetworkPluginNotReady';
@@ -71,6 +74,8 @@ interface Invocation {
   ifName: string;
   args: [string, string][];
   caps: Record<string, unknown>;
+  /** Where each plugin's ADD time goes. */
+  steps?: TimelineEntry[];
 }
 
 /** A secondary attachment ready to run: its network (with any device written in) and invocation. */
@@ -136,9 +141,10 @@ export class CniManager {
       const plan = this.plan(r);
       const args = cniArgs(r);
       const caps = capabilityArgs({ ...r, podCidr: this.podCidr });
-      const secondaries = await this.secondaryJobs(r, plan, args, caps);
+      const steps: TimelineEntry[] = [];
+      const secondaries = await this.secondaryJobs(r, plan, args, caps, steps);
       const net = plan.main;
-      const inv = (ifName: string): Invocation => ({ containerId: r.sandboxId, netns: r.netnsPath, ifName, args, caps });
+      const inv = (ifName: string): Invocation => ({ containerId: r.sandboxId, netns: r.netnsPath, ifName, args, caps, steps });
       const started = performance.now();
       // lo and eth0 are separate interfaces set up by separate plugins: they can be attached at once.
       const [loSettled, mainSettled] = await Promise.allSettled([this.attach(LOOPBACK_NETWORK, inv(LOOPBACK_IFNAME)), this.attach(net, inv(POD_IFNAME))]);
@@ -172,6 +178,7 @@ export class CniManager {
           networkStatusEntry(plan.mainName, POD_IFNAME, main!, { isDefault: true }),
           ...secondaries.map((job, i) => networkStatusEntry(job.plan.key, job.inv.ifName, others[i]!, { gateway: job.plan.selection.defaultRoute })),
         ],
+        steps,
       };
     });
   }
@@ -330,7 +337,7 @@ export class CniManager {
   }
 
   /** Each secondary attachment's invocation, with a device of its resource where its definition names one. */
-  private async secondaryJobs(r: PodNetworkRequest, plan: PodPlan, args: [string, string][], caps: Record<string, unknown>): Promise<SecondaryJob[]> {
+  private async secondaryJobs(r: PodNetworkRequest, plan: PodPlan, args: [string, string][], caps: Record<string, unknown>, steps: TimelineEntry[]): Promise<SecondaryJob[]> {
     let deviceIds: (string | undefined)[] = [];
     if (plan.secondaries.some((s) => s.resourceName)) {
       // Only a pod with a device-backed network asks kubelet.
@@ -343,7 +350,7 @@ export class CniManager {
       return {
         plan: s,
         list: deviceId ? withDeviceId(s.list, deviceId) : s.list,
-        inv: { containerId: r.sandboxId, netns: r.netnsPath, ifName: s.ifName, args: attachmentArgs(args, s), caps: attachmentCapabilityArgs(caps, s.selection, deviceId) },
+        inv: { containerId: r.sandboxId, netns: r.netnsPath, ifName: s.ifName, args: attachmentArgs(args, s), caps: attachmentCapabilityArgs(caps, s.selection, deviceId), steps },
       };
     });
   }
@@ -364,7 +371,9 @@ export class CniManager {
       const plugin = list.plugins[i]!;
       try {
         const stdin = pluginStdin(list, plugin, { prevResult: prev && convertResult(prev, list.cniVersion), capabilityArgs: inv.caps });
+        const started = performance.now();
         const out = await execPlugin(this.call('ADD', list, plugin.type, inv, stdin), this.exec);
+        inv.steps?.push({ step: 'cni-add', plugin: plugin.type, network: list.name, ms: performance.now() - started });
         if (out === undefined) throw new Internal(`CNI plugin "${plugin.type}" (network "${list.name}") ADD returned no result`);
         prev = parseResult(out, `plugin "${plugin.type}" of network "${list.name}"`);
         faultPoint(`cni-add:${plugin.type}`);

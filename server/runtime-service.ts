@@ -8,7 +8,9 @@ import { Exec } from './handlers/exec.js';
 import { ExecSync } from './handlers/exec-sync.js';
 import { ListContainerStats } from './handlers/list-container-stats.js';
 import { ListContainers } from './handlers/list-containers.js';
+import { ListMetricDescriptors } from './handlers/list-metric-descriptors.js';
 import { ListPodSandbox } from './handlers/list-pod-sandbox.js';
+import { ListPodSandboxMetrics } from './handlers/list-pod-sandbox-metrics.js';
 import { ListPodSandboxStats } from './handlers/list-pod-sandbox-stats.js';
 import { PodSandboxStats } from './handlers/pod-sandbox-stats.js';
 import { PodSandboxStatus } from './handlers/pod-sandbox-status.js';
@@ -22,6 +24,7 @@ import { StartContainer } from './handlers/start-container.js';
 import { Status } from './handlers/status.js';
 import { StopContainer } from './handlers/stop-container.js';
 import { StopPodSandbox } from './handlers/stop-pod-sandbox.js';
+import { StreamPodSandboxMetrics } from './handlers/stream-pod-sandbox-metrics.js';
 import { UpdateContainerResources } from './handlers/update-container-resources.js';
 import { UpdatePodSandboxResources } from './handlers/update-pod-sandbox-resources.js';
 import { UpdateRuntimeConfig } from './handlers/update-runtime-config.js';
@@ -38,7 +41,9 @@ export function runtimeService(edge: Edge): RuntimeHandlers {
     ExecSync: ExecSync(edge),
     ListContainerStats: ListContainerStats(edge),
     ListContainers: ListContainers(edge),
+    ListMetricDescriptors: ListMetricDescriptors(edge),
     ListPodSandbox: ListPodSandbox(edge),
+    ListPodSandboxMetrics: ListPodSandboxMetrics(edge),
     ListPodSandboxStats: ListPodSandboxStats(edge),
     PodSandboxStats: PodSandboxStats(edge),
     PodSandboxStatus: PodSandboxStatus(edge),
@@ -52,6 +57,7 @@ export function runtimeService(edge: Edge): RuntimeHandlers {
     Status: Status(edge),
     StopContainer: StopContainer(edge),
     StopPodSandbox: StopPodSandbox(edge),
+    StreamPodSandboxMetrics: StreamPodSandboxMetrics(edge),
     UpdateContainerResources: UpdateContainerResources(edge),
     UpdatePodSandboxResources: UpdatePodSandboxResources(edge),
     UpdateRuntimeConfig: UpdateRuntimeConfig(edge),

@@ -21,6 +21,8 @@ export function PodSandboxStatus(edge: Edge): RuntimeRpc<'PodSandboxStatus'> {
         // Every attachment (the default network's and secondary ones) as multus writes network-status.
         networkStatus: record.networkStatus ?? [],
         config: record.config,
+        // How long each step of RunPodSandbox took: netns, each CNI plugin's ADD, the pause's create and start.
+        timeline: record.timeline ?? [],
       });
     }
     return { status: sandboxStatus(record), info, containers_statuses: [], timestamp: '0' };

@@ -74,7 +74,7 @@ export function fakePods(): FakePods {
     unstageUserns: async () => {},
   };
   const network: PodNetwork = {
-    setUpPod: () => step('cni', { ips: ['10.99.0.2'], results: [], networkStatus: [] }),
+    setUpPod: () => step('cni', { ips: ['10.99.0.2'], results: [], networkStatus: [], steps: [{ step: 'cni-add', plugin: 'bridge', network: 'pods', ms: 1.5 }] }),
     tearDownPod: async () => undo('cni'),
     checkPod: async () => {},
     checkPodNetworks: () => {},

@@ -53,6 +53,12 @@ describe('RunPodSandbox orchestration', () => {
     assert.equal(record.creating, undefined);
     assert.equal(record.pausePid, 4242);
     assert.ok(existsSync(join(record.dir, 'hosts')) && existsSync(join(record.dir, 'config.json')));
+    // Its startup timeline: every step once, each CNI plugin's ADD as the network reported it, and the total.
+    const steps = record.timeline!.map((e) => e.step);
+    assert.deepEqual(new Set(steps), new Set(['pause-image', 'shm', 'netns', 'pause-rootfs', 'pod-files', 'pause-create', 'pause-start', 'cni', 'cni-add', 'total']));
+    assert.equal(steps.length, new Set(steps).size);
+    assert.deepEqual(record.timeline!.find((e) => e.step === 'cni-add'), { step: 'cni-add', plugin: 'bridge', network: 'pods', ms: 1.5 });
+    assert.ok(record.timeline!.every((e) => e.ms >= 0));
   });
 
   for (const failed of STEPS) {
@@ -138,8 +144,10 @@ describe('CreateContainer orchestration', () => {
     const id = await createContainer(f.ctx, sandboxId, config(), null, silentLogger);
     assert.deepEqual(entries(f, 'do'), ['rootfs', 'facts', 'create']);
     assert.equal(f.ctx.tables.containers.get(id)!.creating, undefined);
+    assert.deepEqual(f.ctx.tables.containers.get(id)!.timeline!.map((e) => e.step), ['image-lookup', 'rootfs', 'spec', 'runc-create', 'total']);
     await startContainer(f.ctx, id, silentLogger);
     assert.deepEqual(f.states.get(id)!.filter((s, i, all) => s !== all[i - 1]), ['CONTAINER_CREATED', 'CONTAINER_RUNNING']);
+    assert.equal(f.ctx.tables.containers.get(id)!.timeline!.at(-1)!.step, 'runc-start');
     await assert.rejects(startContainer(f.ctx, id, silentLogger), /only a created container can be started/);
   });
 
