@@ -66,6 +66,10 @@ describe('secondary networks through the daemon', () => {
     assert.deepEqual(info.networkStatus[0]!.ips, [res.status!.network!.ip]);
     assert.match(info.networkStatus[1]!.ips![0]!, new RegExp(`^10\\.234\\.${N}\\.`));
     assert.equal((await allocated()).length, 2);
+    // The pod's stats list the secondary interface beside eth0 (the recording plugin makes no interface of its own).
+    const net = (await daemon.client.runtime.call('PodSandboxStats', { pod_sandbox_id: id })).stats!.linux!.network!;
+    assert.equal(net.default_interface!.name, 'eth0');
+    assert.deepEqual(net.interfaces.map((i) => i.name), ['net1']);
     const [add] = (await recordedCalls(fixture.net.recordDir)).filter((c) => c.env.CNI_COMMAND === 'ADD');
     assert.equal(add!.stdin.deviceID, '0000:00:1f.3');
 
