@@ -4,7 +4,7 @@ import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { nowNanos } from '../core/time.js';
 import { Timeline } from '../core/timeline.js';
-import { runtimeOf } from './container-refresh.js';
+import { refreshContainer, runtimeOf } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import { markContainerRunning, markStartFailed } from './state.js';
 
@@ -25,10 +25,12 @@ export async function startContainer(ctx: PodContext, idOrPrefix: string, log: L
       ctx.tables.containers.update(id, (r) => markStartFailed(r, (err as Error).message));
       throw err;
     }
-    ctx.tables.containers.update(id, (r) => {
+    const running = ctx.tables.containers.update(id, (r) => {
       markContainerRunning(r, startedAt);
       r.timeline = [...r.timeline ?? [], ...t.entries];
     });
     log.info('container started');
+    // An exit the watcher told of before this write found the container not yet running: read it now.
+    await refreshContainer(ctx, running);
   });
 }

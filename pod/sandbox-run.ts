@@ -19,6 +19,7 @@ import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import type { PodContext } from './context.js';
 import { podNetworkRequest, tearDownNetwork } from './network.js';
 import { sandboxReservation, type SandboxRecord } from './records.js';
+import { refreshSandbox } from './sandbox-refresh.js';
 import { readSeccompProfiles } from './seccomp-profile.js';
 import { markSandboxReady } from './state.js';
 import { checkPodSandboxConfig } from './validation.js';
@@ -158,6 +159,8 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
     t.add({ step: 'total', ms: performance.now() - begun });
     record.timeline = t.entries;
     save();
+    // A pause that died before this write was not yet READY when the exit watcher told of it: read it now.
+    await refreshSandbox(ctx, record);
     log.info({ name: config.metadata.name, namespace: config.metadata.namespace, ips: record.ips, ms: t.ms }, 'sandbox ready');
     return id;
   })));

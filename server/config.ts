@@ -60,6 +60,9 @@ const schema = z.strictObject({
   }).prefault({}),
   // Prometheus text endpoint (GET /metrics); empty: off, and prom-client is never loaded.
   metrics_address: metricsAddress.default(''),
+  // Events a GetContainerEvents subscriber may have waiting (it reads slower than they come) before its
+  // stream is ended with RESOURCE_EXHAUSTED; kubelet then relists and subscribes again.
+  container_events_buffer: z.number().int().positive().max(1_000_000).default(1000),
   cdi: z.strictObject({
     // CDI spec files (JSON or YAML); a later directory's device overrides an earlier one's of the same name.
     spec_dirs: z.array(absolutePath).default(['/etc/cdi', '/var/run/cdi']),
