@@ -24,7 +24,7 @@ export interface PodSettings {
   netns_dir: string;
   cgroup_driver: 'cgroupfs' | 'systemd';
   default_runtime: string;
-  cni: { cache_dir: string; conf_dir: string };
+  cni: { cache_dir: string; conf_dir: string; networks_dir: string };
 }
 
 export interface PodContext {

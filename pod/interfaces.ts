@@ -16,6 +16,8 @@ export interface PodNetwork {
   setUpPod(r: PodNetworkRequest): Promise<PodNetworkStatus>;
   tearDownPod(r: PodNetworkRequest): Promise<void>;
   checkPod(r: PodNetworkRequest): Promise<void>;
+  /** Throws when the networks a pod asks for (its annotations) cannot be resolved; nothing is made. */
+  checkPodNetworks(pod: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): void;
   status(): Promise<{ ready: boolean; reason: string; message: string }>;
   /** Releases every cached attachment whose sandbox is not in the list. */
   gc(validSandboxIds: string[]): Promise<void>;

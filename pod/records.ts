@@ -29,6 +29,8 @@ export interface SandboxRecord {
   networkAttached: boolean;
   ips: string[];
   cniResults: unknown[];
+  /** Every attachment but loopback as multus reports it (network-status format); absent in records before it. */
+  networkStatus?: unknown[];
   pausePid?: number;
   /** The pause image the sandbox runs. */
   pauseImage: { id: string; name: string };

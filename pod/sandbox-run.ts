@@ -38,6 +38,8 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
   const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
   const cgroupParent = podCgroupParentDir(ctx.settings.cgroup_driver, config.linux?.cgroup_parent ?? '');
   const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
+  // Secondary networks are resolved first: a bad request for them must not cost a namespace and a pause.
+  if (modes.network !== 'NODE') ctx.network.checkPodNetworks({ name: config.metadata.name, namespace: config.metadata.namespace, annotations: config.annotations });
   const pause = await t.step('pause-image', () => ctx.pauseImage(parentLog));
 
   const id = randomBytes(32).toString('hex');
@@ -107,6 +109,7 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
       for (const step of status.steps ?? []) t.add(step);
       record.ips = status.ips;
       record.cniResults = status.results;
+      record.networkStatus = status.networkStatus;
       save();
     };
     const pauseRootfs = async () => {

@@ -49,6 +49,10 @@ const schema = z.strictObject({
     // On the very first start with an empty conf dir, write a bridge network for pod_subnet.
     // Off for nodes whose CNI installs its own config later (a CNI daemonset).
     write_default_network: z.boolean().default(true),
+    // NetworkAttachmentDefinitions (YAML or JSON) that pods name in k8s.v1.cni.cncf.io/networks.
+    networks_dir: absolutePath.default('/etc/minicri/networks.d'),
+    // kubelet's pod-resources API, asked for the devices of pods with device-backed networks only.
+    pod_resources_socket: absolutePath.default('/var/lib/kubelet/pod-resources/kubelet.sock'),
   }).prefault({}),
   registries: z.strictObject({
     insecure: z.array(z.string().min(1)).default([]),

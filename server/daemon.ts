@@ -5,6 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { CdiRegistry } from '../cdi/registry.js';
 import { ensureDefaultNetwork } from '../cni/default-network.js';
 import { CniManager } from '../cni/manager.js';
+import { PodResourcesClient } from '../cni/pod-resources.js';
 import { Background } from '../core/background.js';
 import { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
@@ -93,6 +94,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     cni = await CniManager.create({
       confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir,
       defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
+      networksDir: config.cni.networks_dir, podResources: new PodResourcesClient(config.cni.pod_resources_socket),
       log: log.child({ module: 'cni' }),
     });
     t.mark('cni');

@@ -75,9 +75,10 @@ export function fakePods(): FakePods {
     unstageUserns: async () => {},
   };
   const network: PodNetwork = {
-    setUpPod: () => step('cni', { ips: ['10.99.0.2'], results: [], steps: [{ step: 'cni-add', plugin: 'bridge', network: 'pods', ms: 1.5 }] }),
+    setUpPod: () => step('cni', { ips: ['10.99.0.2'], results: [], networkStatus: [], steps: [{ step: 'cni-add', plugin: 'bridge', network: 'pods', ms: 1.5 }] }),
     tearDownPod: async () => undo('cni'),
     checkPod: async () => {},
+    checkPodNetworks: () => {},
     status: async () => ({ ready: true, reason: '', message: '' }),
     gc: async () => {},
     setPodCidr: () => {},
@@ -109,7 +110,7 @@ export function fakePods(): FakePods {
     gc: async () => {},
   };
   const ctx: PodContext = {
-    settings: { root_dir: join(dir, 'root'), state_dir: join(dir, 'state'), netns_dir: join(dir, 'netns'), cgroup_driver: 'cgroupfs', default_runtime: 'runc', cni: { cache_dir: join(dir, 'cni'), conf_dir: join(dir, 'net.d') } },
+    settings: { root_dir: join(dir, 'root'), state_dir: join(dir, 'state'), netns_dir: join(dir, 'netns'), cgroup_driver: 'cgroupfs', default_runtime: 'runc', cni: { cache_dir: join(dir, 'cni'), conf_dir: join(dir, 'net.d'), networks_dir: join(dir, 'networks.d') } },
     tables, events: podEvents(tables, 16), locks: new KeyedLock(), background: new Background(silentLogger), log: silentLogger, network, runtimes: new Map([['runc', runtime]]), images, host,
     pauseImage: async () => ({ id: 'sha256:pause', name: 'localhost/minicri/pause:test', config: { Entrypoint: ['/pause'] } }),
     hostFacts: () => step('facts', hostFacts()),

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { InvalidArgument } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { createContainer } from '../../../pod/container-create.js';
 import { removeContainer } from '../../../pod/container-remove.js';
@@ -75,6 +76,23 @@ describe('RunPodSandbox orchestration', () => {
     await assert.rejects(runSandbox(f.ctx, podConfig(f), 'kata', silentLogger), /runtime handler "kata" is not configured/);
     assert.deepEqual(f.journal, []);
     assert.deepEqual(f.ctx.tables.sandboxes.list(), []);
+  });
+
+  it('refuses a request for networks that do not resolve before it makes anything; a host-network pod is not asked', async () => {
+    const asked: string[] = [];
+    f.ctx.network.checkPodNetworks = (pod) => {
+      asked.push(pod.annotations['k8s.v1.cni.cncf.io/networks'] ?? '');
+      throw new InvalidArgument('annotation k8s.v1.cni.cncf.io/networks: network ns/nope is not defined');
+    };
+    const config = podConfig(f);
+    config.annotations = { 'k8s.v1.cni.cncf.io/networks': 'nope' };
+    await assert.rejects(runSandbox(f.ctx, config, '', silentLogger), (err: Error & { code?: string }) => err.code === 'invalid-argument' && /ns\/nope is not defined/.test(err.message));
+    assert.deepEqual(asked, ['nope']);
+    assert.deepEqual(f.journal, []);
+    assert.deepEqual(f.ctx.tables.sandboxes.list(), []);
+    const hostNetwork = sandboxConfig({ log_directory: join(f.dir, 'logs'), annotations: config.annotations }, { namespace_options: { network: 'NODE', pid: 'POD', ipc: 'POD', target_id: '', userns_options: null } });
+    await runSandbox(f.ctx, hostNetwork, '', silentLogger);
+    assert.deepEqual(asked, ['nope']);
   });
 
   const usernsPod = (f: FakePods) => sandboxConfig({ log_directory: join(f.dir, 'logs') }, {
