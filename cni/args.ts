@@ -1,7 +1,7 @@
 // What a plugin is given besides its binary: CNI_ARGS, capability args (runtimeConfig), and the
 // stdin config built from the network list. All pure.
 import { InvalidArgument } from '../core/errors.js';
-import type { NetworkList, PluginConf } from './config.js';
+import { isObject, withPluginConfigs, type NetworkList, type PluginConf } from './config.js';
 
 export interface PodIdentity {
   sandboxId: string;
@@ -38,6 +38,19 @@ export function cniArgs(pod: PodIdentity): [string, string][] {
 
 export function cniArgsString(pairs: [string, string][]): string {
   return pairs.map(([k, v]) => `${k}=${v}`).join(';');
+}
+
+/**
+ * The list with a pod's `cni-args` also in each plugin's config under `args.cni` (merged over what the
+ * definition has there), where multus puts them and plugins that take arguments from their config read them.
+ */
+export function withArgsCni(list: NetworkList, extra: Record<string, string> | undefined): NetworkList {
+  if (!extra || Object.keys(extra).length === 0) return list;
+  return withPluginConfigs(list, (raw) => {
+    const args = isObject(raw.args) ? raw.args : {};
+    const cni = isObject(args.cni) ? args.cni : {};
+    return { ...raw, args: { ...args, cni: { ...cni, ...extra } } };
+  });
 }
 
 export const INGRESS_BANDWIDTH_ANNOTATION = 'kubernetes.io/ingress-bandwidth';

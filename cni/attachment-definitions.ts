@@ -9,8 +9,8 @@ import { InvalidArgument } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { parseNetworkList, type NetworkList } from './config.js';
 
-export const RESOURCE_NAME_ANNOTATION = 'k8s.v1.cni.cncf.io/resourceName';
-export const DEFINITION_EXTENSIONS = ['.yaml', '.yml', '.json'];
+const RESOURCE_NAME_ANNOTATION = 'k8s.v1.cni.cncf.io/resourceName';
+const DEFINITION_EXTENSIONS = ['.yaml', '.yml', '.json'];
 
 export interface AttachmentDefinition {
   namespace: string;

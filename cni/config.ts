@@ -46,6 +46,13 @@ function compareBytes(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/** The list with each plugin's config replaced by what `change` makes of it (the list's own keys kept). */
+export function withPluginConfigs(list: NetworkList, change: (raw: Record<string, unknown>, plugin: PluginConf) => Record<string, unknown>): NetworkList {
+  const conf = JSON.parse(list.bytes.toString('utf8')) as Record<string, unknown>;
+  conf.plugins = list.plugins.map((p) => change(p.raw, p));
+  return parseNetworkList(Buffer.from(JSON.stringify(conf)), list.source);
+}
+
 /**
  * Parses one config file. A `.conflist` (or any object with `plugins`) is a list; otherwise it is a
  * single plugin config, wrapped into a one-plugin list. Throws InvalidArgument saying what is wrong.

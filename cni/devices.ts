@@ -1,7 +1,7 @@
 // Device-backed attachments: which of the pod's devices each attachment gets, and how a plugin is told.
 // Pure.
 import { InvalidArgument } from '../core/errors.js';
-import { parseNetworkList, type NetworkList } from './config.js';
+import { withPluginConfigs, type NetworkList } from './config.js';
 import type { PodDevices } from './pod-resources.js';
 
 /** host-device takes a PCI address as `pciBusID` and a link name as `device`. */
@@ -35,12 +35,10 @@ export function assignDevices(needs: { resourceName?: string; name: string }[], 
  * the key it reads (`pciBusID` for a PCI address, `device` for a link name).
  */
 export function withDeviceId(list: NetworkList, deviceId: string): NetworkList {
-  const conf = JSON.parse(list.bytes.toString('utf8')) as Record<string, unknown>;
-  conf.plugins = list.plugins.map((p) => {
-    if (p.capabilities.includes('deviceID')) return p.raw;
-    const raw: Record<string, unknown> = { ...p.raw, deviceID: deviceId };
-    if (p.type === 'host-device') raw[PCI_ADDRESS.test(deviceId) ? 'pciBusID' : 'device'] = deviceId;
-    return raw;
+  return withPluginConfigs(list, (raw, p) => {
+    if (p.capabilities.includes('deviceID')) return raw;
+    const withId: Record<string, unknown> = { ...raw, deviceID: deviceId };
+    if (p.type === 'host-device') withId[PCI_ADDRESS.test(deviceId) ? 'pciBusID' : 'device'] = deviceId;
+    return withId;
   });
-  return parseNetworkList(Buffer.from(JSON.stringify(conf)), list.source);
 }

@@ -43,7 +43,7 @@ export class CniPluginError extends Internal {
 
 /** Absolute path of the plugin binary: the first executable `<dir>/<type>` in bin dir order. */
 export function findPlugin(type: string, binDirs: string[]): string | undefined {
-  return findExecutable(`cni:${type}`, binDirs.map((dir) => path.join(dir, type)));
+  return findExecutable(binDirs.map((dir) => path.join(dir, type)));
 }
 
 /** The environment of a plugin call; inherited CNI_* variables are dropped so none leaks into a call. */

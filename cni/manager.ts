@@ -6,7 +6,7 @@ import type { Logger } from '../core/log.js';
 import type { TimelineEntry } from '../core/timeline.js';
 import { FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
 import { netnsExists, setDefaultRoutes } from '../netns/netns.js';
-import { attachmentCapabilityArgs, capabilityArgs, cniArgs, cniArgsString, pluginStdin, type PortMapping } from './args.js';
+import { attachmentCapabilityArgs, capabilityArgs, cniArgs, cniArgsString, pluginStdin, withArgsCni, type PortMapping } from './args.js';
 import { loadDefinitions, type AttachmentDefinition } from './attachment-definitions.js';
 import { ResultCache, CACHE_KIND, type CachedAttachment } from './cache.js';
 import { loadNetworks, LOOPBACK_NETWORK, parseNetworkList, selectDefault, type NetworkList } from './config.js';
@@ -22,7 +22,7 @@ import type { PodDeviceSource } from './pod-resources.js';
 import { convertResult, parseResult, podIps, type CniResult } from './result.js';
 import { versionAtLeast } from './version.js';
 
-export const DEFAULT_NETWORKS_DIR = '/etc/minicri/networks.d';
+const DEFAULT_NETWORKS_DIR = '/etc/minicri/networks.d';
 
 export interface CniManagerOptions {
   confDir: string;
@@ -295,15 +295,22 @@ export class CniManager {
     }
     await this.syncIfUnwatched();
     const net = this.defaultNet;
-    // The default network's attachments are every valid sandbox's eth0; a secondary network's are in the cache.
+    // A network's valid attachments are those the cache holds for it of every valid sandbox, whatever interface
+    // (a definition may name the default network too), plus each valid sandbox's eth0 on the default network.
     const remaining = await this.cache.list();
     const targets = new Map<string, { list: NetworkList; attachments: { containerID: string; ifname: string }[] }>();
-    if (net) targets.set(net.name, { list: net, attachments: validSandboxIds.map((containerID) => ({ containerID, ifname: POD_IFNAME })) });
-    for (const def of this.definitions.values()) {
-      if (!def.list || targets.has(def.list.name)) continue;
-      const attachments = remaining.filter((e) => e.networkName === def.list!.name && valid.has(e.containerId)).map((e) => ({ containerID: e.containerId, ifname: e.ifName }));
-      targets.set(def.list.name, { list: def.list, attachments });
+    const target = (list: NetworkList) => {
+      const attachments = remaining.filter((e) => e.networkName === list.name && valid.has(e.containerId) && e.ifName !== LOOPBACK_IFNAME).map((e) => ({ containerID: e.containerId, ifname: e.ifName }));
+      targets.set(list.name, { list, attachments });
+      return attachments;
+    };
+    if (net) {
+      const attachments = target(net);
+      for (const containerID of validSandboxIds) {
+        if (!attachments.some((a) => a.containerID === containerID && a.ifname === POD_IFNAME)) attachments.push({ containerID, ifname: POD_IFNAME });
+      }
     }
+    for (const def of this.definitions.values()) if (def.list && !targets.has(def.list.name)) target(def.list);
     for (const { list, attachments } of targets.values()) {
       if (!versionAtLeast(list.cniVersion, '1.1.0') || list.disableGC) continue;
       for (const plugin of list.plugins) {
@@ -349,7 +356,7 @@ export class CniManager {
       const deviceId = deviceIds[i];
       return {
         plan: s,
-        list: deviceId ? withDeviceId(s.list, deviceId) : s.list,
+        list: withArgsCni(deviceId ? withDeviceId(s.list, deviceId) : s.list, s.selection.cniArgs),
         inv: { containerId: r.sandboxId, netns: r.netnsPath, ifName: s.ifName, args: attachmentArgs(args, s), caps: attachmentCapabilityArgs(caps, s.selection, deviceId), steps },
       };
     });

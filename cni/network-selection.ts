@@ -50,8 +50,10 @@ const MAC = /^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$/;
 const IP = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:.]*:[0-9a-fA-F:.]*)$/;
 const port = z.number().int().min(0).max(65535);
 const rate = z.number().int().nonnegative();
-// Values end up in CNI_ARGS (`K=V;K=V`), so neither may carry the separators.
+// Values end up in CNI_ARGS (`K=V;K=V`), so neither may carry the separators; and a later key wins there, so
+// a pod may not restate the identity the runtime gives every plugin (K8S_POD_NAME, IgnoreUnknown, ...).
 const argKey = z.string().regex(/^[^=;]+$/, 'must not be empty or contain "=" or ";"');
+const runtimeOwned = (k: string) => k.startsWith('K8S_') || k === 'IgnoreUnknown';
 const argValue = z.union([z.string(), z.number(), z.boolean()]).transform(String).refine((v) => !v.includes(';'), 'must not contain ";"');
 
 const selectionSchema = z.object({
@@ -63,7 +65,8 @@ const selectionSchema = z.object({
   'default-route': z.array(z.string().regex(IP, 'must be an IP address')).optional(),
   portMappings: z.array(z.object({ hostPort: port, containerPort: port, protocol: z.string().optional(), hostIP: z.string().optional() })).optional(),
   bandwidth: z.object({ ingressRate: rate.optional(), ingressBurst: rate.optional(), egressRate: rate.optional(), egressBurst: rate.optional() }).optional(),
-  'cni-args': z.record(argKey, argValue).optional(),
+  'cni-args': z.record(argKey, argValue)
+    .refine((args) => !Object.keys(args).some(runtimeOwned), 'names a key set by the runtime (K8S_* and IgnoreUnknown cannot be given)').optional(),
 });
 
 /** Parses the networks annotation; the pod's namespace is the default namespace of each element. */

@@ -58,7 +58,23 @@ export function planPodNetworks(annotations: Record<string, string>, podNamespac
       ...(def.resourceName ? { resourceName: def.resourceName } : {}),
     };
   });
+  checkDefaultRoutes(secondaries.map((s) => s.selection));
   return { main, mainName, secondaries };
+}
+
+/** One default route per address family at most: a second would replace the first's (no ECMP across networks). */
+function checkDefaultRoutes(selections: NetworkSelection[]): void {
+  const byFamily = new Map<string, string>();
+  for (const s of selections) {
+    for (const gateway of s.defaultRoute ?? []) {
+      const family = gateway.includes(':') ? 'IPv6' : 'IPv4';
+      const first = byFamily.get(family);
+      if (first !== undefined) {
+        throw new InvalidArgument(`annotation ${NETWORKS_ANNOTATION}: two ${family} default routes requested (${first} and ${gateway} on network ${definitionKey(s.namespace, s.name)}): a pod has one default route per address family`);
+      }
+      byFamily.set(family, gateway);
+    }
+  }
 }
 
 function lookup(s: NetworkSelection, annotation: string, c: NetworkCatalog): AttachmentDefinition {

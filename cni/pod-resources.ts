@@ -7,7 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { Unavailable } from '../core/errors.js';
 
-export const DEFAULT_POD_RESOURCES_SOCKET = '/var/lib/kubelet/pod-resources/kubelet.sock';
+const DEFAULT_POD_RESOURCES_SOCKET = '/var/lib/kubelet/pod-resources/kubelet.sock';
 const PROTO_PATH = fileURLToPath(new URL('../../proto/podresources/v1/api.proto', import.meta.url));
 const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -43,7 +43,7 @@ function lister(): new (address: string, creds: grpc.ChannelCredentials) => List
 }
 
 /** The devices of one pod from its PodResources (empty when kubelet allocated none). */
-export function devicesOf(pod: PodResources | null | undefined): PodDevices {
+function devicesOf(pod: PodResources | null | undefined): PodDevices {
   const out: PodDevices = new Map();
   for (const container of pod?.containers ?? []) {
     for (const d of container.devices ?? []) {

@@ -16,23 +16,14 @@ export function isExecutableFile(file: string): boolean {
   }
 }
 
-/**
- * The first of `candidates` that is executable. The last hit for the same key is tried first, so a
- * search that keeps finding the same file costs one stat instead of one per directory before it.
- */
-export function findExecutable(key: string, candidates: readonly string[]): string | undefined {
-  const last = lastHit.get(key);
-  if (last !== undefined && isExecutableFile(last) && candidates.includes(last)) return last;
-  const found = candidates.find(isExecutableFile);
-  if (found === undefined) lastHit.delete(key);
-  else lastHit.set(key, found);
-  return found;
+/** The first of `candidates`, in their order, that is executable. */
+export function findExecutable(candidates: readonly string[]): string | undefined {
+  return candidates.find(isExecutableFile);
 }
-const lastHit = new Map<string, string>();
 
 /** The absolute path `command` names, directly or through PATH, if it is executable. */
 export function resolveExecutable(command: string): string | undefined {
   if (isAbsolute(command)) return isExecutableFile(command) ? command : undefined;
   const dirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
-  return findExecutable(`PATH:${command}`, dirs.map((dir) => join(dir, command)));
+  return findExecutable(dirs.map((dir) => join(dir, command)));
 }

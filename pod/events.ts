@@ -53,7 +53,7 @@ export function eventsOf(before: Seen | undefined, now: Seen | undefined, runnin
 }
 
 /** Publishes the events of every change written to the sandbox and container tables from now on. */
-export function publishPodEvents(tables: Pick<Tables, 'sandboxes' | 'containers'>, sink: EventSink<PodEvent>): void {
+function publishPodEvents(tables: Pick<Tables, 'sandboxes' | 'containers'>, sink: EventSink<PodEvent>): void {
   const { sandboxes, containers } = tables;
   // A container's sandbox is kept with its state: its DELETED event names the sandbox after the record is gone.
   const containerStates = new Map(containers.list().map((r) => [r.id, { ...seen(r), sandboxId: r.sandboxId }]));

@@ -12,6 +12,7 @@ import { readFullStatsForPid, readInterfaceCounters, type CgroupDetail, type Int
 import { nanoCores, type CgroupStats } from '../oci/runtime/stats.js';
 import { diskUsage } from '../oci/runtime/usage.js';
 import { refreshContainer } from './container-refresh.js';
+import { refreshSandbox } from './sandbox-refresh.js';
 import type { PodContext } from './context.js';
 import { matchesLabels } from './filters.js';
 import type { ContainerRecord, SandboxRecord } from './records.js';
@@ -85,7 +86,9 @@ async function podNetwork(sandbox: SandboxRecord): Promise<SandboxSample['networ
   return interfaces && { timestamp: new Date(), interfaces };
 }
 
-async function sampleSandbox(ctx: PodContext, sandbox: SandboxRecord): Promise<SandboxSample> {
+async function sampleSandbox(ctx: PodContext, record: SandboxRecord): Promise<SandboxSample> {
+  // A pause that died since the last read is recorded first: its pid may be another process's by now.
+  const sandbox = await refreshSandbox(ctx, record);
   const records = ctx.tables.containers.list().filter((c) => c.sandboxId === sandbox.id);
   const [pause, network, containers] = await Promise.all([
     sandbox.state === 'SANDBOX_READY' ? sample(sandbox.id, sandbox.pausePid) : undefined,

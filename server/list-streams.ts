@@ -8,12 +8,12 @@ export const ITEMS_PER_MESSAGE = 100;
 
 /** A server stream sending what `list` answers for its request, as `field` of consecutive messages. */
 export function streamedList<Req, Item, F extends string>(
-  field: F, list: (request: Req, ctx: CallContext) => Promise<Item[]> | Item[],
+  field: F, list: (request: Req, ctx: CallContext) => Promise<Item[]> | Item[], perMessage = ITEMS_PER_MESSAGE,
 ): ServerStream<Req, Record<F, Item[]>> {
   return async (request, emit, ctx, stream) => {
     const items = await list(request, ctx);
-    for (let i = 0; i < items.length && !stream.cancelled.aborted; i += ITEMS_PER_MESSAGE) {
-      const message = { [field]: items.slice(i, i + ITEMS_PER_MESSAGE) } as Record<F, Item[]>;
+    for (let i = 0; i < items.length && !stream.cancelled.aborted; i += perMessage) {
+      const message = { [field]: items.slice(i, i + perMessage) } as Record<F, Item[]>;
       if (!emit(message)) await stream.drained();
     }
   };

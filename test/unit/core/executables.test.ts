@@ -1,5 +1,4 @@
-// Finding programs: what counts as executable, the order of candidates, and the remembered hit never
-// outliving the file it names.
+// Finding programs: what counts as executable, and the order of candidates.
 import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,25 +29,17 @@ describe('isExecutableFile', () => {
 });
 
 describe('findExecutable', () => {
-  it('takes the first executable candidate, and searches again once the remembered one is gone', () => {
+  it('takes the first executable candidate in their order, so one installed earlier in the order wins at once', () => {
     mkdirSync(join(dir, 'one'));
     mkdirSync(join(dir, 'two'));
     const second = program('two/tool');
     const candidates = [join(dir, 'one/tool'), second];
-    assert.equal(findExecutable('tool', candidates), second);
+    assert.equal(findExecutable(candidates), second);
     const first = program('one/tool');
-    // The remembered hit is still valid and listed, so it stays the answer until it goes.
-    assert.equal(findExecutable('tool', candidates), second);
-    rmSync(second);
-    assert.equal(findExecutable('tool', candidates), first);
+    assert.equal(findExecutable(candidates), first);
     rmSync(first);
-    assert.equal(findExecutable('tool', candidates), undefined);
-  });
-
-  it('does not answer with a remembered path that is not among this call\'s candidates', () => {
-    const elsewhere = program('elsewhere-tool');
-    assert.equal(findExecutable('moved', [elsewhere]), elsewhere);
-    assert.equal(findExecutable('moved', [join(dir, 'one/moved')]), undefined);
+    rmSync(second);
+    assert.equal(findExecutable(candidates), undefined);
   });
 });
 

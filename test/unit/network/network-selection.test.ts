@@ -40,6 +40,8 @@ test('bad annotations are InvalidArgument naming the problem', () => {
     ['[{"name": "a", "mac": "zz"}]', /field "mac" must be a MAC address/],
     ['[{"name": "a", "cni-args": {"k": "a;b"}}]', /field "cni-args\.k" must not contain ";"/],
     ['[{"name": "a", "cni-args": {"k": {"x": 1}}}]', /field "cni-args\.k"/],
+    ['[{"name": "a", "cni-args": {"K8S_POD_NAME": "another-pod"}}]', /field "cni-args" names a key set by the runtime/],
+    ['[{"name": "a", "cni-args": {"IgnoreUnknown": "0"}}]', /field "cni-args" names a key set by the runtime/],
     ['Bad_NS/net', /namespace "Bad_NS" is not a valid namespace name \(a DNS-1123 label/],
     ['a/b/c', /"a\/b\/c" is not of the form \[namespace\/\]name\[@interface\]/],
     ['net@', /interface name "" is not a valid Linux interface name/],

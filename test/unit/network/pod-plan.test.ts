@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { attachmentCapabilityArgs } from '../../../cni/args.js';
+import { attachmentCapabilityArgs, withArgsCni } from '../../../cni/args.js';
 import { parseDefinition, type AttachmentDefinition } from '../../../cni/attachment-definitions.js';
 import { parseNetworkList } from '../../../cni/config.js';
 import { assignDevices, withDeviceId } from '../../../cni/devices.js';
@@ -79,4 +79,21 @@ test('the device goes to runtimeConfig for a plugin declaring deviceID, into the
     { ips: ['10.0.0.5/24'], mac: '02:00:00:00:00:01' }, '0000:03:02.1',
   );
   assert.deepEqual(caps, { cgroupPath: '/x', 'io.kubernetes.cri.pod-annotations': {}, ips: ['10.0.0.5/24'], mac: '02:00:00:00:00:01', deviceID: '0000:03:02.1' });
+});
+
+test('one default route per address family across the pod\'s networks, refused before anything is made', () => {
+  const ask = (value: unknown) => planPodNetworks({ 'k8s.v1.cni.cncf.io/networks': JSON.stringify(value) }, 'pods', catalog);
+  assert.equal(ask([{ name: 'a', 'default-route': ['10.1.0.1'] }, { name: 'b', namespace: 'other', 'default-route': ['fd00::1'] }]).secondaries.length, 2);
+  assert.throws(() => ask([{ name: 'a', 'default-route': ['10.1.0.1'] }, { name: 'b', namespace: 'other', 'default-route': ['10.2.0.1'] }]),
+    (err: unknown) => err instanceof InvalidArgument && /two IPv4 default routes requested \(10\.1\.0\.1 and 10\.2\.0\.1 on network other\/b\)/.test(err.message));
+  assert.throws(() => ask([{ name: 'a', 'default-route': ['fd00::1', 'fd00::2'] }]), /two IPv6 default routes/);
+});
+
+test('cni-args also reach every plugin as args.cni, over what the definition has there', () => {
+  const chain = list('chain', [{ type: 'macvlan', args: { cni: { keep: 'yes', vlan: '1' }, other: 1 } }, { type: 'tuning' }]);
+  const out = withArgsCni(chain, { vlan: '12' });
+  assert.deepEqual(out.plugins.map((p) => p.raw.args), [{ cni: { keep: 'yes', vlan: '12' }, other: 1 }, { cni: { vlan: '12' } }]);
+  assert.equal(out.name, 'chain');
+  assert.equal(withArgsCni(chain, undefined), chain);
+  assert.equal(withArgsCni(chain, {}), chain);
 });
