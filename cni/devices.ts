@@ -5,6 +5,8 @@ import { withPluginConfigs, type NetworkList } from './config.js';
 import type { PodDevices } from './pod-resources.js';
 
 /** host-device takes a PCI address as `pciBusID` and a link name as `device`. */
+/** The keys host-device names its device by; it refuses a config with more than one. */
+const HOST_DEVICE_KEYS = ['device', 'hwaddr', 'kernelpath', 'pciBusID'];
 const PCI_ADDRESS = /^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/;
 
 /**
@@ -38,7 +40,11 @@ export function withDeviceId(list: NetworkList, deviceId: string): NetworkList {
   return withPluginConfigs(list, (raw, p) => {
     if (p.capabilities.includes('deviceID')) return raw;
     const withId: Record<string, unknown> = { ...raw, deviceID: deviceId };
-    if (p.type === 'host-device') withId[PCI_ADDRESS.test(deviceId) ? 'pciBusID' : 'device'] = deviceId;
+    if (p.type === 'host-device') {
+      // host-device takes exactly one way of naming its device: the allocated one replaces the definition's.
+      for (const key of HOST_DEVICE_KEYS) delete withId[key];
+      withId[PCI_ADDRESS.test(deviceId) ? 'pciBusID' : 'device'] = deviceId;
+    }
     return withId;
   });
 }

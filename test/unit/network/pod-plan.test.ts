@@ -73,6 +73,9 @@ test('the device goes to runtimeConfig for a plugin declaring deviceID, into the
     { type: 'tuning', capabilities: { deviceID: true } },
   ]);
   assert.equal(withDeviceId(l, 'dummy7').plugins[1]!.raw.device, 'dummy7');
+  // host-device refuses two ways of naming its device: the allocated one replaces the definition's.
+  const named = list('hd', [{ type: 'host-device', device: 'eth9', hwaddr: '02:00:00:00:00:09' }]);
+  assert.deepEqual(withDeviceId(named, '0000:03:02.1').plugins[0]!.raw, { type: 'host-device', deviceID: '0000:03:02.1', pciBusID: '0000:03:02.1' });
   assert.deepEqual(JSON.parse(pci.bytes.toString()).plugins[0], { type: 'sriov', deviceID: '0000:03:02.1' });
   const caps = attachmentCapabilityArgs(
     { portMappings: [{ hostPort: 1 }], bandwidth: {}, ipRanges: [], cgroupPath: '/x', 'io.kubernetes.cri.pod-annotations': {} },
