@@ -19,6 +19,8 @@ export interface CachedAttachment {
   cniArgs?: [string, string][];
   capabilityArgs?: Record<string, unknown>;
   result?: Record<string, unknown>;
+  /** When ADD finished (ms since the epoch, fractional): a pod's attachments are DELeted newest first. */
+  attachedAt?: number;
 }
 
 /** Checks a cache file's parsed content; undefined for anything that is not a usable entry. */

@@ -90,6 +90,7 @@ interface DelJob {
   inv: Invocation;
   prev?: CniResult;
   cachedNetns?: string;
+  attachedAt?: number;
 }
 
 export class CniManager {
@@ -211,7 +212,8 @@ export class CniManager {
       const main = plan?.main ?? this.defaultNet;
       if (main) fallback(main, POD_IFNAME);
       fallback(LOOPBACK_NETWORK, LOOPBACK_IFNAME);
-      const order = (plan?.secondaries ?? []).map((s) => s.ifName);
+      // The cache knows the order the attachments were made in; the plan, for entries of an older minicri.
+      const order = [...attachOrder(jobs), ...(plan?.secondaries ?? []).map((s) => s.ifName)];
       const errors: Error[] = [];
       for (const job of delOrder(jobs, order)) {
         try {
@@ -283,7 +285,8 @@ export class CniManager {
     const stale = [...new Set((await this.cache.list()).map((e) => e.containerId))].filter((id) => !valid.has(id));
     for (const id of stale) {
       await this.locks.run(id, async () => {
-        for (const job of delOrder(await this.cachedJobs(id, ''), [])) {
+        const jobs = await this.cachedJobs(id, '');
+        for (const job of delOrder(jobs, attachOrder(jobs))) {
           if (job.cachedNetns && (await netnsExists(job.cachedNetns))) job.inv.netns = job.cachedNetns;
           try {
             await this.detach(job.list, job.inv, job.prev);
@@ -400,6 +403,7 @@ export class CniManager {
       cniArgs: inv.args,
       capabilityArgs: inv.caps,
       result: convertResult(result, list.cniVersion),
+      attachedAt: performance.timeOrigin + performance.now(),
     };
     try {
       await this.cache.write(entry);
@@ -479,6 +483,7 @@ export class CniManager {
         inv: { containerId: sandboxId, netns, ifName: entry.ifName, args: entry.cniArgs ?? fallback.args, caps: entry.capabilityArgs ?? fallback.caps },
         ...(prev ? { prev } : {}),
         ...(entry.netns ? { cachedNetns: entry.netns } : {}),
+        ...(entry.attachedAt !== undefined ? { attachedAt: entry.attachedAt } : {}),
       });
     }
     return jobs;
@@ -555,6 +560,11 @@ function validateRequest(r: PodNetworkRequest, needNetns: boolean): void {
 function delOrder<T extends { inv: { ifName: string } }>(jobs: T[], order: string[]): T[] {
   const rank = (ifName: string) => (ifName === LOOPBACK_IFNAME ? -2 : ifName === POD_IFNAME ? -1 : order.indexOf(ifName) < 0 ? order.length : order.indexOf(ifName));
   return [...jobs].sort((a, b) => rank(b.inv.ifName) - rank(a.inv.ifName));
+}
+
+/** The interfaces of the jobs whose cache entry says when they were attached, oldest first. */
+function attachOrder(jobs: DelJob[]): string[] {
+  return jobs.filter((j) => j.attachedAt !== undefined).sort((a, b) => a.attachedAt! - b.attachedAt!).map((j) => j.inv.ifName);
 }
 
 /** CNI_ARGS of a secondary attachment: the pod's, then the selection's cni-args. */
