@@ -2,7 +2,7 @@
 // node-ready check reads it; the work still pending; the pod CIDR kubelet hands us.
 import { isIP } from 'node:net';
 import { InvalidArgument } from '../core/errors.js';
-import { resolveExecutable } from '../core/executables.js';
+import { isExecutableFile, resolveExecutable } from '../core/executables.js';
 import type { HandlerFeatures } from '../oci/runtime/features.js';
 import type { PodContext } from './context.js';
 
@@ -11,13 +11,27 @@ export interface Condition { type: string; status: boolean; reason: string; mess
 /** RuntimeReady and NetworkReady. */
 export async function runtimeConditions(ctx: PodContext, binaries: { runtime: string; conmon: string }): Promise<Condition[]> {
   const needed = [{ what: `OCI runtime "${binaries.runtime}"`, path: binaries.runtime }, { what: `conmon "${binaries.conmon}"`, path: binaries.conmon }];
-  const missing = needed.filter((b) => !resolveExecutable(b.path)).map((b) => b.what);
+  const missing = needed.filter((b) => !isPresent(b.path)).map((b) => b.what);
   const network = await ctx.network.status();
   const runtime = missing.length === 0
     ? { type: 'RuntimeReady', status: true, reason: '', message: '' }
     : { type: 'RuntimeReady', status: false, reason: 'RuntimeBinaryMissing', message: `not executable: ${missing.join(', ')}; install it or fix the path in the config` };
   return [runtime, { type: 'NetworkReady', status: network.ready, reason: network.ready ? '' : network.reason, message: network.ready ? '' : network.message }];
 }
+
+/**
+ * Whether `command` names an executable. Status asks on every call and only needs to know that one is there:
+ * the file found last time, while it stays executable, answers with one stat instead of a PATH search.
+ */
+function isPresent(command: string): boolean {
+  const last = found.get(command);
+  if (last !== undefined && isExecutableFile(last)) return true;
+  const now = resolveExecutable(command);
+  if (now === undefined) found.delete(command);
+  else found.set(command, now);
+  return now !== undefined;
+}
+const found = new Map<string, string>();
 
 /** Teardowns and removals that failed and are retried in the background. */
 export function pendingWork(ctx: PodContext) {
