@@ -76,7 +76,11 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       registries: {
         insecure: config.registries.insecure,
         mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
+        authFile: config.registries.auth_file,
+        certsDir: config.registries.certs_dir,
       },
+      stallTimeoutMs: config.registries.stall_timeout_seconds * 1000,
+      progressIntervalMs: config.registries.progress_interval_seconds * 1000,
       log: log.child({ module: 'images' }),
       // A removed container still being cleaned up holds its image's layers mounted.
       inUse: (imageId) => [...tables.containers.list(), ...tables.containerCleanups.list()].some((c) => c.image.id === imageId || c.imageVolumes?.some((v) => v.imageId === imageId))

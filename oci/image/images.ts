@@ -30,6 +30,10 @@ export interface ImagesOptions {
   fetch?: typeof fetch;
   /** Where pulls record their intent (the daemon's state store); without it a crash is still cleaned up, unlogged. */
   pulls?: PullIntentRepository;
+  /** A blob download that receives no byte for this long fails over to the next endpoint (default 60 s). */
+  stallTimeoutMs?: number;
+  /** How often a running pull logs its progress (default 10 s). */
+  progressIntervalMs?: number;
 }
 
 /**

@@ -2,11 +2,14 @@
 // bearer-token and basic authentication, redirects, retries of transient failures and actionable errors.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { fetch as undiciFetch } from 'undici';
 import { Internal, InvalidArgument, NotFound, PermissionDenied, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from './auth.js';
+import { CredentialFile, requestAuthApplies } from './credentials.js';
 import { MANIFEST_ACCEPT } from './manifest.js';
 import { DEFAULT_REGISTRY, formatReference, type ImageRef } from './reference.js';
+import { TlsDispatchers } from './tls.js';
 import type { AuthConfig, RegistryHostsConfig } from './types.js';
 
 export interface Endpoint {
@@ -16,6 +19,8 @@ export interface Endpoint {
 }
 
 const MAX_MANIFEST_BYTES = 4 << 20;
+/** Certificate verification failures: retrying will not help, a CA in certs.d will. */
+const TLS_TRUST_ERROR = /^(?:UNABLE_TO_GET_ISSUER_CERT(?:_LOCALLY)?|UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_UNTRUSTED|ERR_TLS_CERT_ALTNAME_INVALID|CERT_HAS_EXPIRED)$/;
 const MAX_REDIRECTS = 5;
 /** Default for manifestTimeoutMs: a manifest is small, an endpoint that cannot serve one in this time is unreachable. */
 const MANIFEST_TIMEOUT_MS = 30_000;
@@ -25,9 +30,14 @@ function isLoopbackHost(hostPort: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
+/** Hosts listed as insecure: plain HTTP unless an endpoint says https://, and then an unverified certificate. */
+function listedInsecure(hostPort: string, insecure: string[]): boolean {
+  return insecure.includes(hostPort) || insecure.includes(hostPort.replace(/:\d+$/, ''));
+}
+
+/** Spoken to over plain HTTP when an endpoint names no scheme: listed hosts, and loopback always. */
 function isInsecure(hostPort: string, insecure: string[]): boolean {
-  const host = hostPort.replace(/:\d+$/, '');
-  return isLoopbackHost(hostPort) || insecure.includes(hostPort) || insecure.includes(host);
+  return isLoopbackHost(hostPort) || listedInsecure(hostPort, insecure);
 }
 
 function endpointUrl(spec: string, insecure: string[]): string {
@@ -53,7 +63,7 @@ export interface RegistryClientOptions {
   attempts?: number;
   /** Time for one manifest request before the endpoint counts as unreachable. */
   manifestTimeoutMs?: number;
-  /** Injected for tests that record what is sent where; defaults to the global fetch. */
+  /** Injected for tests that record what is sent where; defaults to undici's fetch (the one node bundles). */
   fetch?: typeof fetch;
 }
 
@@ -79,9 +89,28 @@ export class RegistryClient {
   /** Authorization headers by endpoint+scope, so a pull's requests after the first skip the 401 round trip. */
   private readonly authCache = new Map<string, CachedAuth>();
 
+  private readonly nodeCredentials: CredentialFile;
+  private readonly tls: TlsDispatchers;
+
   constructor(private readonly opts: RegistryClientOptions) {
     this.attempts = opts.attempts ?? 3;
-    this.fetchFn = opts.fetch ?? fetch;
+    this.fetchFn = opts.fetch ?? (undiciFetch as unknown as typeof fetch);
+    this.nodeCredentials = new CredentialFile(opts.hosts.authFile);
+    this.tls = new TlsDispatchers(opts.hosts.certsDir);
+  }
+
+  /** Closes the per-host TLS connection pools. */
+  close(): Promise<void> {
+    return this.tls.close();
+  }
+
+  /**
+   * What a request to `endpoint` for an image of `registry` authenticates with: the pull's own credentials
+   * only at the registry they were given for, a mirror only what the node's credentials file has for it.
+   */
+  private credentials(endpoint: Endpoint, registry: string, auth: AuthConfig | undefined): AuthConfig | undefined {
+    if (!endpoint.mirror && auth && requestAuthApplies(auth, registry)) return auth;
+    return this.nodeCredentials.forHost(endpoint.mirror ? endpoint.url : registry);
   }
 
   endpoints(registry: string): Endpoint[] {
@@ -97,7 +126,8 @@ export class RegistryClient {
     const failures: Array<{ endpoint: Endpoint; err: EndpointError }> = [];
     for (const endpoint of endpoints) {
       try {
-        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, auth, this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
+        const creds = this.credentials(endpoint, ref.registry, auth);
+        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
         const bytes = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference} from ${endpoint.url}`);
         const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
         if (reference.startsWith('sha256:') && digest !== reference) {
@@ -116,7 +146,7 @@ export class RegistryClient {
   /** Opens a blob for reading. Errors are typed; the caller verifies the digest while streaming. */
   async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig): Promise<Readable> {
     try {
-      const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', auth);
+      const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', this.credentials(endpoint, ref.registry, auth));
       return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
     } catch (err) {
       if (!(err instanceof EndpointError)) throw err;
@@ -175,7 +205,7 @@ export class RegistryClient {
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const headers: Record<string, string> = { accept, 'user-agent': 'minicri' };
       if (authorization && new URL(current).origin === origin) headers.authorization = authorization;
-      const res = await this.fetchFn(current, { headers, redirect: 'manual', signal });
+      const res = await this.fetchTls(current, { headers, redirect: 'manual', signal });
       const location = res.headers.get('location');
       if (res.status >= 300 && res.status < 400 && location) {
         await res.body?.cancel();
@@ -185,6 +215,13 @@ export class RegistryClient {
       return res;
     }
     throw new EndpointError('bad', `more than ${MAX_REDIRECTS} redirects`);
+  }
+
+  /** fetch with the TLS settings (certs.d, insecure) of the URL's host. */
+  private fetchTls(url: string | URL, init: RequestInit): Promise<Response> {
+    const target = new URL(url);
+    const dispatcher = this.tls.for(target, listedInsecure(target.host, this.opts.hosts.insecure));
+    return this.fetchFn(target, dispatcher ? { ...init, dispatcher } as RequestInit : init);
   }
 
   private async withRetries(url: string, fn: () => Promise<Response>): Promise<Response> {
@@ -198,6 +235,12 @@ export class RegistryClient {
       } catch (err) {
         if (err instanceof EndpointError) throw err;
         const reason = networkReason(err);
+        const code = (err as { cause?: { code?: string } }).cause?.code ?? '';
+        if (TLS_TRUST_ERROR.test(code)) {
+          const host = new URL(url).host;
+          const where = this.opts.hosts.certsDir ? `${this.opts.hosts.certsDir}/${host}/ca.crt` : `a certs.d directory for ${host}`;
+          throw new EndpointError('unreachable', `TLS to ${host}: ${reason} (${code}): put the CA that signed its certificate in ${where}`);
+        }
         // A refused connection or unknown host will not heal in a second; move on to the next endpoint.
         if (attempt >= this.attempts || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(reason)) {
           throw new EndpointError('unreachable', reason);
@@ -225,22 +268,29 @@ export class RegistryClient {
     return undefined;
   }
 
-  /** The distribution token flow: GET with basic credentials (or anonymous), or OAuth2 POST with an identity token. */
+  /**
+   * The distribution token flow: GET with basic credentials (or anonymous), or OAuth2 POST with an identity
+   * token. The realm may be another host (that is how the flow works), but credentials never go there in clear.
+   */
   private async fetchToken(realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<{ token: string; expiresIn: number }> {
     const url = new URL(realm);
+    const origin = new URL(endpoint.url).origin;
+    if ((auth?.identityToken || basicCredentials(auth)) && url.protocol !== 'https:' && url.origin !== origin && !isInsecure(url.host, this.opts.hosts.insecure)) {
+      throw new EndpointError('denied', `token server ${url.origin} for ${endpoint.url} is plain HTTP on another host: credentials are not sent there (list it under registries.insecure to allow it)`);
+    }
     let res: Response;
     try {
       if (auth?.identityToken) {
         const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: auth.identityToken, client_id: 'minicri', scope });
         if (service) form.set('service', service);
-        res = await this.withRetries(url.toString(), () => this.fetchFn(url, { method: 'POST', body: form, headers: { 'user-agent': 'minicri' } }));
+        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { method: 'POST', body: form, headers: { 'user-agent': 'minicri' } }));
       } else {
         if (service) url.searchParams.set('service', service);
         url.searchParams.set('scope', scope);
         const creds = basicCredentials(auth);
         const headers: Record<string, string> = { 'user-agent': 'minicri' };
         if (creds) headers.authorization = basicHeader(creds);
-        res = await this.withRetries(url.toString(), () => this.fetchFn(url, { headers }));
+        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { headers }));
       }
     } catch (err) {
       if (err instanceof EndpointError) throw new EndpointError(err.kind, `token server ${url.origin} for ${endpoint.url}: ${err.message}`);
