@@ -5,12 +5,13 @@ import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
 import { faultPoint } from '../../core/faults.js';
-import { FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable } from '../../core/errors.js';
+import { DeadlineExceeded, FailedPrecondition, InvalidArgument, MinicriError, NotFound, ResourceExhausted, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
-import { ContentStore } from './content.js';
-import { Mutex, Semaphore } from './flight.js';
+import { ContentStore, type BlobTee } from './content.js';
+import { Mutex, Semaphore, SingleFlight } from './flight.js';
 import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
 import { formatPlatform, HOST_PLATFORM, runsOn, selectPlatform } from './platform.js';
+import { PullProgress } from './progress.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
 import { RegistryClient, type Endpoint } from './registry.js';
 import { diskUsage, LayerStore, type Rootfs, type RootfsOptions } from './snapshot.js';
@@ -86,6 +87,9 @@ export function imageUser(user: string): { uid?: number; username?: string } {
   return { username: name };
 }
 
+/** What the pull metrics read: bytes received from registries since start, pulls running now. */
+export interface PullStats { bytes: number; inFlight: number }
+
 export class Images {
   private readonly content: ContentStore;
   private readonly layers: LayerStore;
@@ -95,10 +99,15 @@ export class Images {
   private readonly mutex = new Mutex();
   /** Blobs and layers in-flight pulls rely on, with counts: garbage collection keeps them. */
   private readonly active = new Map<string, number>();
+  /** One download (and unpack) per layer blob, shared by every pull that needs it. */
+  private readonly transfers = new SingleFlight<number>();
+  /** Layer blobs downloading now, for progress. */
+  private readonly receiving = new Map<string, BlobTee>();
+  readonly stats: PullStats = { bytes: 0, inFlight: 0 };
 
   private constructor(private readonly opts: ImagesOptions) {
     const tmp = join(opts.rootDir, 'tmp');
-    this.content = new ContentStore(opts.rootDir, tmp, opts.log);
+    this.content = new ContentStore(opts.rootDir, tmp, opts.log, (n) => { this.stats.bytes += n; });
     this.layers = new LayerStore(opts.rootDir, tmp, opts.log);
     this.client = new RegistryClient({ hosts: opts.registries, log: opts.log, fetch: opts.fetch });
     this.downloads = new Semaphore(opts.maxConcurrentDownloads ?? 3);
@@ -180,16 +189,23 @@ export class Images {
 
   // ---- pull ----
 
-  /** Pulls an image; `pinned` marks it as one kubelet's image GC must keep (the pause image). */
-  async pull(reference: string, auth?: AuthConfig, opts: { pinned?: boolean } = {}): Promise<ImageRecord> {
+  /**
+   * Pulls an image; `pinned` marks it as one kubelet's image GC must keep (the pause image). When `signal`
+   * aborts (the client gave up) the pull stops and leaves nothing behind, except what another pull of the same
+   * content still needs.
+   */
+  async pull(reference: string, auth?: AuthConfig, opts: { pinned?: boolean; signal?: AbortSignal } = {}): Promise<ImageRecord> {
     const ref = parseReference(reference);
     const name = formatReference(ref);
     const started = Date.now();
     const log = this.opts.log.child({ image: name });
+    const signal = opts.signal;
     const lease = this.lease(name);
     let downloaded = 0;
+    let progress: PullProgress | undefined;
+    this.stats.inFlight++;
     try {
-      const top = await this.topManifest(ref, auth);
+      const top = await this.topManifest(ref, auth, signal);
       lease.hold(top.digest);
       await this.content.put(top.bytes);
       faultPoint('pull-manifest-stored');
@@ -205,7 +221,7 @@ export class Images {
         }
         manifestDigest = entries[i]!.digest;
         lease.hold(manifestDigest);
-        const child = await this.manifestBlob(ref, manifestDigest, auth, endpoint);
+        const child = await this.manifestBlob(ref, manifestDigest, auth, endpoint, signal);
         endpoint = child.endpoint;
         parsed = parseManifestOrIndex(child.bytes, child.contentType, `manifest ${manifestDigest} of "${name}"`);
         if (parsed.kind !== 'manifest') throw new InvalidArgument(`manifest ${manifestDigest} of "${name}" is an index inside an index`);
@@ -213,9 +229,9 @@ export class Images {
       const manifest: Manifest = parsed.manifest;
       // Manifests read from our store came from no endpoint: blobs then come from the first one that has the image.
       let located: Promise<Endpoint> | undefined;
-      const source = () => (endpoint ? Promise.resolve(endpoint) : (located ??= this.client.getManifest(ref, ref.digest ?? ref.tag!, auth).then((m) => m.endpoint)));
+      const source = () => (endpoint ? Promise.resolve(endpoint) : (located ??= this.client.getManifest(ref, ref.digest ?? ref.tag!, auth, undefined, signal).then((m) => m.endpoint)));
       lease.hold(manifest.config.digest);
-      downloaded += await this.fetchBlob(ref, manifest.config, source, auth, `config of "${name}"`);
+      downloaded += await this.fetchBlob(ref, manifest.config, source, auth, `config of "${name}"`, signal);
       const { config, diffIds, platform } = parseImageConfig(await this.content.read(manifest.config.digest), `config ${manifest.config.digest} of "${name}"`);
       if (platform.os && platform.os !== 'linux') throw new InvalidArgument(`image "${name}" is for ${platform.os}, not linux`);
       if (!runsOn(platform)) {
@@ -225,17 +241,16 @@ export class Images {
         throw new InvalidArgument(`image "${name}" lists ${manifest.layers.length} layers but its config has ${diffIds.length} diff ids`);
       }
       manifest.layers.forEach((l, i) => { lease.hold(l.digest); lease.hold(diffIds[i]!); });
+      progress = new PullProgress(manifest.layers, {
+        log, intervalMs: this.opts.progressIntervalMs ?? 10_000, slowAfterMs: this.opts.stallTimeoutMs ?? 60_000,
+        receiving: (digest) => this.receiving.get(digest)?.bytes(),
+      }).start();
       // allSettled: on a failure the other layers still finish before cleanup, so nothing is written after it.
       const results = await Promise.allSettled(manifest.layers.map((layer, i) => this.downloads.run(async () => {
-        const diffId = diffIds[i]!;
-        if (await this.layers.has(diffId)) return 0;
-        const what = `layer ${layer.digest} of "${name}"`;
-        const n = await this.fetchBlob(ref, layer, source, auth, what);
-        faultPoint('pull-blob-stored');
-        await this.layers.ensure(diffId, this.content.path(layer.digest), what);
-        faultPoint('pull-layer-unpacked');
+        const n = await this.pullLayer(ref, layer, diffIds[i]!, source, auth, `layer ${layer.digest} of "${name}"`, signal);
+        progress!.layerDone(layer.digest);
         return n;
-      })));
+      }, signal)));
       for (const r of results) {
         if (r.status === 'rejected') throw r.reason;
         downloaded += r.value;
@@ -259,6 +274,8 @@ export class Images {
       }
       throw err;
     } finally {
+      progress?.stop();
+      this.stats.inFlight--;
       lease.release();
       // A failed pull leaves nothing behind; this also sweeps what a successful one made stale.
       await this.gc().catch((err: Error) => log.warn({ err: err.message }, 'garbage collection after pull failed'));
@@ -294,41 +311,99 @@ export class Images {
   }
 
   /** The manifest the reference names (not stored yet); by digest it is read from the store when we have it. */
-  private async topManifest(ref: ImageRef, auth?: AuthConfig): Promise<{ digest: string; bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
+  private async topManifest(ref: ImageRef, auth: AuthConfig | undefined, signal: AbortSignal | undefined): Promise<{ digest: string; bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
     if (ref.digest && (await this.content.has(ref.digest))) {
       return { digest: ref.digest, bytes: await this.content.read(ref.digest) };
     }
-    return this.client.getManifest(ref, ref.digest ?? ref.tag!, auth);
+    return this.client.getManifest(ref, ref.digest ?? ref.tag!, auth, undefined, signal);
   }
 
-  private async manifestBlob(ref: ImageRef, digest: string, auth: AuthConfig | undefined, endpoint?: Endpoint): Promise<{ bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
+  private async manifestBlob(ref: ImageRef, digest: string, auth: AuthConfig | undefined, endpoint: Endpoint | undefined, signal: AbortSignal | undefined): Promise<{ bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
     if (await this.content.has(digest)) return { bytes: await this.content.read(digest), endpoint };
-    const m = await this.client.getManifest(ref, digest, auth, endpoint);
+    const m = await this.client.getManifest(ref, digest, auth, endpoint, signal);
     await this.content.put(m.bytes);
     return m;
   }
 
-  /**
-   * Downloads a blob into the store unless present; returns the bytes fetched. The endpoint that served the
-   * manifest is asked first; if it lacks the blob or fails, the registry's other endpoints are tried in order.
-   */
-  private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string): Promise<number> {
-    if (await this.content.has(d.digest)) return 0;
+  /** The endpoint that served the manifest first, then the registry's others in order. */
+  private async blobEndpoints(ref: ImageRef, source: () => Promise<Endpoint>): Promise<Endpoint[]> {
     const first = await source();
-    const endpoints = [first, ...this.client.endpoints(ref.registry).filter((e) => e.url !== first.url)];
-    return this.content.ensure(d.digest, d.size, `${what} from ${first.url}`, async () => {
-      const failures: Error[] = [];
-      for (const e of endpoints) {
-        try {
-          return await this.client.openBlob(e, ref, d.digest, auth);
-        } catch (err) {
-          if (!(err instanceof NotFound || err instanceof Unavailable)) throw err;
-          failures.push(err);
-        }
+    return [first, ...this.client.endpoints(ref.registry).filter((e) => e.url !== first.url)];
+  }
+
+  /** Downloads a (small) blob into the store unless present; returns the bytes fetched. */
+  private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string, signal: AbortSignal | undefined): Promise<number> {
+    if (await this.content.has(d.digest)) return 0;
+    const endpoints = await this.blobEndpoints(ref, source);
+    return this.content.ensure(d.digest, d.size, `${what} from ${endpoints[0]!.url}`, (shared) =>
+      this.fromEndpoints(endpoints, (e) => this.client.openBlob(e, ref, d.digest, auth, { signal: shared, stallMs: this.opts.stallTimeoutMs }), shared), signal);
+  }
+
+  /**
+   * Runs `attempt` against each endpoint in turn until one succeeds: an endpoint that lacks the blob, cannot
+   * be reached or stalls is followed by the next; other failures (corrupt content, denied) end the pull.
+   */
+  private async fromEndpoints<T>(endpoints: Endpoint[], attempt: (e: Endpoint) => Promise<T>, signal: AbortSignal): Promise<T> {
+    const failures: Error[] = [];
+    for (const e of endpoints) {
+      try {
+        return await attempt(e);
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        if (!(err instanceof NotFound || err instanceof Unavailable || err instanceof DeadlineExceeded)) throw err;
+        this.opts.log.warn({ endpoint: e.url, err: err.message }, 'blob download failed, trying the next endpoint');
+        failures.push(err);
       }
-      const Kind = failures.every((f) => f instanceof NotFound) ? NotFound : Unavailable;
-      throw new Kind(failures.map((f) => f.message).join('; '));
-    });
+    }
+    const Kind = failures.every((f) => f instanceof NotFound) ? NotFound : failures.some((f) => f instanceof DeadlineExceeded) ? DeadlineExceeded : Unavailable;
+    throw new Kind(failures.map((f) => f.message).join('; '));
+  }
+
+  /**
+   * Makes sure a layer is unpacked; returns the bytes this pull downloaded for it. The blob streams into the
+   * content store and into the layer's unpack at once; pulls needing the same layer share one transfer.
+   */
+  private async pullLayer(ref: ImageRef, layer: Descriptor, diffId: string, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string, signal: AbortSignal | undefined): Promise<number> {
+    if (await this.layers.has(diffId)) return 0;
+    if (await this.content.has(layer.digest)) {
+      // The blob of a pull cut off before it unpacked.
+      await this.layers.ensure(diffId, this.content.path(layer.digest), what);
+      return 0;
+    }
+    let fetched = false;
+    const bytes = await this.transfers.do(layer.digest, async (shared) => {
+      if (await this.layers.has(diffId)) return 0;
+      fetched = true;
+      const endpoints = await this.blobEndpoints(ref, source);
+      return this.fromEndpoints(endpoints, (e) => this.transferLayer(ref, e, layer, diffId, auth, `${what} from ${e.url}`, shared), shared);
+    }, signal);
+    return fetched ? bytes : 0;
+  }
+
+  /** One endpoint's try at a layer: connection resets are retried there, a few times. */
+  private async transferLayer(ref: ImageRef, e: Endpoint, layer: Descriptor, diffId: string, auth: AuthConfig | undefined, what: string, signal: AbortSignal, attempts = 3): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      const body = await this.client.openBlob(e, ref, layer.digest, auth, { signal, stallMs: this.opts.stallTimeoutMs });
+      const tee = this.content.tee(layer.digest, layer.size, what);
+      this.receiving.set(layer.digest, tee);
+      body.on('error', (err) => tee.stream.destroy(err));
+      tee.stream.on('close', () => body.destroy());
+      try {
+        await this.layers.unpack(diffId, body.pipe(tee.stream), what, async () => {
+          await tee.commit();
+          faultPoint('pull-blob-stored');
+        });
+        faultPoint('pull-layer-unpacked');
+        return tee.bytes();
+      } catch (err) {
+        if (err instanceof MinicriError || signal.aborted || attempt >= attempts) throw err;
+        this.opts.log.debug({ digest: layer.digest, attempt, err: (err as Error).message }, 'layer download interrupted, retrying');
+        await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
+      } finally {
+        this.receiving.delete(layer.digest);
+        await tee.discard();
+      }
+    }
   }
 
   /** Stores the record, moving the tag off any image that had it. Runs under the mutex. */

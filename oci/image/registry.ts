@@ -1,9 +1,9 @@
 // A client for the OCI distribution v2 API: manifests and blobs from a registry or its mirrors, with
 // bearer-token and basic authentication, redirects, retries of transient failures and actionable errors.
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { fetch as undiciFetch } from 'undici';
-import { Internal, InvalidArgument, NotFound, PermissionDenied, Unavailable } from '../../core/errors.js';
+import { DeadlineExceeded, Internal, InvalidArgument, MinicriError, NotFound, PermissionDenied, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from './auth.js';
 import { CredentialFile, requestAuthApplies } from './credentials.js';
@@ -121,13 +121,14 @@ export class RegistryClient {
    * Fetches the manifest (or index) `reference` (tag or digest) of ref's repository from the first endpoint that
    * has it. The digest is computed from the bytes and, when asked by digest, must match.
    */
-  async getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint): Promise<ManifestFetch> {
+  async getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint, signal?: AbortSignal): Promise<ManifestFetch> {
     const endpoints = only ? [only] : this.endpoints(ref.registry);
     const failures: Array<{ endpoint: Endpoint; err: EndpointError }> = [];
     for (const endpoint of endpoints) {
       try {
         const creds = this.credentials(endpoint, ref.registry, auth);
-        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
+        const timeout = AbortSignal.timeout(this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
+        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal ? AbortSignal.any([signal, timeout]) : timeout);
         const bytes = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference} from ${endpoint.url}`);
         const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
         if (reference.startsWith('sha256:') && digest !== reference) {
@@ -143,36 +144,58 @@ export class RegistryClient {
     throw explain(ref, reference, failures, !only && this.opts.hosts.mirrors[ref.registry]?.mirrorsOnly === true);
   }
 
-  /** Opens a blob for reading. Errors are typed; the caller verifies the digest while streaming. */
-  async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig): Promise<Readable> {
+  /**
+   * Opens a blob for reading. Errors are typed; the caller verifies the digest while streaming. The stream
+   * fails with DeadlineExceeded, naming blob and endpoint, when no byte (nor the answer's headers) comes for
+   * `stallMs`; it stops when `signal` aborts, failing with its reason.
+   */
+  async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig, opts: { signal?: AbortSignal; stallMs?: number } = {}): Promise<Readable> {
+    const what = `blob ${digest} of ${ref.registry}/${ref.repository} from ${endpoint.url}`;
+    const controller = new AbortController();
+    const stallMs = opts.stallMs ?? 60_000;
+    const stalled = () => controller.abort(new DeadlineExceeded(`${what}: stalled, no data for ${stallMs / 1000} s`));
+    const timer = setTimeout(stalled, stallMs);
+    const cancel = () => controller.abort(opts.signal!.reason);
+    opts.signal?.addEventListener('abort', cancel, { once: true });
+    const done = () => { clearTimeout(timer); opts.signal?.removeEventListener('abort', cancel); };
+    let body: Readable;
     try {
-      const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', this.credentials(endpoint, ref.registry, auth));
-      return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', this.credentials(endpoint, ref.registry, auth), controller.signal);
+      body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
     } catch (err) {
+      done();
       if (!(err instanceof EndpointError)) throw err;
-      const what = `blob ${digest} of ${ref.registry}/${ref.repository} from ${endpoint.url}`;
       if (err.kind === 'notfound') throw new NotFound(`${what}: not found (${err.message})`);
       if (err.kind === 'denied') throw new PermissionDenied(`${what}: ${err.message}`);
       if (err.kind === 'unreachable') throw new Unavailable(`${what}: ${err.message}`);
       throw new Internal(`${what}: ${err.message}`);
     }
+    // Every chunk restarts the stall timer; an abort surfaces as its reason, not as a bare AbortError.
+    const guard = new Transform({
+      transform(chunk: Buffer, _e, cb) { timer.refresh(); cb(null, chunk); },
+      flush(cb) { done(); cb(); },
+    });
+    guard.on('close', done);
+    body.on('error', (err) => guard.destroy(controller.signal.aborted ? controller.signal.reason as Error : err));
+    return body.pipe(guard);
   }
 
   /** GET /v2/<repository>/<path> with auth challenges answered, redirects followed and transient failures retried. */
-  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, timeoutMs?: number): Promise<Response> {
+  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, signal?: AbortSignal): Promise<Response> {
     const scope = pullScope(repository);
     // Tokens are cached per credential too: one pod's pull secret must not serve another pod's pull.
     const cacheKey = `${endpoint.url} ${scope} ${createHash('sha256').update(JSON.stringify(auth ?? {})).digest('hex')}`;
     const url = `${endpoint.url}/v2/${repository}/${path}`;
     let authorization = auth?.registryToken ? `Bearer ${auth.registryToken}` : this.cachedAuth(cacheKey);
     for (let challenged = false; ;) {
-      const res = await this.withRetries(url, () => this.get(url, accept, authorization, timeoutMs));
+      const res = await this.withRetries(url, () => this.get(url, accept, authorization, signal), signal);
       if (res.ok) return res;
       const body = await res.text().catch(() => '');
       const message = registryMessage(res.status, body);
       if (res.status === 401 && !challenged && !auth?.registryToken) {
         const header = res.headers.get('www-authenticate');
-        const next = header ? await this.answerChallenge(header, scope, endpoint, auth) : undefined;
+        const next = header ? await this.answerChallenge(header, scope, endpoint, auth, signal) : undefined;
         if (next) {
           challenged = true;
           authorization = next.header;
@@ -198,8 +221,7 @@ export class RegistryClient {
   }
 
   /** Follows redirects by hand so credentials never travel to another origin (blob storage redirects). */
-  private async get(url: string, accept: string, authorization: string | undefined, timeoutMs?: number): Promise<Response> {
-    const signal = timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined;
+  private async get(url: string, accept: string, authorization: string | undefined, signal?: AbortSignal): Promise<Response> {
     const origin = new URL(url).origin;
     let current = url;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
@@ -224,7 +246,7 @@ export class RegistryClient {
     return this.fetchFn(target, dispatcher ? { ...init, dispatcher } as RequestInit : init);
   }
 
-  private async withRetries(url: string, fn: () => Promise<Response>): Promise<Response> {
+  private async withRetries(url: string, fn: () => Promise<Response>, signal?: AbortSignal): Promise<Response> {
     for (let attempt = 1; ; attempt++) {
       let transient: string;
       try {
@@ -234,6 +256,8 @@ export class RegistryClient {
         await res.body?.cancel();
       } catch (err) {
         if (err instanceof EndpointError) throw err;
+        // A stall or a cancelled pull: no retry, the reason says what happened.
+        if (signal?.aborted && signal.reason instanceof MinicriError) throw signal.reason;
         const reason = networkReason(err);
         const code = (err as { cause?: { code?: string } }).cause?.code ?? '';
         if (TLS_TRUST_ERROR.test(code)) {
@@ -253,14 +277,14 @@ export class RegistryClient {
   }
 
   /** Turns a 401 challenge into an Authorization header, or undefined when we have nothing to answer with. */
-  private async answerChallenge(header: string, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<{ header: string; ttlSeconds: number } | undefined> {
+  private async answerChallenge(header: string, scope: string, endpoint: Endpoint, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<{ header: string; ttlSeconds: number } | undefined> {
     const challenges = parseWwwAuthenticate(header);
     const creds = basicCredentials(auth);
     const bearer = challenges.find((c) => c.scheme === 'bearer');
     if (bearer) {
       const realm = bearer.params.realm;
       if (!realm) throw new EndpointError('bad', `bearer challenge without realm: ${header}`);
-      const { token, expiresIn } = await this.fetchToken(realm, bearer.params.service, bearer.params.scope || scope, endpoint, auth);
+      const { token, expiresIn } = await this.fetchToken(realm, bearer.params.service, bearer.params.scope || scope, endpoint, auth, signal);
       // Renew a little before the registry would refuse it.
       return { header: `Bearer ${token}`, ttlSeconds: Math.max(expiresIn - 10, 5) };
     }
@@ -272,7 +296,7 @@ export class RegistryClient {
    * The distribution token flow: GET with basic credentials (or anonymous), or OAuth2 POST with an identity
    * token. The realm may be another host (that is how the flow works), but credentials never go there in clear.
    */
-  private async fetchToken(realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<{ token: string; expiresIn: number }> {
+  private async fetchToken(realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<{ token: string; expiresIn: number }> {
     const url = new URL(realm);
     const origin = new URL(endpoint.url).origin;
     if ((auth?.identityToken || basicCredentials(auth)) && url.protocol !== 'https:' && url.origin !== origin && !isInsecure(url.host, this.opts.hosts.insecure)) {
@@ -283,14 +307,14 @@ export class RegistryClient {
       if (auth?.identityToken) {
         const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: auth.identityToken, client_id: 'minicri', scope });
         if (service) form.set('service', service);
-        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { method: 'POST', body: form, headers: { 'user-agent': 'minicri' } }));
+        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { method: 'POST', body: form, headers: { 'user-agent': 'minicri' }, signal }), signal);
       } else {
         if (service) url.searchParams.set('service', service);
         url.searchParams.set('scope', scope);
         const creds = basicCredentials(auth);
         const headers: Record<string, string> = { 'user-agent': 'minicri' };
         if (creds) headers.authorization = basicHeader(creds);
-        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { headers }));
+        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { headers, signal }), signal);
       }
     } catch (err) {
       if (err instanceof EndpointError) throw new EndpointError(err.kind, `token server ${url.origin} for ${endpoint.url}: ${err.message}`);

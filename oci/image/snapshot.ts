@@ -1,8 +1,10 @@
 // Unpacked layers (one directory per diff id, shared by every image that has it) and the overlayfs root
 // filesystems stacked from them, one per container with its own upper and work directories.
 import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { chown, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { isMounted } from '../../mounter/mounter.js';
@@ -98,16 +100,29 @@ export class LayerStore {
   ensure(diffId: string, blobFile: string, what: string): Promise<boolean> {
     return this.unpacks.do(diffId, async () => {
       if (await this.has(diffId)) return false;
-      const tmp = join(this.tmpDir, `layer-${randomBytes(8).toString('hex')}`);
-      try {
-        const { diffId: got } = await unpackLayer(blobFile, tmp, what, this.log);
-        if (got !== diffId) throw new InvalidArgument(`${what} unpacks to ${got}, but the image config says ${diffId}: the image is corrupt`);
-        await rename(tmp, this.dir(diffId));
-        return true;
-      } finally {
-        await rm(tmp, { recursive: true, force: true });
-      }
+      await this.unpack(diffId, createReadStream(blobFile, { highWaterMark: 1 << 20 }), what);
+      return true;
     });
+  }
+
+  /**
+   * Unpacks `source` (a layer blob's bytes, possibly still downloading) as layer `diffId`: into a temp dir,
+   * checked against diffId, then `beforeCommit` (which stores the verified blob), then renamed into place.
+   * Any failure, the source's included, removes what was unpacked.
+   */
+  async unpack(diffId: string, source: Readable, what: string, beforeCommit?: () => Promise<void>): Promise<void> {
+    const tmp = join(this.tmpDir, `layer-${randomBytes(8).toString('hex')}`);
+    try {
+      const { diffId: got } = await unpackLayer(source, tmp, what, this.log);
+      if (got !== diffId) throw new InvalidArgument(`${what} unpacks to ${got}, but the image config says ${diffId}: the image is corrupt`);
+      await beforeCommit?.();
+      // Another pull may have put the same layer in place meanwhile: theirs is as good as ours.
+      await rename(tmp, this.dir(diffId)).catch(async (err: NodeJS.ErrnoException) => {
+        if (!((err.code === 'ENOTEMPTY' || err.code === 'EEXIST') && await this.has(diffId))) throw err;
+      });
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
   }
 
   async list(): Promise<string[]> {
