@@ -133,7 +133,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     t.mark('streaming, pause image, proto');
     const recovered = await recover(pods, log.child({ module: 'recovery' }));
     t.mark('recovery');
-    if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }));
+    if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }), images.stats);
     const retrier = new Retrier(pods, log.child({ module: 'retry' }));
     retrier.start();
     const networkChecks = new NetworkChecks(pods);

@@ -11,7 +11,7 @@ import pino from 'pino';
 import { DeadlineExceeded } from '../../../core/errors.js';
 import { imageEnv } from '../../support/image-env.js';
 import { makeDaemonDirs, removeDirs, TestDaemon } from '../../support/daemon.js';
-import { startRegistry, type TestRegistry } from '../../support/registry.js';
+import { freePort, startRegistry, type TestRegistry } from '../../support/registry.js';
 import { startRegistryProxy } from '../../support/registry-proxy.js';
 import { buildImage, pushImage, type BuiltImage } from '../../support/test-images.js';
 import { waitFor } from '../../support/wait.js';
@@ -81,7 +81,8 @@ describe('progress', () => {
 describe('a client that gives up', () => {
   test('a pull whose deadline passes leaves nothing; another client\'s pull of the same image completes', async () => {
     const slow = await startRegistryProxy(reg.url, { throttleBytesPerSecond: 100_000 });
-    const dirs = makeDaemonDirs(`[registries]\nstall_timeout_seconds = 30\n[registries.mirrors."registry.example.com"]\nendpoints = ["${slow.url}"]\nmirrors_only = true`);
+    const port = await freePort();
+    const dirs = makeDaemonDirs(`metrics_address = "127.0.0.1:${port}"\n[registries]\nstall_timeout_seconds = 30\n[registries.mirrors."registry.example.com"]\nendpoints = ["${slow.url}"]\nmirrors_only = true`);
     const daemon = await TestDaemon.start(dirs);
     const image = { image: 'registry.example.com/bounds/big:v1' };
     const store = join(dirs.rootDir, 'images');
@@ -95,6 +96,10 @@ describe('a client that gives up', () => {
       }
     };
     const empty = { blobs: [], layers: [], tmp: [], intents: 0 };
+    const sample = async (series: string) => {
+      const line = (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? undefined : Number(line.slice(series.length + 1));
+    };
     try {
       // Alone: the deadline passes mid-transfer and the pull stops.
       await assert.rejects(daemon.client.image.call('PullImage', { image }, { timeoutMs: 1500 }), /DEADLINE_EXCEEDED|Deadline exceeded/i);
@@ -105,7 +110,10 @@ describe('a client that gives up', () => {
       // Together: one client gives up, the other's pull goes on over the same transfer.
       const patient = daemon.client.image.call('PullImage', { image }, { timeoutMs: 120_000 });
       await assert.rejects(daemon.client.image.call('PullImage', { image }, { timeoutMs: 1500 }), /DEADLINE_EXCEEDED|Deadline exceeded/i);
+      assert.ok((await sample('minicri_image_pulls_in_flight'))! >= 1, 'the patient pull is still running');
       const { image_ref: id } = await patient;
+      assert.equal(await sample('minicri_image_pulls_in_flight'), 0);
+      assert.ok((await sample('minicri_image_pull_bytes_total'))! >= 400_000, 'the layers\' bytes are counted');
       assert.equal(id, big.configDigest);
       const blobReads = slow.requests.filter((q) => q.path.includes('/blobs/')).length - transferred;
       assert.equal(blobReads, 3, 'config and two layers, each read once: the two pulls shared their transfers');
