@@ -335,21 +335,21 @@ export class Images {
   private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string, signal: AbortSignal | undefined): Promise<number> {
     if (await this.content.has(d.digest)) return 0;
     const endpoints = await this.blobEndpoints(ref, source);
-    return this.content.ensure(d.digest, d.size, `${what} from ${endpoints[0]!.url}`, (shared) =>
-      this.fromEndpoints(endpoints, (e) => this.client.openBlob(e, ref, d.digest, auth, { signal: shared, stallMs: this.opts.stallTimeoutMs }), shared), signal);
+    return this.fromEndpoints(endpoints, (e) => this.content.ensure(d.digest, d.size, `${what} from ${e.url}`, (shared) =>
+      this.client.openBlob(e, ref, d.digest, auth, { signal: shared, stallMs: this.opts.stallTimeoutMs }), signal), signal);
   }
 
   /**
    * Runs `attempt` against each endpoint in turn until one succeeds: an endpoint that lacks the blob, cannot
    * be reached or stalls is followed by the next; other failures (corrupt content, denied) end the pull.
    */
-  private async fromEndpoints<T>(endpoints: Endpoint[], attempt: (e: Endpoint) => Promise<T>, signal: AbortSignal): Promise<T> {
+  private async fromEndpoints<T>(endpoints: Endpoint[], attempt: (e: Endpoint) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
     const failures: Error[] = [];
     for (const e of endpoints) {
       try {
         return await attempt(e);
       } catch (err) {
-        if (signal.aborted) throw signal.reason;
+        if (signal?.aborted) throw signal.reason;
         if (!(err instanceof NotFound || err instanceof Unavailable || err instanceof DeadlineExceeded)) throw err;
         this.opts.log.warn({ endpoint: e.url, err: err.message }, 'blob download failed, trying the next endpoint');
         failures.push(err);

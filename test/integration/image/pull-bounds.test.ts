@@ -95,12 +95,14 @@ describe('a client that gives up', () => {
         db.close();
       }
     };
-    const empty = { blobs: [], layers: [], tmp: [], intents: 0 };
+    // What the daemon holds before any pull: its built-in pause image.
+    const empty = await leftovers();
     const sample = async (series: string) => {
       const line = (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).split('\n').find((l) => l.startsWith(`${series} `));
       return line === undefined ? undefined : Number(line.slice(series.length + 1));
     };
     try {
+      assert.deepEqual([empty.tmp, empty.intents], [[], 0]);
       // Alone: the deadline passes mid-transfer and the pull stops.
       await assert.rejects(daemon.client.image.call('PullImage', { image }, { timeoutMs: 1500 }), /DEADLINE_EXCEEDED|Deadline exceeded/i);
       await waitFor(async () => JSON.stringify(await leftovers()) === JSON.stringify(empty), 10_000, 'the cut-off pull to clean up');
