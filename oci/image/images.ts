@@ -8,6 +8,7 @@ import { faultPoint } from '../../core/faults.js';
 import { DeadlineExceeded, FailedPrecondition, InvalidArgument, MinicriError, NotFound, ResourceExhausted, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { ContentStore, type BlobTee } from './content.js';
+import type { Transport } from './http.js';
 import { Mutex, Semaphore, SingleFlight } from './flight.js';
 import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
 import { formatPlatform, HOST_PLATFORM, runsOn, selectPlatform } from './platform.js';
@@ -27,8 +28,8 @@ export interface ImagesOptions {
   inUse?: (imageId: string) => boolean;
   /** Layers downloaded (and unpacked) at once, across all pulls. */
   maxConcurrentDownloads?: number;
-  /** For tests that watch requests; defaults to the global fetch. */
-  fetch?: typeof fetch;
+  /** For tests that watch requests; defaults to undici's request. */
+  transport?: Transport;
   /** Where pulls record their intent (the daemon's state store); without it a crash is still cleaned up, unlogged. */
   pulls?: PullIntentRepository;
   /** A blob download that receives no byte for this long fails over to the next endpoint (default 60 s). */
@@ -109,7 +110,7 @@ export class Images {
     const tmp = join(opts.rootDir, 'tmp');
     this.content = new ContentStore(opts.rootDir, tmp, opts.log, (n) => { this.stats.bytes += n; });
     this.layers = new LayerStore(opts.rootDir, tmp, opts.log);
-    this.client = new RegistryClient({ hosts: opts.registries, log: opts.log, fetch: opts.fetch });
+    this.client = new RegistryClient({ hosts: opts.registries, log: opts.log, transport: opts.transport });
     this.downloads = new Semaphore(opts.maxConcurrentDownloads ?? 3);
   }
 

@@ -1,12 +1,12 @@
 // A client for the OCI distribution v2 API: manifests and blobs from a registry or its mirrors, with
 // bearer-token and basic authentication, redirects, retries of transient failures and actionable errors.
 import { createHash } from 'node:crypto';
-import { Readable, Transform } from 'node:stream';
-import { fetch as undiciFetch } from 'undici';
+import { Transform, type Readable } from 'node:stream';
 import { DeadlineExceeded, Internal, InvalidArgument, MinicriError, NotFound, PermissionDenied, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from './auth.js';
 import { CredentialFile, requestAuthApplies } from './credentials.js';
+import { undiciTransport, type HttpAnswer, type HttpInit, type Transport } from './http.js';
 import { MANIFEST_ACCEPT } from './manifest.js';
 import { DEFAULT_REGISTRY, formatReference, type ImageRef } from './reference.js';
 import { TlsDispatchers } from './tls.js';
@@ -63,8 +63,8 @@ export interface RegistryClientOptions {
   attempts?: number;
   /** Time for one manifest request before the endpoint counts as unreachable. */
   manifestTimeoutMs?: number;
-  /** Injected for tests that record what is sent where; defaults to undici's fetch (the one node bundles). */
-  fetch?: typeof fetch;
+  /** Injected for tests that record what is sent where; defaults to undici's request. */
+  transport?: Transport;
 }
 
 /** Failure of one endpoint, kept to explain the whole attempt. */
@@ -85,7 +85,7 @@ interface CachedAuth { header: string; expires: number }
 
 export class RegistryClient {
   private readonly attempts: number;
-  private readonly fetchFn: typeof fetch;
+  private readonly transport: Transport;
   /** Authorization headers by endpoint+scope, so a pull's requests after the first skip the 401 round trip. */
   private readonly authCache = new Map<string, CachedAuth>();
 
@@ -94,7 +94,7 @@ export class RegistryClient {
 
   constructor(private readonly opts: RegistryClientOptions) {
     this.attempts = opts.attempts ?? 3;
-    this.fetchFn = opts.fetch ?? (undiciFetch as unknown as typeof fetch);
+    this.transport = opts.transport ?? undiciTransport;
     this.nodeCredentials = new CredentialFile(opts.hosts.authFile);
     this.tls = new TlsDispatchers(opts.hosts.certsDir);
   }
@@ -162,7 +162,7 @@ export class RegistryClient {
     try {
       if (opts.signal?.aborted) throw opts.signal.reason;
       const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', this.credentials(endpoint, ref.registry, auth), controller.signal);
-      body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
+      body = res.body;
     } catch (err) {
       done();
       if (!(err instanceof EndpointError)) throw err;
@@ -182,7 +182,7 @@ export class RegistryClient {
   }
 
   /** GET /v2/<repository>/<path> with auth challenges answered, redirects followed and transient failures retried. */
-  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, signal?: AbortSignal): Promise<Response> {
+  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, signal?: AbortSignal): Promise<HttpAnswer> {
     const scope = pullScope(repository);
     // Tokens are cached per credential too: one pod's pull secret must not serve another pod's pull.
     const cacheKey = `${endpoint.url} ${scope} ${createHash('sha256').update(JSON.stringify(auth ?? {})).digest('hex')}`;
@@ -190,7 +190,7 @@ export class RegistryClient {
     let authorization = auth?.registryToken ? `Bearer ${auth.registryToken}` : this.cachedAuth(cacheKey);
     for (let challenged = false; ;) {
       const res = await this.withRetries(url, () => this.get(url, accept, authorization, signal), signal);
-      if (res.ok) return res;
+      if (res.status >= 200 && res.status < 300) return res;
       const body = await res.text().catch(() => '');
       const message = registryMessage(res.status, body);
       if (res.status === 401 && !challenged && !auth?.registryToken) {
@@ -221,16 +221,16 @@ export class RegistryClient {
   }
 
   /** Follows redirects by hand so credentials never travel to another origin (blob storage redirects). */
-  private async get(url: string, accept: string, authorization: string | undefined, signal?: AbortSignal): Promise<Response> {
+  private async get(url: string, accept: string, authorization: string | undefined, signal?: AbortSignal): Promise<HttpAnswer> {
     const origin = new URL(url).origin;
     let current = url;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const headers: Record<string, string> = { accept, 'user-agent': 'minicri' };
       if (authorization && new URL(current).origin === origin) headers.authorization = authorization;
-      const res = await this.fetchTls(current, { headers, redirect: 'manual', signal });
+      const res = await this.fetchTls(current, { headers, signal });
       const location = res.headers.get('location');
       if (res.status >= 300 && res.status < 400 && location) {
-        await res.body?.cancel();
+        await res.discard().catch(() => undefined);
         current = new URL(location, current).toString();
         continue;
       }
@@ -239,27 +239,28 @@ export class RegistryClient {
     throw new EndpointError('bad', `more than ${MAX_REDIRECTS} redirects`);
   }
 
-  /** fetch with the TLS settings (certs.d, insecure) of the URL's host. */
-  private fetchTls(url: string | URL, init: RequestInit): Promise<Response> {
+  /** A request with the TLS settings (certs.d, insecure) of the URL's host. */
+  private fetchTls(url: string | URL, init: HttpInit): Promise<HttpAnswer> {
     const target = new URL(url);
     const dispatcher = this.tls.for(target, listedInsecure(target.host, this.opts.hosts.insecure));
-    return this.fetchFn(target, dispatcher ? { ...init, dispatcher } as RequestInit : init);
+    return this.transport(target, dispatcher ? { ...init, dispatcher } : init);
   }
 
-  private async withRetries(url: string, fn: () => Promise<Response>, signal?: AbortSignal): Promise<Response> {
+  private async withRetries(url: string, fn: () => Promise<HttpAnswer>, signal?: AbortSignal): Promise<HttpAnswer> {
     for (let attempt = 1; ; attempt++) {
       let transient: string;
       try {
         const res = await fn();
         if (!(res.status >= 500 || res.status === 429) || attempt >= this.attempts) return res;
         transient = `HTTP ${res.status}`;
-        await res.body?.cancel();
+        await res.discard().catch(() => undefined);
       } catch (err) {
         if (err instanceof EndpointError) throw err;
         // A stall or a cancelled pull: no retry, the reason says what happened.
         if (signal?.aborted && signal.reason instanceof MinicriError) throw signal.reason;
         const reason = networkReason(err);
-        const code = (err as { cause?: { code?: string } }).cause?.code ?? '';
+        const e = err as { code?: string; cause?: { code?: string } };
+        const code = e.cause?.code ?? e.code ?? '';
         if (TLS_TRUST_ERROR.test(code)) {
           const host = new URL(url).host;
           const where = this.opts.hosts.certsDir ? `${this.opts.hosts.certsDir}/${host}/ca.crt` : `a certs.d directory for ${host}`;
@@ -302,12 +303,12 @@ export class RegistryClient {
     if ((auth?.identityToken || basicCredentials(auth)) && url.protocol !== 'https:' && url.origin !== origin && !isInsecure(url.host, this.opts.hosts.insecure)) {
       throw new EndpointError('denied', `token server ${url.origin} for ${endpoint.url} is plain HTTP on another host: credentials are not sent there (list it under registries.insecure to allow it)`);
     }
-    let res: Response;
+    let res: HttpAnswer;
     try {
       if (auth?.identityToken) {
         const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: auth.identityToken, client_id: 'minicri', scope });
         if (service) form.set('service', service);
-        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { method: 'POST', body: form, headers: { 'user-agent': 'minicri' }, signal }), signal);
+        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { method: 'POST', form, headers: { 'user-agent': 'minicri' }, signal }), signal);
       } else {
         if (service) url.searchParams.set('service', service);
         url.searchParams.set('scope', scope);
@@ -321,7 +322,7 @@ export class RegistryClient {
       throw err;
     }
     const body = await res.text().catch(() => '');
-    if (!res.ok) {
+    if (res.status < 200 || res.status >= 300) {
       const kind = res.status === 401 || res.status === 403 ? 'denied' : 'bad';
       throw new EndpointError(kind, `token server ${url.origin} answered ${res.status} ${registryMessage(res.status, body)}`);
     }
@@ -338,16 +339,16 @@ export class RegistryClient {
   }
 }
 
-async function readLimited(res: Response, limit: number, what: string): Promise<Buffer> {
+async function readLimited(res: HttpAnswer, limit: number, what: string): Promise<Buffer> {
   const declared = Number(res.headers.get('content-length') ?? 0);
   if (declared > limit) throw new EndpointError('bad', `${what} is ${declared} bytes, over the ${limit} byte limit`);
   const chunks: Buffer[] = [];
   let total = 0;
   try {
-    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
       total += chunk.length;
       if (total > limit) throw new EndpointError('bad', `${what} exceeds the ${limit} byte limit`);
-      chunks.push(Buffer.from(chunk));
+      chunks.push(chunk);
     }
   } catch (err) {
     if (err instanceof EndpointError) throw err;

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { fetch as undiciFetch } from 'undici';
+import { undiciTransport, type Transport } from '../../oci/image/http.js';
 import { Images, type ImagesOptions } from '../../oci/image/images.js';
 import type { RegistryHostsConfig } from '../../oci/image/types.js';
 import { silentLogger } from '../../core/log.js';
@@ -23,11 +23,11 @@ export async function imageEnv(t: TestContext, registries: RegistryHostsConfig =
   const rootDir = await mkdtemp(join(tmpdir(), 'minicri-image-'));
   const repo = new MemoryImageRepository();
   const requests: string[] = [];
-  const recording: typeof fetch = (input, init) => {
-    requests.push(input instanceof Request ? input.url : String(input));
-    return (undiciFetch as unknown as typeof fetch)(input, init);
+  const recording: Transport = (url, init) => {
+    requests.push(url.toString());
+    return undiciTransport(url, init);
   };
-  const images = await Images.open({ rootDir, repo, registries, log: silentLogger, fetch: recording, ...extra });
+  const images = await Images.open({ rootDir, repo, registries, log: silentLogger, transport: recording, ...extra });
   t.after(async () => {
     for (const fs of await images.listRootfs().catch(() => [])) await images.removeRootfs(fs.key).catch(() => undefined);
     await rm(rootDir, { recursive: true, force: true });
