@@ -9,6 +9,7 @@ import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { MinicriError, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { Coalesce } from './coalesce.js';
 import { SingleFlight } from './flight.js';
 
 /** A blob being written as it streams by; see ContentStore.tee. */
@@ -103,6 +104,8 @@ export class ContentStore {
     const hash = createHash('sha256');
     const tmp = this.tmpPath();
     const file = createWriteStream(tmp, { flags: 'wx' });
+    const pieces = new Coalesce();
+    pieces.pipe(file);
     let bytes = 0;
     let verified = false;
     const onBytes = this.onBytes;
@@ -113,11 +116,12 @@ export class ContentStore {
         if (size !== undefined && bytes > size) return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
         hash.update(chunk);
         onBytes?.(chunk.length);
-        if (file.write(chunk)) cb(null, chunk);
-        else file.once('drain', () => cb(null, chunk));
+        if (pieces.write(chunk)) cb(null, chunk);
+        else pieces.once('drain', () => cb(null, chunk));
       },
       flush(cb) {
-        file.end(() => {
+        pieces.end();
+        file.once('finish', () => {
           const got = `sha256:${hash.digest('hex')}`;
           if (size !== undefined && bytes !== size) return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
           if (got !== digest) return cb(new Internal(`${what} has digest ${got}, not ${digest}: the registry serves corrupt content`));
@@ -127,6 +131,7 @@ export class ContentStore {
       },
     });
     file.on('error', (err) => stream.destroy(err));
+    pieces.on('error', (err) => stream.destroy(err));
     return {
       stream,
       bytes: () => bytes,
@@ -136,6 +141,7 @@ export class ContentStore {
         await rename(tmp, this.path(digest));
       },
       discard: async () => {
+        pieces.destroy();
         file.destroy();
         await closed;
         await rm(tmp, { force: true });

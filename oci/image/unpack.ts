@@ -13,6 +13,7 @@ import { execa } from 'execa';
 import tar from 'tar-stream';
 import { InvalidArgument, MinicriError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { Coalesce } from './coalesce.js';
 import { classifyEntry, confine, symlinkTarget, xattrAllowed } from './layerpath.js';
 
 const MAX_SYMLINK_HOPS = 40;
@@ -184,7 +185,7 @@ class Unpacker {
       case 'contiguous-file':
         this.clear(path, false);
         if ((h.size ?? 0) <= SMALL_FILE) writeFileSync(path, await collect(body), { flag: 'wx', mode: 0o600 });
-        else await pipeline(body, createWriteStream(path, { flags: 'wx', mode: 0o600 }));
+        else await pipeline(body, new Coalesce(), createWriteStream(path, { flags: 'wx', mode: 0o600 }));
         await this.meta(path, h, false);
         return;
       case 'symlink':
