@@ -2,14 +2,13 @@
 // hashed while it streams, and renamed into place only when size and digest match, so the store never holds
 // a partial or corrupt blob. Concurrent requests for one digest share a single download.
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { MinicriError, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
-import { Coalesce } from './coalesce.js';
+import { FileSink } from './file-sink.js';
 import { SingleFlight } from './flight.js';
 
 /** A blob being written as it streams by; see ContentStore.tee. */
@@ -103,9 +102,7 @@ export class ContentStore {
   tee(digest: string, size: number | undefined, what: string): BlobTee {
     const hash = createHash('sha256');
     const tmp = this.tmpPath();
-    const file = createWriteStream(tmp, { flags: 'wx' });
-    const pieces = new Coalesce();
-    pieces.pipe(file);
+    const file = new FileSink(tmp);
     let bytes = 0;
     let verified = false;
     const onBytes = this.onBytes;
@@ -116,12 +113,11 @@ export class ContentStore {
         if (size !== undefined && bytes > size) return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
         hash.update(chunk);
         onBytes?.(chunk.length);
-        if (pieces.write(chunk)) cb(null, chunk);
-        else pieces.once('drain', () => cb(null, chunk));
+        if (file.write(chunk)) cb(null, chunk);
+        else file.once('drain', () => cb(null, chunk));
       },
       flush(cb) {
-        pieces.end();
-        file.once('finish', () => {
+        file.end(() => {
           const got = `sha256:${hash.digest('hex')}`;
           if (size !== undefined && bytes !== size) return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
           if (got !== digest) return cb(new Internal(`${what} has digest ${got}, not ${digest}: the registry serves corrupt content`));
@@ -131,7 +127,6 @@ export class ContentStore {
       },
     });
     file.on('error', (err) => stream.destroy(err));
-    pieces.on('error', (err) => stream.destroy(err));
     return {
       stream,
       bytes: () => bytes,
@@ -141,7 +136,6 @@ export class ContentStore {
         await rename(tmp, this.path(digest));
       },
       discard: async () => {
-        pieces.destroy();
         file.destroy();
         await closed;
         await rm(tmp, { force: true });

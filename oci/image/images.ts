@@ -247,11 +247,11 @@ export class Images {
         receiving: (digest) => this.receiving.get(digest)?.bytes(),
       }).start();
       // allSettled: on a failure the other layers still finish before cleanup, so nothing is written after it.
-      const results = await Promise.allSettled(manifest.layers.map((layer, i) => this.downloads.run(async () => {
+      const results = await Promise.allSettled(manifest.layers.map(async (layer, i) => {
         const n = await this.pullLayer(ref, layer, diffIds[i]!, source, auth, `layer ${layer.digest} of "${name}"`, signal);
         progress!.layerDone(layer.digest);
         return n;
-      }, signal)));
+      }));
       for (const r of results) {
         if (r.status === 'rejected') throw r.reason;
         downloaded += r.value;
@@ -368,16 +368,18 @@ export class Images {
     if (await this.layers.has(diffId)) return 0;
     if (await this.content.has(layer.digest)) {
       // The blob of a pull cut off before it unpacked.
-      await this.layers.ensure(diffId, this.content.path(layer.digest), what);
+      await this.downloads.run(() => this.layers.ensure(diffId, this.content.path(layer.digest), what), signal);
       return 0;
     }
     let fetched = false;
-    const bytes = await this.transfers.do(layer.digest, async (shared) => {
+    // Only a transfer takes a download slot: a pull joining one waits on it, so the first pull giving up
+    // does not stop it while the second still queues for a slot.
+    const bytes = await this.transfers.do(layer.digest, (shared) => this.downloads.run(async () => {
       if (await this.layers.has(diffId)) return 0;
       fetched = true;
       const endpoints = await this.blobEndpoints(ref, source);
       return this.fromEndpoints(endpoints, (e) => this.transferLayer(ref, e, layer, diffId, auth, `${what} from ${e.url}`, shared), shared);
-    }, signal);
+    }, shared), signal);
     return fetched ? bytes : 0;
   }
 

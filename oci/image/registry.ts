@@ -99,10 +99,6 @@ export class RegistryClient {
     this.tls = new TlsDispatchers(opts.hosts.certsDir);
   }
 
-  /** Closes the per-host TLS connection pools. */
-  close(): Promise<void> {
-    return this.tls.close();
-  }
 
   /**
    * What a request to `endpoint` for an image of `registry` authenticates with: the pull's own credentials

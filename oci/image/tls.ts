@@ -81,9 +81,4 @@ export class TlsDispatchers {
     }
     return agent;
   }
-
-  async close(): Promise<void> {
-    await Promise.all([...this.agents.values()].map((a) => a.close()));
-    this.agents.clear();
-  }
 }

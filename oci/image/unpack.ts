@@ -2,7 +2,7 @@
 // whiteout is resolved inside the layer root, symlinks met on the way are followed only within it, and the
 // final component is never followed. OCI whiteouts become overlayfs whiteouts (0/0 char devices, opaque xattr).
 import { createHash } from 'node:crypto';
-import { chmodSync, createWriteStream, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Duplex, PassThrough, Transform, type Readable } from 'node:stream';
@@ -13,7 +13,7 @@ import { execa } from 'execa';
 import tar from 'tar-stream';
 import { InvalidArgument, MinicriError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
-import { Coalesce } from './coalesce.js';
+import { FileSink } from './file-sink.js';
 import { classifyEntry, confine, symlinkTarget, xattrAllowed } from './layerpath.js';
 
 const MAX_SYMLINK_HOPS = 40;
@@ -38,7 +38,8 @@ function sniff(head: Buffer): Compression {
 const zlibZstd = (zlib as { createZstdDecompress?: () => Duplex }).createZstdDecompress;
 
 function decompressor(compression: Compression): Duplex {
-  if (compression === 'gzip') return zlib.createGunzip({ chunkSize: 256 << 10 });
+  // 64 KiB output pieces: under the daemon's malloc mmap threshold (see file-sink.ts).
+  if (compression === 'gzip') return zlib.createGunzip({ chunkSize: 64 << 10 });
   if (compression === 'zstd') return zlibZstd ? zlibZstd() : execa('zstd', ['-dcq'], { buffer: false }).duplex();
   return new PassThrough();
 }
@@ -185,7 +186,7 @@ class Unpacker {
       case 'contiguous-file':
         this.clear(path, false);
         if ((h.size ?? 0) <= SMALL_FILE) writeFileSync(path, await collect(body), { flag: 'wx', mode: 0o600 });
-        else await pipeline(body, new Coalesce(), createWriteStream(path, { flags: 'wx', mode: 0o600 }));
+        else await pipeline(body, new FileSink(path));
         await this.meta(path, h, false);
         return;
       case 'symlink':
