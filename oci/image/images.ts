@@ -392,7 +392,7 @@ export class Images {
       body.on('error', (err) => tee.stream.destroy(err));
       tee.stream.on('close', () => body.destroy());
       try {
-        await this.layers.unpack(diffId, body.pipe(tee.stream), what, async () => {
+        await this.layers.unpack(diffId, body.pipe(tee.stream), what, layer.size, async () => {
           await tee.commit();
           faultPoint('pull-blob-stored');
         });

@@ -12,10 +12,13 @@ import { idmapMount, MountError, mount, unmount, unmountIfMounted, type IdRange 
 import { hexOf } from './content.js';
 import { SingleFlight } from './flight.js';
 import { unpackLayer } from './unpack.js';
+import { unpackInWorker } from './unpack-pool.js';
 
 /** Mount data must fit in one page; lowerdirs are given as short names relative to the link dir to stay under it. */
 const MAX_MOUNT_DATA = 4000;
 const LINK_LEN = 16;
+/** Layers smaller than this are unpacked on the main thread. */
+const SMALL_LAYER = 128 << 10;
 const KEY_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 export interface RootfsMount { type: 'overlay'; source: 'overlay'; options: string[] }
@@ -100,7 +103,7 @@ export class LayerStore {
   ensure(diffId: string, blobFile: string, what: string): Promise<boolean> {
     return this.unpacks.do(diffId, async () => {
       if (await this.has(diffId)) return false;
-      await this.unpack(diffId, createReadStream(blobFile, { highWaterMark: 1 << 20 }), what);
+      await this.unpack(diffId, createReadStream(blobFile, { highWaterMark: 1 << 20 }), what, (await stat(blobFile)).size);
       return true;
     });
   }
@@ -110,10 +113,11 @@ export class LayerStore {
    * checked against diffId, then `beforeCommit` (which stores the verified blob), then renamed into place.
    * Any failure, the source's included, removes what was unpacked.
    */
-  async unpack(diffId: string, source: Readable, what: string, beforeCommit?: () => Promise<void>): Promise<void> {
+  async unpack(diffId: string, source: Readable, what: string, size: number, beforeCommit?: () => Promise<void>): Promise<void> {
     const tmp = join(this.tmpDir, `layer-${randomBytes(8).toString('hex')}`);
     try {
-      const { diffId: got } = await unpackLayer(source, tmp, what, this.log);
+      // A small layer (the pause image's) is not worth a worker's start.
+      const { diffId: got } = size < SMALL_LAYER ? await unpackLayer(source, tmp, what, this.log) : await unpackInWorker(source, tmp, what);
       if (got !== diffId) throw new InvalidArgument(`${what} unpacks to ${got}, but the image config says ${diffId}: the image is corrupt`);
       await beforeCommit?.();
       // Another pull may have put the same layer in place meanwhile: theirs is as good as ours.
