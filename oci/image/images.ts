@@ -13,6 +13,7 @@ import { Mutex, Semaphore, SingleFlight } from './flight.js';
 import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
 import { formatPlatform, HOST_PLATFORM, runsOn, selectPlatform } from './platform.js';
 import { PullProgress } from './progress.js';
+import { warmUnpackWorker } from './unpack-pool.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
 import { RegistryClient, type Endpoint } from './registry.js';
 import { diskUsage, LayerStore, type Rootfs, type RootfsOptions } from './snapshot.js';
@@ -205,6 +206,7 @@ export class Images {
     let downloaded = 0;
     let progress: PullProgress | undefined;
     this.stats.inFlight++;
+    warmUnpackWorker();
     try {
       const top = await this.topManifest(ref, auth, signal);
       lease.hold(top.digest);

@@ -1,101 +1,124 @@
-// Layer unpacking on worker threads: the main thread reads the blob (from the registry or the store) and
-// hands its bytes to a worker that unpacks them, so a pull's CPU work runs beside the event loop that serves
-// CRI calls, and its garbage is collected on the worker's own heap. Workers are kept for the next layer.
+// Layer unpacking on a worker thread: the main thread reads the blob (from the registry or the store) and
+// hands its bytes to the worker that unpacks them, so a pull's CPU work runs beside the event loop that serves
+// CRI calls, and its garbage is collected on the worker's own heap. One worker serves every layer under way
+// (its code stays compiled and warm across them) and ends after a few idle seconds.
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { Internal, InvalidArgument } from '../../core/errors.js';
 import type { UnpackResult } from './unpack.js';
 
 export type ToWorker =
-  | { type: 'start'; dest: string; what: string }
-  | { type: 'chunk'; data: Uint8Array }
-  | { type: 'end' }
-  | { type: 'abort'; message: string };
+  | { type: 'start'; id: number; dest: string; what: string }
+  | { type: 'chunk'; id: number; data: Uint8Array }
+  | { type: 'end'; id: number }
+  | { type: 'abort'; id: number; message: string };
 
 export type FromWorker =
-  | { type: 'ack'; bytes: number }
-  | { type: 'done'; diffId: string; bytes: number }
-  | { type: 'error'; code?: string; message: string };
+  | { type: 'ack'; id: number; bytes: number }
+  | { type: 'done'; id: number; diffId: string; bytes: number }
+  | { type: 'error'; id: number; code?: string; message: string };
 
-/** Bytes sent to a worker and not yet taken by its unpack: the source pauses past this. */
+/** Bytes sent for one layer and not yet taken by its unpack: the source pauses past this. */
 const IN_FLIGHT = 4 << 20;
-
-/** An idle worker is ended after this long: between pulls the daemon stays as small as it was. */
+/** The worker is ended after this long without a layer: between pulls the daemon stays as small as it was. */
 const IDLE_MS = 5000;
 
-const idle: Array<{ worker: Worker; timer: NodeJS.Timeout }> = [];
+interface Job { onMessage(m: FromWorker): void; onFailure(err: Error): void }
 
-function spawn(): Worker {
+interface UnpackWorker { worker: Worker; jobs: Map<number, Job>; idle?: NodeJS.Timeout }
+
+let current: UnpackWorker | undefined;
+let nextId = 0;
+
+function worker(): UnpackWorker {
+  if (current) {
+    clearTimeout(current.idle);
+    return current;
+  }
   // A young generation of its own size: the daemon runs with a tiny one to stay small when idle, which would
   // make streaming 100 MB through a layer mostly garbage collection.
-  return new Worker(new URL('./unpack-worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 48 } });
+  const w = new Worker(new URL('./unpack-worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 48 } });
+  const state: UnpackWorker = { worker: w, jobs: new Map() };
+  const fail = (err: Error) => {
+    if (current === state) current = undefined;
+    for (const job of state.jobs.values()) job.onFailure(err);
+    state.jobs.clear();
+  };
+  w.on('message', (m: FromWorker) => state.jobs.get(m.id)?.onMessage(m));
+  w.on('error', (err) => fail(new Internal(`the unpack worker failed: ${err.message}`)));
+  w.on('exit', (code) => fail(new Internal(`the unpack worker exited with code ${code}`)));
+  w.unref();
+  current = state;
+  return state;
+}
+
+/** Starts the worker ahead of the first layer, so its start overlaps the manifest and config requests. */
+export function warmUnpackWorker(): void {
+  const w = worker();
+  if (w.jobs.size === 0) idleLater(w);
+}
+
+function idleLater(w: UnpackWorker): void {
+  clearTimeout(w.idle);
+  w.idle = setTimeout(() => {
+    if (current === w && w.jobs.size === 0) {
+      current = undefined;
+      void w.worker.terminate();
+    }
+  }, IDLE_MS).unref();
 }
 
 /**
- * Unpacks `source` (a layer blob's bytes) into `dest` on a worker; see unpackLayer. A failure of the source
+ * Unpacks `source` (a layer blob's bytes) into `dest` on the worker; see unpackLayer. A failure of the source
  * itself (a stalled download, a digest mismatch) is what the promise rejects with.
  */
-export async function unpackInWorker(source: Readable, dest: string, what: string): Promise<UnpackResult> {
-  const kept = idle.pop();
-  if (kept) clearTimeout(kept.timer);
-  const worker = kept?.worker ?? spawn();
-  worker.ref();
-  let healthy = false;
-  try {
-    const result = await new Promise<UnpackResult>((resolve, reject) => {
-      let inFlight = 0;
-      let sourceError: unknown;
-      const post = (m: ToWorker, transfer?: ArrayBuffer[]) => worker.postMessage(m, transfer);
-      const failed = (err: Error) => reject(sourceError ?? err);
-      worker.on('message', (m: FromWorker) => {
+export function unpackInWorker(source: Readable, dest: string, what: string): Promise<UnpackResult> {
+  const w = worker();
+  const id = nextId++;
+  w.worker.ref();
+  return new Promise<UnpackResult>((resolve, reject) => {
+    let inFlight = 0;
+    let sourceError: unknown;
+    let ended = false;
+    const post = (m: ToWorker, transfer?: ArrayBuffer[]) => w.worker.postMessage(m, transfer);
+    const finish = () => {
+      w.jobs.delete(id);
+      if (w.jobs.size === 0) {
+        w.worker.unref();
+        idleLater(w);
+      }
+    };
+    w.jobs.set(id, {
+      onMessage(m) {
         if (m.type === 'ack') {
           inFlight -= m.bytes;
           if (inFlight < IN_FLIGHT && source.isPaused()) source.resume();
-        } else if (m.type === 'done') {
-          healthy = true;
-          if (sourceError) reject(sourceError);
-          else resolve({ diffId: m.diffId, bytes: m.bytes });
-        } else {
-          healthy = true;
-          failed(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(`${what}: ${m.message}`));
+          return;
         }
-      });
-      worker.once('error', (err) => failed(new Internal(`${what}: the unpack worker failed: ${err.message}`)));
-      worker.once('exit', (code) => failed(new Internal(`${what}: the unpack worker exited with code ${code}`)));
-      post({ type: 'start', dest, what });
-      source.on('data', (chunk: Buffer) => {
-        // A copy of just this chunk (a Buffer may be a slice of a larger pool), moved, not cloned again.
-        const data = new Uint8Array(chunk);
-        inFlight += data.byteLength;
-        post({ type: 'chunk', data }, [data.buffer as ArrayBuffer]);
-        if (inFlight >= IN_FLIGHT) source.pause();
-      });
-      let ended = false;
-      source.once('end', () => { ended = true; post({ type: 'end' }); });
-      // Destroyed without an error (its consumer gave up): the worker stops too.
-      source.once('close', () => { if (!ended && sourceError === undefined) post({ type: 'abort', message: 'the layer\'s source closed early' }); });
-      source.once('error', (err) => {
-        sourceError ??= err;
-        post({ type: 'abort', message: err.message });
-      });
+        finish();
+        if (sourceError) reject(sourceError);
+        else if (m.type === 'done') resolve({ diffId: m.diffId, bytes: m.bytes });
+        else reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(`${what}: ${m.message}`));
+      },
+      onFailure(err) {
+        source.destroy();
+        reject(sourceError ?? new Internal(`${what}: ${err.message}`));
+      },
     });
-    return result;
-  } finally {
-    worker.removeAllListeners('message');
-    worker.removeAllListeners('error');
-    worker.removeAllListeners('exit');
-    if (healthy) {
-      worker.unref();
-      const entry = {
-        worker,
-        timer: setTimeout(() => {
-          idle.splice(idle.indexOf(entry), 1);
-          void worker.terminate();
-        }, IDLE_MS).unref(),
-      };
-      idle.push(entry);
-    } else {
-      void worker.terminate();
-    }
-  }
+    post({ type: 'start', id, dest, what });
+    source.on('data', (chunk: Buffer) => {
+      // A copy of just this chunk (a Buffer may be a slice of a larger pool), moved, not cloned again.
+      const data = new Uint8Array(chunk);
+      inFlight += data.byteLength;
+      post({ type: 'chunk', id, data }, [data.buffer as ArrayBuffer]);
+      if (inFlight >= IN_FLIGHT) source.pause();
+    });
+    source.once('end', () => { ended = true; post({ type: 'end', id }); });
+    source.once('error', (err) => {
+      sourceError ??= err;
+      post({ type: 'abort', id, message: err.message });
+    });
+    // Destroyed without an error (its consumer gave up): the worker stops too.
+    source.once('close', () => { if (!ended && sourceError === undefined) post({ type: 'abort', id, message: 'the layer\'s source closed early' }); });
+  });
 }

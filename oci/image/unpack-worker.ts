@@ -1,5 +1,5 @@
-// The worker side of unpack-pool.ts: unpacks one layer at a time from the chunks the main thread sends, so
-// gunzip's bookkeeping, the diff-id hash, the tar parsing, the file writes and their garbage stay off the
+// The worker side of unpack-pool.ts: unpacks layers from the chunks the main thread sends, several at once,
+// so gunzip's bookkeeping, the diff-id hash, the tar parsing, the file writes and their garbage stay off the
 // thread that serves CRI calls.
 import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
@@ -9,26 +9,27 @@ import { unpackLayer } from './unpack.js';
 import type { FromWorker, ToWorker } from './unpack-pool.js';
 
 const port = parentPort!;
-let source: PassThrough | undefined;
+const sources = new Map<number, PassThrough>();
 
 function send(m: FromWorker): void {
   port.postMessage(m);
 }
 
 port.on('message', (m: ToWorker) => {
+  const source = sources.get(m.id);
   switch (m.type) {
     case 'start': {
       const s = new PassThrough({ highWaterMark: 1 << 20 });
-      source = s;
+      sources.set(m.id, s);
       unpackLayer(s, m.dest, m.what, silentLogger).then(
-        (r) => send({ type: 'done', diffId: r.diffId, bytes: r.bytes }),
-        (err: Error) => send({ type: 'error', code: err instanceof MinicriError ? err.code : undefined, message: err.message }),
-      ).finally(() => { if (source === s) source = undefined; });
+        (r) => send({ type: 'done', id: m.id, diffId: r.diffId, bytes: r.bytes }),
+        (err: Error) => send({ type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: err.message }),
+      ).finally(() => sources.delete(m.id));
       return;
     }
     case 'chunk': {
       const n = m.data.byteLength;
-      source?.write(Buffer.from(m.data.buffer, m.data.byteOffset, n), () => send({ type: 'ack', bytes: n }));
+      source?.write(Buffer.from(m.data.buffer, m.data.byteOffset, n), () => send({ type: 'ack', id: m.id, bytes: n }));
       return;
     }
     case 'end':
