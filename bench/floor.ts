@@ -48,14 +48,14 @@ function ociConfig(id: string, args: string[], rootfs: string, namespaces: Ns[],
   };
 }
 
-interface FloorDirs {
+export interface FloorDirs {
   dir: string;
   runcRoot: string;
   pauseRootfs: string;
   busybox: string;
 }
 
-async function runc(d: FloorDirs, args: string[]): Promise<void> {
+export async function runc(d: FloorDirs, args: string[]): Promise<void> {
   const logFile = join(d.dir, 'runc.log');
   // stdio to /dev/null: the container's init inherits it, and a pipe would keep execa waiting.
   const r = await execa(RUNC, ['--root', d.runcRoot, '--log', logFile, ...args], { stdio: 'ignore', reject: false });
@@ -63,17 +63,32 @@ async function runc(d: FloorDirs, args: string[]): Promise<void> {
 }
 
 async function cni(env: BenchEnv, command: 'ADD' | 'DEL', id: string, netns: string, prevResult?: unknown): Promise<unknown> {
-  const conf = { cniVersion: '1.0.0', name: NETWORK, ...env.bridgeConf, ...(prevResult ? { prevResult } : {}) };
+  return bridgePlugin(NETWORK, env.bridgeConf, command, id, netns, 'eth0', prevResult);
+}
+
+/** One call of the bridge plugin (type in `conf`) for network `name` on `ifName`, as a runtime makes it. */
+export async function bridgePlugin(name: string, conf: Record<string, unknown>, command: 'ADD' | 'DEL', id: string, netns: string, ifName: string, prevResult?: unknown): Promise<unknown> {
   const r = await execa(join(CNI_BIN, 'bridge'), [], {
-    input: JSON.stringify(conf),
-    env: { CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: CNI_BIN },
+    input: JSON.stringify({ cniVersion: '1.0.0', name, ...conf, ...(prevResult ? { prevResult } : {}) }),
+    env: { CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_NETNS: netns, CNI_IFNAME: ifName, CNI_PATH: CNI_BIN },
     extendEnv: false,
   });
   return r.stdout ? JSON.parse(String(r.stdout)) : undefined;
 }
 
-async function waitExited(pid: number): Promise<void> {
+export async function waitExited(pid: number): Promise<void> {
   while (!(await exited(pid))) await new Promise((r) => setTimeout(r, 2));
+}
+
+/** The pause's bundle in `podDir`, joining the namespace at `nsPath`, created and started; resolves with its pid. */
+export async function startPause(d: FloorDirs, id: string, podDir: string, nsPath: string): Promise<number> {
+  await mkdir(podDir);
+  await writeFile(join(podDir, 'config.json'), JSON.stringify(ociConfig(id, ['/pause'], d.pauseRootfs, [
+    { type: 'network', path: nsPath }, { type: 'ipc' }, { type: 'uts' }, { type: 'pid' }, { type: 'mount' },
+  ], 65535, true)));
+  await runc(d, ['create', '--bundle', podDir, '--pid-file', join(podDir, 'pid'), id]);
+  await runc(d, ['start', id]);
+  return pidOf(join(podDir, 'pid'));
 }
 
 async function pidOf(file: string): Promise<number> {
@@ -98,13 +113,7 @@ async function oneFloor(env: BenchEnv, d: FloorDirs, i: number, into: LifecycleS
       netnsMade = true;
       await execa('ip', ['-n', pod, 'link', 'set', 'lo', 'up']);
       cniResult = await cni(env, 'ADD', pod, nsPath);
-      await mkdir(podDir);
-      await writeFile(join(podDir, 'config.json'), JSON.stringify(ociConfig(pod, ['/pause'], d.pauseRootfs, [
-        { type: 'network', path: nsPath }, { type: 'ipc' }, { type: 'uts' }, { type: 'pid' }, { type: 'mount' },
-      ], 65535, true)));
-      await runc(d, ['create', '--bundle', podDir, '--pid-file', join(podDir, 'pid'), pod]);
-      await runc(d, ['start', pod]);
-      return pidOf(join(podDir, 'pid'));
+      return startPause(d, pod, podDir, nsPath);
     });
     await timed(local, 'CreateContainer', async () => {
       for (const sub of ['upper', 'work', 'rootfs']) await mkdir(join(ctrDir, sub), { recursive: true });
@@ -152,8 +161,8 @@ async function oneFloor(env: BenchEnv, d: FloorDirs, i: number, into: LifecycleS
   }
 }
 
-/** `n` timed lifecycles done by hand after one untimed warm-up, summarised like the CRI lifecycle. */
-export async function floorBench(env: BenchEnv, n: number): Promise<LifecycleResult> {
+/** Fresh floor directories: the pause's root filesystem and a busybox one (the caller removes `dir`). */
+export async function floorDirs(env: BenchEnv): Promise<FloorDirs> {
   const dir = join(env.base, 'floor');
   const d: FloorDirs = { dir, runcRoot: join(dir, 'runc'), pauseRootfs: join(dir, 'pause-rootfs'), busybox: join(dir, 'busybox') };
   await rm(dir, { recursive: true, force: true });
@@ -161,6 +170,12 @@ export async function floorBench(env: BenchEnv, n: number): Promise<LifecycleRes
   for (const sub of ['proc', 'sys', 'dev']) await mkdir(join(d.pauseRootfs, sub));
   await writeFile(join(d.pauseRootfs, 'pause'), await readFile(PAUSE_BINARY), { mode: 0o755 });
   await makeBusyboxRootfs(d.busybox);
+  return d;
+}
+
+/** `n` timed lifecycles done by hand after one untimed warm-up, summarised like the CRI lifecycle. */
+export async function floorBench(env: BenchEnv, n: number): Promise<LifecycleResult> {
+  const d = await floorDirs(env);
   const samples: LifecycleSamples = {};
   const errors: string[] = [];
   for (let i = 0; i <= n; i++) {
@@ -170,6 +185,6 @@ export async function floorBench(env: BenchEnv, n: number): Promise<LifecycleRes
       errors.push((err as Error).message);
     }
   }
-  await rm(dir, { recursive: true, force: true });
+  await rm(d.dir, { recursive: true, force: true });
   return lifecycleSummary(samples, errors);
 }

@@ -1,20 +1,45 @@
-// The floor of a small CRI call in Node: a bare grpc-js server on a unix socket, with the daemon's proto and
-// no work in its handler (Version answers a constant). The rpc bench times it with the same client as the
-// runtimes: what a runtime's small RPC costs above this is the runtime's own; what this costs above
-// containerd's figure is Node's HTTP/2 and grpc-js. Run by bench/rpc.ts as a child, with the daemon's node flags.
-// Usage: node dist/bench/grpc-floor-server.js <socket>
+// The floor of a small CRI call in Node, in two kinds: `grpc` is a bare grpc-js server with the daemon's proto
+// and no work in its handler (Version answers a constant); `http2` is node:http2 alone answering every stream
+// with the same Version reply, already encoded, and no gRPC library at all. The rpc bench times both with the
+// same client as the runtimes: what a runtime's small RPC costs above the first is the runtime's own; what the
+// first costs above the second is grpc-js; what the second costs above containerd's figure is Node's HTTP/2.
+// Run by bench/rpc.ts as a child, with the daemon's node flags.
+// Usage: node dist/bench/grpc-floor-server.js <socket> [grpc|http2]
 import * as grpc from '@grpc/grpc-js';
+import http2 from 'node:http2';
 import { loadCri } from '../server/proto.js';
 
-const socket = process.argv[2];
-if (!socket) throw new Error('usage: grpc-floor-server.js <socket>');
+const [socket, kind = 'grpc'] = process.argv.slice(2);
+if (!socket || !['grpc', 'http2'].includes(kind)) throw new Error('usage: grpc-floor-server.js <socket> [grpc|http2]');
 const cri = loadCri();
-const server = new grpc.Server();
-server.addService(cri.RuntimeService.service, {
-  Version: (_call: unknown, done: grpc.sendUnaryData<object>) => done(null, { version: '0.1.0', runtime_name: 'floor', runtime_version: '0', runtime_api_version: 'v1' }),
-});
-server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => {
-  if (err) throw err;
-  process.stdout.write('serving\n');
-});
-process.on('SIGTERM', () => server.tryShutdown(() => process.exit(0)));
+const version = { version: '0.1.0', runtime_name: 'floor', runtime_version: '0', runtime_api_version: 'v1' };
+const serving = () => process.stdout.write('serving\n');
+
+if (kind === 'grpc') {
+  const server = new grpc.Server();
+  server.addService(cri.RuntimeService.service, {
+    Version: (_call: unknown, done: grpc.sendUnaryData<object>) => done(null, version),
+  });
+  server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => {
+    if (err) throw err;
+    serving();
+  });
+  process.on('SIGTERM', () => server.tryShutdown(() => process.exit(0)));
+} else {
+  // A gRPC message: a zero compression flag, its length as 4 bytes big-endian, then the protobuf bytes.
+  const body = cri.RuntimeService.service.Version!.responseSerialize(version);
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(body.length, 1);
+  const message = Buffer.concat([prefix, body]);
+  const server = http2.createServer();
+  server.on('stream', (stream) => {
+    stream.resume();
+    stream.once('end', () => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(message);
+    });
+  });
+  server.listen(socket, serving);
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}

@@ -80,12 +80,21 @@ export async function rpcBench(client: CriClient, image: string, logRoot: string
   return { samples, errors, rpc: Object.fromEntries(Object.entries(into).map(([k, v]) => [k, summarize(v)])) };
 }
 
-/** Version on a bare grpc-js server (bench/grpc-floor-server.ts) run with the daemon's node flags: Node's floor. */
+/** What a reply to Version costs with no runtime behind it (bench/grpc-floor-server.ts), in each floor kind. */
+const FLOOR_KINDS = { Version: 'grpc', 'Version, bare HTTP/2': 'http2' } as const;
+
+/** Version on a bare grpc-js server, and on node:http2 alone, each run with the daemon's node flags: Node's floors. */
 export async function grpcFloorBench(samples: number): Promise<RpcResult> {
+  const rpc: Record<string, Summary> = {};
+  for (const [name, kind] of Object.entries(FLOOR_KINDS)) rpc[name] = await floorServerVersion(kind, samples);
+  return { samples, errors: [], rpc };
+}
+
+async function floorServerVersion(kind: string, samples: number): Promise<Summary> {
   const dir = await mkdtemp(join(tmpdir(), 'minicri-grpc-floor-'));
   const socket = join(dir, 'floor.sock');
   const { env, nodeFlags } = shebangNodeCommand(readFileSync(MAIN, 'utf8'));
-  const server = spawn(process.execPath, [...nodeFlags, fileURLToPath(new URL('./grpc-floor-server.js', import.meta.url)), socket], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const server = spawn(process.execPath, [...nodeFlags, fileURLToPath(new URL('./grpc-floor-server.js', import.meta.url)), socket, kind], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const client = new CriClient(socket);
   const into: Record<string, number[]> = {};
   try {
@@ -99,5 +108,5 @@ export async function grpcFloorBench(samples: number): Promise<RpcResult> {
     await once(server, 'exit');
     await rm(dir, { recursive: true, force: true });
   }
-  return { samples, errors: [], rpc: { Version: summarize(into.Version!) } };
+  return summarize(into.Version!);
 }

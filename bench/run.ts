@@ -2,7 +2,8 @@
 // the targets alternating within each round; prints each result as a JSON line, writes them all to
 // bench/results/<time>.json, and the medians and ratios as a table to bench/RESULTS.md.
 // Flags: --rounds N, --lifecycle N, --storm 50,110, --restart 20,110, --relist-pods N, --relist-iterations N,
-// --rpc-samples N, --only lifecycle,rpc,pull,storm,restart,relist, --targets minicri,containerd,floor, --cpu-prof, --no-md.
+// --rpc-samples N, --events-pods N, --events-kills N, --multinet N, --only lifecycle,rpc,pull,storm,restart,relist,events,multinet,
+// --targets minicri,containerd,floor, --cpu-prof, --no-md.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -10,11 +11,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
 import { hostSnapshot } from '../test/support/leaks.js';
+import { eventsBench } from './events.js';
 import { floorBench } from './floor.js';
 import { makeBenchEnv, type BenchEnv } from './lib/env.js';
 import { medianOf, table, type Json, type Row } from './lib/report.js';
 import { ensurePackages, startContainerd, startMinicri, type Target, type TargetName } from './lib/targets.js';
 import { LIFECYCLE_STEPS, lifecycleBench } from './lifecycle.js';
+import { multinetBench, multinetFloor, SECONDARY_COUNTS } from './multinet.js';
 import { pullBench } from './pull.js';
 import { relistBench, sample, type FootprintSample } from './relist.js';
 import { restartBench } from './restart.js';
@@ -22,7 +25,7 @@ import { grpcFloorBench, RPC_NAMES, rpcBench } from './rpc.js';
 import { stormBench } from './storm.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
-const BENCHES = ['lifecycle', 'rpc', 'pull', 'storm', 'restart', 'relist'] as const;
+const BENCHES = ['lifecycle', 'rpc', 'pull', 'storm', 'restart', 'relist', 'events', 'multinet'] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -31,8 +34,11 @@ const { values: args } = parseArgs({
     storm: { type: 'string', default: '50,110' },
     restart: { type: 'string', default: '20,110' },
     'rpc-samples': { type: 'string', default: '100' },
+    multinet: { type: 'string', default: '20' },
     'relist-pods': { type: 'string', default: '110' },
     'relist-iterations': { type: 'string', default: '10' },
+    'events-pods': { type: 'string', default: '110' },
+    'events-kills': { type: 'string', default: '30' },
     only: { type: 'string', default: BENCHES.join(',') },
     targets: { type: 'string', default: 'minicri,containerd,floor' },
     'cpu-prof': { type: 'boolean', default: false },
@@ -44,8 +50,11 @@ const lifecycleN = Number(args.lifecycle);
 const stormSizes = args.storm.split(',').filter(Boolean).map(Number);
 const restartSizes = args.restart.split(',').filter(Boolean).map(Number);
 const rpcSamples = Number(args['rpc-samples']);
+const multinetN = Number(args.multinet);
 const relistPods = Number(args['relist-pods']);
 const relistIterations = Number(args['relist-iterations']);
+const eventsPods = Number(args['events-pods']);
+const eventsKills = Number(args['events-kills']);
 const only = new Set(args.only.split(','));
 const wanted = new Set(args.targets.split(','));
 const daemons = (['minicri', 'containerd'] as TargetName[]).filter((t) => wanted.has(t));
@@ -133,14 +142,21 @@ async function main(): Promise<void> {
         record('lifecycle', 'floor', round, await floorBench(env, lifecycleN));
       }
       if (bench === 'rpc' && wanted.has('floor')) {
-        log(`round ${round}: Version x${rpcSamples} on a bare grpc-js server`);
+        log(`round ${round}: Version x${rpcSamples} on a bare grpc-js server and on node:http2 alone`);
         record('rpc', 'floor', round, await grpcFloorBench(rpcSamples));
+      }
+      if (bench === 'multinet' && wanted.has('floor')) {
+        log(`round ${round}: multinet x${multinetN} on the floor`);
+        record('multinet', 'floor', round, await multinetFloor(env, multinetN));
       }
       for (const name of order) {
         const t = running.get(name)!;
+        // containerd leaves secondary networks to a meta-plugin it does not have here.
+        if (bench === 'multinet' && name !== 'minicri') continue;
         log(`round ${round}: ${bench} on ${name}`);
         if (bench === 'lifecycle') record('lifecycle', name, round, await lifecycleBench(t.client, env.busybox, logRoot, lifecycleN));
         if (bench === 'rpc') record('rpc', name, round, await rpcBench(t.client, env.busybox, logRoot, rpcSamples));
+        if (bench === 'multinet') record('multinet', name, round, await multinetBench(t.client, logRoot, multinetN));
         if (bench === 'pull') record('pull', name, round, await pullBench(t.client, env.big));
         if (bench === 'storm') for (const n of stormSizes) record(`storm${n}`, name, round, await stormBench(t.client, env.busybox, logRoot, n));
         if (bench === 'restart') for (const n of restartSizes) record(`restart${n}`, name, round, await restartBench(t, env.busybox, logRoot, n));
@@ -149,6 +165,7 @@ async function main(): Promise<void> {
           record('relist', name, round, relist);
           record('footprint', name, round, { fresh: fresh.get(name), ...footprint });
         }
+        if (bench === 'events') record('events', name, round, await eventsBench(t, env.busybox, logRoot, eventsPods, eventsKills));
       }
     }
   }
@@ -163,7 +180,7 @@ async function main(): Promise<void> {
   }
   const mach = await machine(loadAtStart);
   const stamp = started.toISOString().replace(/[:.]/g, '-');
-  const options = { rounds, lifecycle: lifecycleN, rpcSamples, storm: stormSizes, restart: restartSizes, relistPods, relistIterations, only: [...only], targets: [...wanted] };
+  const options = { rounds, lifecycle: lifecycleN, rpcSamples, storm: stormSizes, restart: restartSizes, relistPods, relistIterations, eventsPods, eventsKills, multinet: multinetN, only: [...only], targets: [...wanted] };
   await mkdir(join(BENCH_DIR, 'results'), { recursive: true });
   const file = join(BENCH_DIR, 'results', `${stamp}.json`);
   await writeFile(file, JSON.stringify({ started: started.toISOString(), machine: mach, options, summaries, entries }, null, 1));
@@ -179,7 +196,7 @@ function rows(): Row[] {
   for (const p of ['p50', 'p90', 'p99']) r.push({ metric: `lifecycle whole ${p} (ms)`, bench: 'lifecycle', path: `whole.${p}` });
   for (const s of LIFECYCLE_STEPS) r.push({ metric: `lifecycle ${s} p99 (ms)`, bench: 'lifecycle', path: `rpc.${s}.p99` });
   r.push({ metric: 'lifecycle errors (all rounds)', bench: 'lifecycle', path: 'errors' });
-  for (const rpc of RPC_NAMES) {
+  for (const rpc of [...RPC_NAMES.slice(0, 1), 'Version, bare HTTP/2', ...RPC_NAMES.slice(1)]) {
     r.push({ metric: `rpc ${rpc} p50 (ms)`, bench: 'rpc', path: `rpc.${rpc}.p50` });
     r.push({ metric: `rpc ${rpc} p90 (ms)`, bench: 'rpc', path: `rpc.${rpc}.p90` });
   }
@@ -211,10 +228,23 @@ function rows(): Row[] {
   r.push({ metric: `helpers PSS, ${relistPods} pods (MiB)`, bench: 'footprint', path: 'loaded.helpers.pssKiB', scale: 1024 });
   r.push({ metric: 'host memory per pod, PSS (KiB)', bench: 'footprint', path: 'perPodPssKiB' });
   r.push({ metric: 'host memory per pod, RSS (KiB)', bench: 'footprint', path: 'perPodRssKiB' });
+  r.push({ metric: `events ${eventsPods} pods: STOPPED delivered after kill p50 (ms)`, bench: 'events', path: 'stoppedLatency.p50' });
+  r.push({ metric: `events ${eventsPods} pods: STOPPED delivered after kill p99 (ms)`, bench: 'events', path: 'stoppedLatency.p99' });
+  r.push({ metric: `events ${eventsPods} pods: daemon CPU idle, one subscriber (% of a core)`, bench: 'events', path: 'idleCpuPercent' });
+  r.push({ metric: `events ${eventsPods} pods: daemon CPU idle, no subscriber (% of a core)`, bench: 'events', path: 'idleCpuNoSubscriberPercent' });
+  r.push({ metric: `events ${eventsPods} pods: errors (all rounds)`, bench: 'events', path: 'errors' });
+  for (const count of SECONDARY_COUNTS) r.push({ metric: `RunPodSandbox with ${count} secondary networks p50 (ms)`, bench: 'multinet', path: `run.secondary${count}.p50` });
+  r.push({ metric: 'multinet errors (all rounds)', bench: 'multinet', path: 'errors' });
   r.push({ metric: 'pull cold (s)', bench: 'pull', path: 'cold.seconds' });
   r.push({ metric: 'pull cold (MB/s)', bench: 'pull', path: 'cold.mbPerSecond' });
   r.push({ metric: 'pull warm (s)', bench: 'pull', path: 'warm.seconds' });
   return r;
+}
+
+/** What each target answered to GetContainerEvents, as the events bench recorded it. */
+function eventsSupport(summaries: Record<string, Record<string, Json>>): string {
+  const said = Object.entries(summaries.events ?? {}).map(([target, r]) => `${target}: ${(r as Record<string, Json>).supported === true ? 'served' : String((r as Record<string, Json>).supported)}`);
+  return said.length ? said.join('; ') : 'not run';
 }
 
 function markdown(started: Date, mach: Record<string, string | number>, options: object, summaries: Record<string, Record<string, Json>>): string {
@@ -226,7 +256,8 @@ Every figure is the median over ${rounds} round(s); within a round the targets a
 errors over all rounds. Lower is better except MB/s. "floor" is the same lifecycle done directly with
 ip netns, the bridge CNI plugin, mount and runc (see bench/floor.ts), the least work each RPC must do; for
 \`rpc Version\` it is a bare grpc-js server with no work in its handler (bench/grpc-floor-server.ts), what
-any Node CRI server pays per call.
+any Node CRI server pays per call, and \`rpc Version, bare HTTP/2\` node:http2 alone sending a ready-made reply:
+what is left without grpc-js.
 
 Machine: ${Object.entries(mach).map(([k, v]) => `${k} ${v}`).join('; ')}.
 
@@ -240,6 +271,8 @@ Reading it:
 - StopContainer uses the image's stop signal, SIGKILL for the bench image, so it measures the stop and not a grace period.
 - Host memory per pod is the daemon's PSS growth from idle to ${relistPods} pods plus the PSS of its helper processes
   (conmon for each pause and container, and the one mount helper, with minicri; one runc shim per pod with containerd), over the pods.
+- Events: a target whose STOPPED rows are empty does not serve GetContainerEvents (${eventsSupport(summaries)}); its
+  "one subscriber" CPU is then with none as well.
 - Tails (p99) on a 2-core VM that runs anything else are noisy; the p50s are the figures to hold against each other.
 `;
 }

@@ -142,3 +142,24 @@ export function parseQuantity(value: string, what = 'quantity'): bigint {
   }
   return sign === '-' ? -magnitude : magnitude;
 }
+
+/** Capabilities that belong to the default network alone: the pod's host ports, bandwidth and kubelet's pod CIDR. */
+const DEFAULT_NETWORK_ONLY = ['portMappings', 'bandwidth', 'ipRanges'];
+
+/**
+ * The capability args of a secondary attachment: the pod-wide ones (cgroup, annotations), plus what its
+ * selection asks for (ips, mac, portMappings, bandwidth) and the device it was given.
+ */
+export function attachmentCapabilityArgs(
+  podCaps: Record<string, unknown>,
+  selection: { ips?: string[]; mac?: string; portMappings?: unknown[]; bandwidth?: unknown },
+  deviceId?: string,
+): Record<string, unknown> {
+  const caps = Object.fromEntries(Object.entries(podCaps).filter(([k]) => !DEFAULT_NETWORK_ONLY.includes(k)));
+  if (selection.ips) caps.ips = selection.ips;
+  if (selection.mac) caps.mac = selection.mac;
+  if (selection.portMappings) caps.portMappings = selection.portMappings;
+  if (selection.bandwidth) caps.bandwidth = selection.bandwidth;
+  if (deviceId) caps.deviceID = deviceId;
+  return caps;
+}

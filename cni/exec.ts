@@ -1,8 +1,8 @@
 // Running one CNI plugin binary: environment per the CNI spec, config on stdin, a bounded run time,
 // and errors that name the plugin and carry its stderr and CNI error object.
-import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
+import { findExecutable } from '../core/executables.js';
 import type { Logger } from '../core/log.js';
 import { DeadlineExceeded, FailedPrecondition, Internal } from '../core/errors.js';
 import { isObject } from './config.js';
@@ -41,22 +41,9 @@ export class CniPluginError extends Internal {
   }
 }
 
-/**
- * Absolute path of the plugin binary: the first executable `<dir>/<type>` in bin dir order. Looked up with
- * synchronous calls: on a local bin dir each takes microseconds, where a trip through libuv's thread pool
- * takes tens of them, and Status (kubelet's node-ready probe) looks up every plugin of the network.
- */
+/** Absolute path of the plugin binary: the first executable `<dir>/<type>` in bin dir order. */
 export function findPlugin(type: string, binDirs: string[]): string | undefined {
-  for (const dir of binDirs) {
-    const file = path.join(dir, type);
-    try {
-      accessSync(file, constants.X_OK);
-      if (statSync(file).isFile()) return file;
-    } catch {
-      // not in this dir
-    }
-  }
-  return undefined;
+  return findExecutable(`cni:${type}`, binDirs.map((dir) => path.join(dir, type)));
 }
 
 /** The environment of a plugin call; inherited CNI_* variables are dropped so none leaks into a call. */

@@ -4,6 +4,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import type { Logger } from '../core/log.js';
+import { loadDefinitions } from './attachment-definitions.js';
 import { ResultCache } from './cache.js';
 import { isObject, loadNetworks } from './config.js';
 
@@ -27,14 +28,19 @@ export async function cachedAttachmentIds(cacheDir: string): Promise<string[]> {
   return [...new Set((await new ResultCache(cacheDir).list()).map((e) => e.containerId))];
 }
 
-/** The IPs host-local holds for the configured networks, with their owners. */
-export async function hostLocalReservations(confDir: string, log: Logger): Promise<HostLocalReservation[]> {
+/** The IPs host-local holds for the configured networks (the conf dir's and the defined secondary ones), with their owners. */
+export async function hostLocalReservations(confDir: string, networksDir: string, log: Logger): Promise<HostLocalReservation[]> {
   const out: HostLocalReservation[] = [];
-  for (const network of await loadNetworks(confDir, log)) {
+  const defined = [...(await loadDefinitions(networksDir, log)).values()].flatMap((d) => (d.list ? [d.list] : []));
+  // Definitions may share a network (and so its reservation dir) with each other or the conf dir.
+  const seen = new Set<string>();
+  for (const network of [...(await loadNetworks(confDir, log)), ...defined]) {
     for (const plugin of network.plugins) {
       const ipam = plugin.raw.ipam;
       if (!isObject(ipam) || ipam.type !== 'host-local') continue;
       const dir = path.join(typeof ipam.dataDir === 'string' ? ipam.dataDir : HOST_LOCAL_DATA_DIR, network.name);
+      if (seen.has(dir)) continue;
+      seen.add(dir);
       const names = await fs.readdir(dir).catch(() => [] as string[]);
       for (const name of names.filter((n) => /^[0-9a-f.:]+$/i.test(n) && (n.includes('.') || n.includes(':')))) {
         const file = path.join(dir, name);

@@ -1,18 +1,28 @@
-// The pod network manager: which network pods join (discovered from the conf dir, kept current by a
-// watcher), and attaching/detaching/checking a pod through the plugin chain with a result cache so
-// teardown always replays exactly what setup did.
-import { promises as fs, watch, type FSWatcher } from 'node:fs';
+// The pod network manager: which networks pods join (the default one discovered from the conf dir,
+// secondary ones from NetworkAttachmentDefinitions in the networks dir, both kept current by watchers),
+// and attaching/detaching/checking a pod through each network's plugin chain with a result cache per
+// attachment so teardown always replays exactly what setup did.
 import type { Logger } from '../core/log.js';
+import type { TimelineEntry } from '../core/timeline.js';
 import { FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
-import { netnsExists } from '../netns/netns.js';
-import { capabilityArgs, cniArgs, cniArgsString, pluginStdin, type PortMapping } from './args.js';
+import { netnsExists, setDefaultRoutes } from '../netns/netns.js';
+import { attachmentCapabilityArgs, capabilityArgs, cniArgs, cniArgsString, pluginStdin, type PortMapping } from './args.js';
+import { loadDefinitions, type AttachmentDefinition } from './attachment-definitions.js';
 import { ResultCache, CACHE_KIND, type CachedAttachment } from './cache.js';
 import { loadNetworks, LOOPBACK_NETWORK, parseNetworkList, selectDefault, type NetworkList } from './config.js';
+import { assignDevices, withDeviceId } from './devices.js';
+import { DirWatcher } from './dir-watch.js';
 import { faultPoint } from '../core/faults.js';
 import { execPlugin, findPlugin, type CniCommand, type ExecOptions } from './exec.js';
 import { KeyedLock } from '../core/locks.js';
+import { LOOPBACK_IFNAME, POD_IFNAME } from './network-selection.js';
+import { networkStatusEntry, type NetworkStatusEntry } from './network-status.js';
+import { planPodNetworks, type PodPlan, type SecondaryPlan } from './pod-plan.js';
+import type { PodDeviceSource } from './pod-resources.js';
 import { convertResult, parseResult, podIps, type CniResult } from './result.js';
 import { versionAtLeast } from './version.js';
+
+export const DEFAULT_NETWORKS_DIR = '/etc/minicri/networks.d';
 
 export interface CniManagerOptions {
   confDir: string;
@@ -21,10 +31,14 @@ export interface CniManagerOptions {
   cacheDir?: string;
   /** Network to use by name; default: the first valid config file in sorted order. */
   defaultNetwork?: string;
+  /** NetworkAttachmentDefinitions (YAML or JSON files) for secondary networks; default /etc/minicri/networks.d. */
+  networksDir?: string;
+  /** kubelet's pod-resources API, asked only for pods with device-backed networks. */
+  podResources?: PodDeviceSource;
   /** Longest a single plugin call may run before it is killed; default 60s. */
   pluginTimeoutMs?: number;
   log: Logger;
-  /** Follow changes of the conf dir (default true); without it the dir is re-read on every call. */
+  /** Follow changes of the conf and networks dirs (default true); without it they are re-read on every call. */
   watch?: boolean;
 }
 
@@ -40,17 +54,18 @@ export interface PodNetworkRequest {
 }
 
 export interface PodNetworkStatus {
-  /** Primary first (IPv4 before IPv6), then additional IPs. */
+  /** Primary first (IPv4 before IPv6), then additional IPs: the default network's only. */
   ips: string[];
-  /** Raw result per network (loopback, then the default network), for verbose status. */
+  /** Raw result per network (loopback, the default network, then each secondary one), for verbose status. */
   results: unknown[];
+  /** Every attachment but loopback, in the format multus writes to the network-status annotation. */
+  networkStatus: NetworkStatusEntry[];
+  /** How long each plugin's ADD took ("cni-add" steps naming the plugin), for the pod's startup timeline. */
+  steps?: TimelineEntry[];
 }
 
 export const NETWORK_NOT_READY = 'NetworkPluginNotReady';
-const POD_IFNAME = 'eth0';
-const LOOPBACK_IFNAME = 'lo';
 const WATCH_DEBOUNCE_MS = 100;
-const WATCH_RETRY_MS = 1000;
 
 /** What one plugin-chain run needs besides the network list. */
 interface Invocation {
@@ -59,25 +74,44 @@ interface Invocation {
   ifName: string;
   args: [string, string][];
   caps: Record<string, unknown>;
+  /** Where each plugin's ADD time goes. */
+  steps?: TimelineEntry[];
+}
+
+/** A secondary attachment ready to run: its network (with any device written in) and invocation. */
+interface SecondaryJob {
+  plan: SecondaryPlan;
+  list: NetworkList;
+  inv: Invocation;
+}
+
+interface DelJob {
+  list: NetworkList;
+  inv: Invocation;
+  prev?: CniResult;
+  cachedNetns?: string;
 }
 
 export class CniManager {
   private defaultNet: NetworkList | undefined;
+  private confLists: NetworkList[] = [];
+  private definitions = new Map<string, AttachmentDefinition>();
   private podCidr: string | undefined;
-  private watcher: FSWatcher | undefined;
+  private watchers: DirWatcher[] = [];
   private debounceTimer: NodeJS.Timeout | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
   private syncChain: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly locks = new KeyedLock();
   private readonly cache: ResultCache;
   private readonly exec: ExecOptions;
   private readonly log: Logger;
+  private readonly networksDir: string;
 
   private constructor(private readonly o: CniManagerOptions) {
     this.log = o.log;
     this.cache = new ResultCache(o.cacheDir ?? '/var/lib/cni');
     this.exec = { binDirs: o.binDirs, timeoutMs: o.pluginTimeoutMs ?? 60_000, log: o.log };
+    this.networksDir = o.networksDir ?? DEFAULT_NETWORKS_DIR;
   }
 
   static async create(o: CniManagerOptions): Promise<CniManager> {
@@ -102,34 +136,54 @@ export class CniManager {
     validateRequest(r, true);
     return this.locks.run(r.sandboxId, async () => {
       await this.syncIfUnwatched();
-      const net = this.defaultNet;
-      if (!net) throw new FailedPrecondition(`cannot set up network for pod ${r.namespace}/${r.name}: ${this.notReadyMessage()}`);
-      // Computed before any plugin runs: a bad bandwidth annotation fails here with nothing to undo.
+      // Everything that can refuse the request (annotations, definitions, devices, a bad bandwidth
+      // annotation) is done before any plugin runs, so a refusal has nothing to undo.
+      const plan = this.plan(r);
       const args = cniArgs(r);
       const caps = capabilityArgs({ ...r, podCidr: this.podCidr });
-      const inv = (ifName: string): Invocation => ({ containerId: r.sandboxId, netns: r.netnsPath, ifName, args, caps });
+      const steps: TimelineEntry[] = [];
+      const secondaries = await this.secondaryJobs(r, plan, args, caps, steps);
+      const net = plan.main;
+      const inv = (ifName: string): Invocation => ({ containerId: r.sandboxId, netns: r.netnsPath, ifName, args, caps, steps });
       const started = performance.now();
       // lo and eth0 are separate interfaces set up by separate plugins: they can be attached at once.
       const [loSettled, mainSettled] = await Promise.allSettled([this.attach(LOOPBACK_NETWORK, inv(LOOPBACK_IFNAME)), this.attach(net, inv(POD_IFNAME))]);
-      if (mainSettled.status === 'rejected' || loSettled.status === 'rejected') {
-        // attach() already undid itself; undo the one that succeeded.
-        const done = mainSettled.status === 'fulfilled' ? { list: net, ifName: POD_IFNAME, result: mainSettled.value }
-          : loSettled.status === 'fulfilled' ? { list: LOOPBACK_NETWORK, ifName: LOOPBACK_IFNAME, result: loSettled.value } : undefined;
-        if (done) {
-          await this.detach(done.list, inv(done.ifName), done.result).catch((e: unknown) =>
-            this.log.warn({ sandbox: r.sandboxId, err: (e as Error).message }, 'undoing half of a failed pod network setup failed'),
+      const done: { list: NetworkList; inv: Invocation; result: CniResult }[] = [];
+      if (loSettled.status === 'fulfilled') done.push({ list: LOOPBACK_NETWORK, inv: inv(LOOPBACK_IFNAME), result: loSettled.value });
+      if (mainSettled.status === 'fulfilled') done.push({ list: net, inv: inv(POD_IFNAME), result: mainSettled.value });
+      try {
+        if (mainSettled.status === 'rejected') throw mainSettled.reason;
+        if (loSettled.status === 'rejected') throw loSettled.reason;
+        // Secondary networks in the order the pod asked for them, each on its own interface.
+        for (const job of secondaries) {
+          const result = await this.attach(job.list, job.inv);
+          done.push({ list: job.list, inv: job.inv, result });
+          if (job.plan.selection.defaultRoute) await setDefaultRoutes(r.netnsPath, job.inv.ifName, job.plan.selection.defaultRoute);
+        }
+      } catch (err) {
+        // attach() already undid itself; undo the ones that succeeded, last first.
+        for (const d of done.reverse()) {
+          await this.detach(d.list, d.inv, d.result).catch((e: unknown) =>
+            this.log.warn({ sandbox: r.sandboxId, network: d.list.name, ifName: d.inv.ifName, err: (e as Error).message }, 'undoing part of a failed pod network setup failed'),
           );
         }
-        throw mainSettled.status === 'rejected' ? mainSettled.reason : (loSettled as PromiseRejectedResult).reason;
+        throw err;
       }
-      const lo = loSettled.value;
-      const main = mainSettled.value;
-      this.log.debug({ sandbox: r.sandboxId, network: net.name, ms: Math.round(performance.now() - started) }, 'pod network set up');
-      return { ips: podIps(main), results: [lo.raw, main.raw] };
+      const [, main, ...others] = done.map((d) => d.result);
+      this.log.debug({ sandbox: r.sandboxId, network: net.name, secondary: secondaries.length, ms: Math.round(performance.now() - started) }, 'pod network set up');
+      return {
+        ips: podIps(main!),
+        results: done.map((d) => d.result.raw),
+        networkStatus: [
+          networkStatusEntry(plan.mainName, POD_IFNAME, main!, { isDefault: true }),
+          ...secondaries.map((job, i) => networkStatusEntry(job.plan.key, job.inv.ifName, others[i]!, { gateway: job.plan.selection.defaultRoute })),
+        ],
+        steps,
+      };
     });
   }
 
-  /** Detaches the pod from every network it was attached to; succeeds when there is nothing left to do. */
+  /** Detaches the pod from every network it was attached to, in reverse order; succeeds when there is nothing left to do. */
   async tearDownPod(r: PodNetworkRequest): Promise<void> {
     validateRequest(r, false);
     await this.locks.run(r.sandboxId, async () => {
@@ -139,18 +193,35 @@ export class CniManager {
       const args = cniArgs(r);
       const caps = capabilityArgs({ ...r, podCidr: this.podCidr });
       const jobs = await this.cachedJobs(r.sandboxId, netns, { args, caps });
-      const fallback = (list: NetworkList, ifName: string) => {
-        if (!jobs.some((j) => j.inv.ifName === ifName)) jobs.push({ list, inv: { containerId: r.sandboxId, netns, ifName, args, caps } });
+      // The networks the pod asked for, as far as they still resolve: the order to undo them in, and
+      // what to DEL through for an interface without a cache entry (cache lost, or setup died midway).
+      let plan: PodPlan | undefined;
+      try {
+        plan = this.plan(r);
+      } catch {
+        plan = undefined; // the definitions changed since: the cache entries are all there is
+      }
+      const fallback = (list: NetworkList, ifName: string, extra: { args?: [string, string][]; caps?: Record<string, unknown> } = {}) => {
+        if (!jobs.some((j) => j.inv.ifName === ifName)) jobs.push({ list, inv: { containerId: r.sandboxId, netns, ifName, args: extra.args ?? args, caps: extra.caps ?? caps } });
       };
-      // An interface without a cache entry (cache lost, or setup died midway): DEL through the current config.
-      if (this.defaultNet) fallback(this.defaultNet, POD_IFNAME);
+      for (const s of plan?.secondaries ?? []) {
+        // A device-backed attachment cannot be DELeted without knowing its device: only the cache knows it.
+        if (!s.resourceName) fallback(s.list, s.ifName, { args: attachmentArgs(args, s), caps: attachmentCapabilityArgs(caps, s.selection) });
+      }
+      const main = plan?.main ?? this.defaultNet;
+      if (main) fallback(main, POD_IFNAME);
       fallback(LOOPBACK_NETWORK, LOOPBACK_IFNAME);
-      // Each interface's DEL is independent of the others': run them at once. Loopback needs none: its
-      // only state is the interface, which ends with the namespace (ocicni does not DEL it either).
-      const settled = await Promise.allSettled(jobs.map((job) => (isLoopback(job.list, job.inv)
-        ? this.cache.remove(job.list.name, job.inv.containerId, job.inv.ifName)
-        : this.detach(job.list, job.inv, job.prev))));
-      const errors = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => s.reason as Error);
+      const order = (plan?.secondaries ?? []).map((s) => s.ifName);
+      const errors: Error[] = [];
+      for (const job of delOrder(jobs, order)) {
+        try {
+          // Loopback needs no DEL: its only state is the interface, which ends with the namespace (ocicni does not DEL it either).
+          if (isLoopback(job.list, job.inv)) await this.cache.remove(job.list.name, job.inv.containerId, job.inv.ifName);
+          else await this.detach(job.list, job.inv, job.prev);
+        } catch (err) {
+          errors.push(err as Error);
+        }
+      }
       throwAll(errors, `tearing down network of pod ${r.namespace}/${r.name}`);
     });
   }
@@ -204,7 +275,7 @@ export class CniManager {
 
   /**
    * Removes attachments of sandboxes that no longer exist: DEL of each cached attachment not in the valid set,
-   * then (CNI >= 1.1.0) GC to every plugin of the default network with the valid attachments.
+   * then (CNI >= 1.1.0) GC to every plugin of the default and each defined network with its valid attachments.
    */
   async gc(validSandboxIds: string[]): Promise<void> {
     const valid = new Set(validSandboxIds);
@@ -212,7 +283,7 @@ export class CniManager {
     const stale = [...new Set((await this.cache.list()).map((e) => e.containerId))].filter((id) => !valid.has(id));
     for (const id of stale) {
       await this.locks.run(id, async () => {
-        for (const job of delOrder(await this.cachedJobs(id, ''))) {
+        for (const job of delOrder(await this.cachedJobs(id, ''), [])) {
           if (job.cachedNetns && (await netnsExists(job.cachedNetns))) job.inv.netns = job.cachedNetns;
           try {
             await this.detach(job.list, job.inv, job.prev);
@@ -224,12 +295,21 @@ export class CniManager {
     }
     await this.syncIfUnwatched();
     const net = this.defaultNet;
-    if (net && versionAtLeast(net.cniVersion, '1.1.0') && !net.disableGC) {
-      const attachments = validSandboxIds.map((containerID) => ({ containerID, ifname: POD_IFNAME }));
-      for (const plugin of net.plugins) {
-        const stdin = pluginStdin(net, plugin, { extra: { 'cni.dev/valid-attachments': attachments } });
+    // The default network's attachments are every valid sandbox's eth0; a secondary network's are in the cache.
+    const remaining = await this.cache.list();
+    const targets = new Map<string, { list: NetworkList; attachments: { containerID: string; ifname: string }[] }>();
+    if (net) targets.set(net.name, { list: net, attachments: validSandboxIds.map((containerID) => ({ containerID, ifname: POD_IFNAME })) });
+    for (const def of this.definitions.values()) {
+      if (!def.list || targets.has(def.list.name)) continue;
+      const attachments = remaining.filter((e) => e.networkName === def.list!.name && valid.has(e.containerId)).map((e) => ({ containerID: e.containerId, ifname: e.ifName }));
+      targets.set(def.list.name, { list: def.list, attachments });
+    }
+    for (const { list, attachments } of targets.values()) {
+      if (!versionAtLeast(list.cniVersion, '1.1.0') || list.disableGC) continue;
+      for (const plugin of list.plugins) {
+        const stdin = pluginStdin(list, plugin, { extra: { 'cni.dev/valid-attachments': attachments } });
         try {
-          await execPlugin({ command: 'GC', pluginType: plugin.type, network: net.name, stdin }, this.exec);
+          await execPlugin({ command: 'GC', pluginType: plugin.type, network: list.name, stdin }, this.exec);
         } catch (err) {
           errors.push(err as Error);
         }
@@ -239,12 +319,47 @@ export class CniManager {
     throwAll(errors, 'CNI garbage collection');
   }
 
+  /**
+   * Refuses, before anything is made for the pod, a request for networks that cannot be resolved (annotations,
+   * definitions); setUpPod checks again with the devices, on the configuration of its time.
+   */
+  checkPodNetworks(pod: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): void {
+    this.plan(pod);
+  }
+
+  /** The networks the pod asked for, resolved; throws InvalidArgument naming what is wrong. */
+  private plan(r: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): PodPlan {
+    const net = this.defaultNet;
+    if (!net) throw new FailedPrecondition(`cannot set up network for pod ${r.namespace}/${r.name}: ${this.notReadyMessage()}`);
+    return planPodNetworks(r.annotations, r.namespace, {
+      defaultNet: net, definitions: this.definitions, confLists: this.confLists, networksDir: this.networksDir, confDir: this.o.confDir,
+    });
+  }
+
+  /** Each secondary attachment's invocation, with a device of its resource where its definition names one. */
+  private async secondaryJobs(r: PodNetworkRequest, plan: PodPlan, args: [string, string][], caps: Record<string, unknown>, steps: TimelineEntry[]): Promise<SecondaryJob[]> {
+    let deviceIds: (string | undefined)[] = [];
+    if (plan.secondaries.some((s) => s.resourceName)) {
+      // Only a pod with a device-backed network asks kubelet.
+      if (!this.o.podResources) throw new FailedPrecondition(`pod ${r.namespace}/${r.name} asks for a device-backed network but no pod-resources API is configured`);
+      const devices = await this.o.podResources.podDevices(r.namespace, r.name);
+      deviceIds = assignDevices(plan.secondaries.map((s) => ({ name: s.key, ...(s.resourceName ? { resourceName: s.resourceName } : {}) })), devices);
+    }
+    return plan.secondaries.map((s, i) => {
+      const deviceId = deviceIds[i];
+      return {
+        plan: s,
+        list: deviceId ? withDeviceId(s.list, deviceId) : s.list,
+        inv: { containerId: r.sandboxId, netns: r.netnsPath, ifName: s.ifName, args: attachmentArgs(args, s), caps: attachmentCapabilityArgs(caps, s.selection, deviceId), steps },
+      };
+    });
+  }
+
   close(): void {
     this.closed = true;
-    this.watcher?.close();
-    this.watcher = undefined;
+    for (const w of this.watchers) w.close();
+    this.watchers = [];
     clearTimeout(this.debounceTimer);
-    clearTimeout(this.retryTimer);
   }
 
   // ---- plugin chains ----
@@ -256,7 +371,9 @@ export class CniManager {
       const plugin = list.plugins[i]!;
       try {
         const stdin = pluginStdin(list, plugin, { prevResult: prev && convertResult(prev, list.cniVersion), capabilityArgs: inv.caps });
+        const started = performance.now();
         const out = await execPlugin(this.call('ADD', list, plugin.type, inv, stdin), this.exec);
+        inv.steps?.push({ step: 'cni-add', plugin: plugin.type, network: list.name, ms: performance.now() - started });
         if (out === undefined) throw new Internal(`CNI plugin "${plugin.type}" (network "${list.name}") ADD returned no result`);
         prev = parseResult(out, `plugin "${plugin.type}" of network "${list.name}"`);
         faultPoint(`cni-add:${plugin.type}`);
@@ -333,8 +450,8 @@ export class CniManager {
   }
 
   /** DEL jobs for the pod's cached attachments, each with the config, args and result its ADD used. */
-  private async cachedJobs(sandboxId: string, netns: string, fallback: { args: [string, string][]; caps: Record<string, unknown> } = { args: [], caps: {} }) {
-    const jobs: { list: NetworkList; inv: Invocation; prev?: CniResult; cachedNetns?: string }[] = [];
+  private async cachedJobs(sandboxId: string, netns: string, fallback: { args: [string, string][]; caps: Record<string, unknown> } = { args: [], caps: {} }): Promise<DelJob[]> {
+    const jobs: DelJob[] = [];
     for (const entry of await this.cache.list(sandboxId)) {
       let list: NetworkList;
       try {
@@ -382,7 +499,17 @@ export class CniManager {
 
   private async load(): Promise<void> {
     const before = this.defaultNet;
-    this.defaultNet = selectDefault(await loadNetworks(this.o.confDir, this.log), this.o.defaultNetwork);
+    const [lists, definitions] = await Promise.all([
+      loadNetworks(this.o.confDir, this.log),
+      // An unreadable networks dir must not keep the default network from loading.
+      loadDefinitions(this.networksDir, this.log).catch((err: unknown) => {
+        this.log.error({ dir: this.networksDir, err: (err as Error).message }, 'cannot read the network attachment definitions dir');
+        return this.definitions;
+      }),
+    ]);
+    this.confLists = lists;
+    this.definitions = definitions;
+    this.defaultNet = selectDefault(lists, this.o.defaultNetwork);
     const after = this.defaultNet;
     if (before?.name !== after?.name || before?.source !== after?.source || !before?.bytes.equals(after!.bytes)) {
       if (after) this.log.info({ network: after.name, file: after.source, cniVersion: after.cniVersion }, 'CNI default network updated');
@@ -390,44 +517,19 @@ export class CniManager {
     }
   }
 
-  /** fs.watch on the conf dir; while it does not exist (yet, or any more), retry until it does. */
+  /** Follows the conf dir and the networks dir; a change in either re-reads both. */
   private startWatch(): void {
-    if (this.closed) return;
-    try {
-      this.watcher = watch(this.o.confDir, () => this.scheduleSync());
-      this.watcher.on('error', () => this.rewatch());
-      // Changes between the first read and the watch starting would otherwise be missed.
-      this.scheduleSync();
-    } catch {
-      this.retryTimer = setTimeout(() => this.startWatch(), WATCH_RETRY_MS);
-      this.retryTimer.unref();
-    }
-  }
-
-  private rewatch(): void {
-    this.watcher?.close();
-    this.watcher = undefined;
-    this.scheduleSync();
-    this.startWatch();
+    this.watchers = [this.o.confDir, this.networksDir].map((dir) => new DirWatcher(dir, () => this.scheduleSync()));
+    for (const w of this.watchers) w.start();
   }
 
   private scheduleSync(): void {
     if (this.closed) return;
     clearTimeout(this.debounceTimer);
     this.debounceTimer = setTimeout(() => {
-      void this.sync().then(() => this.checkDirStillThere());
+      void this.sync().then(() => Promise.all(this.watchers.map((w) => w.checkStillThere())));
     }, WATCH_DEBOUNCE_MS);
     this.debounceTimer.unref();
-  }
-
-  /** inotify watches die with their directory; notice that and wait for the dir to come back. */
-  private async checkDirStillThere(): Promise<void> {
-    if (this.closed || !this.watcher) return;
-    const exists = await fs.stat(this.o.confDir).then(
-      () => true,
-      () => false,
-    );
-    if (!exists) this.rewatch();
   }
 }
 
@@ -439,9 +541,18 @@ function validateRequest(r: PodNetworkRequest, needNetns: boolean): void {
   if (needNetns && !r.netnsPath) throw new InvalidArgument(`pod ${r.namespace}/${r.name} has no network namespace path`);
 }
 
-/** Reverse of setup: pod interfaces first, loopback last. */
-function delOrder<T extends { inv: { ifName: string } }>(jobs: T[]): T[] {
-  return [...jobs].sort((a, b) => Number(a.inv.ifName === LOOPBACK_IFNAME) - Number(b.inv.ifName === LOOPBACK_IFNAME));
+/**
+ * Reverse of setup: secondary interfaces last-attached first (`order` is the attach order; ones it does
+ * not know go first), then eth0, loopback last.
+ */
+function delOrder<T extends { inv: { ifName: string } }>(jobs: T[], order: string[]): T[] {
+  const rank = (ifName: string) => (ifName === LOOPBACK_IFNAME ? -2 : ifName === POD_IFNAME ? -1 : order.indexOf(ifName) < 0 ? order.length : order.indexOf(ifName));
+  return [...jobs].sort((a, b) => rank(b.inv.ifName) - rank(a.inv.ifName));
+}
+
+/** CNI_ARGS of a secondary attachment: the pod's, then the selection's cni-args. */
+function attachmentArgs(podArgs: [string, string][], s: SecondaryPlan): [string, string][] {
+  return [...podArgs, ...Object.entries(s.selection.cniArgs ?? {})];
 }
 
 function throwAll(errors: Error[], what: string): void {

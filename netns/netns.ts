@@ -160,3 +160,15 @@ function errText(err: unknown): string {
   const stderr = typeof e.stderr === 'string' ? e.stderr.trim() : '';
   return stderr || e.message || String(err);
 }
+
+/**
+ * Makes `ifName` the pod's default route for each gateway's family (multus's `default-route`): the
+ * family's other default routes go, one via the gateway comes.
+ */
+export async function setDefaultRoutes(nsPath: string, ifName: string, gateways: string[]): Promise<void> {
+  const batch = gateways.flatMap((gw) => [`route flush exact ${gw.includes(':') ? '::/0' : '0.0.0.0/0'}`, `route add default via ${gw} dev ${ifName}`]);
+  const out = await execa('nsenter', [`--net=${nsPath}`, '--', 'ip', '-batch', '-'], { input: `${batch.join('\n')}\n`, reject: false });
+  if (out.exitCode !== 0) {
+    throw new InvalidArgument(`cannot make ${ifName} the default route via ${gateways.join(', ')} in ${nsPath}: ${String(out.stderr).trim() || `exit status ${out.exitCode}`}`);
+  }
+}

@@ -7,6 +7,7 @@ import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { nowNanos } from '../core/time.js';
+import { Timeline } from '../core/timeline.js';
 import { withUndo } from '../core/undo.js';
 import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
@@ -39,6 +40,8 @@ type CheckedConfig = ContainerRecord['config'];
 async function createInSandbox(
   ctx: PodContext, sandboxId: string, config: CheckedConfig, requestSandboxConfig: PodSandboxConfig__Output | null, parentLog: Logger,
 ): Promise<string> {
+  const t = new Timeline();
+  const begun = performance.now();
   // Refreshed: a container must never join the namespaces of a pause that has died (its pid may be reused).
   const sandbox = await sandboxNow(ctx, sandboxId);
   if (sandbox.state !== 'SANDBOX_READY') {
@@ -50,7 +53,7 @@ async function createInSandbox(
   const requested = requestSandboxConfig ?? sandbox.config;
   const sandboxConfig = userns || requested.linux?.security_context?.namespace_options?.userns_options?.mode === 'POD'
     ? { ...requested, linux: sandbox.config.linux } : requested;
-  const image = ctx.images.resolve(config.image!.image);
+  const image = await t.step('image-lookup', () => ctx.images.resolve(config.image!.image));
   const logPath = config.log_path ? containerLogPath(sandbox.config.log_directory, config.log_path) : undefined;
   if (config.log_path && !logPath) {
     throw new InvalidArgument(`log_path "${config.log_path}" must stay inside the sandbox log directory "${sandbox.config.log_directory}"`);
@@ -78,7 +81,8 @@ async function createInSandbox(
     undo.pushRecord('container record', () => ctx.tables.containers.delete(id));
     await mkdir(record.dir, { recursive: true, mode: 0o700 });
     undo.push('container directory', () => rm(record.dir, { recursive: true, force: true }));
-    const rootfs = await ctx.images.prepareRootfs(id, image.id, userns ? { idmap: userns } : {});
+    const rootfs = await t.step('rootfs', () => ctx.images.prepareRootfs(id, image.id, userns ? { idmap: userns } : {}));
+    const specBegun = performance.now();
     undo.push('container rootfs', () => ctx.images.removeRootfs(id));
     record.rootfsUpper = rootfs.mount?.options.find((o) => o.startsWith('upperdir='))?.slice('upperdir='.length);
     faultPoint('container-rootfs-mounted');
@@ -125,16 +129,20 @@ async function createInSandbox(
     // The spec holds the environment, Secret values included: root's alone.
     await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
     if (record.logPath) await mkdir(dirname(record.logPath), { recursive: true, mode: 0o755 });
+    t.add({ step: 'spec', ms: performance.now() - specBegun });
     undo.push('runc container', () => runtime.delete(id, { force: true, bundle: record.dir }));
-    const { pid } = await runtime.create({
+    // conmon starts and runs `runc create`; it answers with the container's pid.
+    const { pid } = await t.step('runc-create', () => runtime.create({
       id, bundle: record.dir, logPath: record.logPath || '/dev/null', stdin: config.stdin, stdinOnce: config.stdin_once, tty: config.tty,
-    });
+    }));
     // The container holds its own copies of the mounts now (runc still starts exec processes in the root dir).
     if (userns) await ctx.host.unstageUserns(staging, { keepRoot: true });
     faultPoint('container-created');
     markContainerCreated(record, pid);
+    t.add({ step: 'total', ms: performance.now() - begun });
+    record.timeline = t.entries;
     ctx.tables.containers.put(record);
-    log.info({ name: config.metadata.name, image: record.image.name }, 'container created');
+    log.info({ name: config.metadata.name, image: record.image.name, ms: t.ms }, 'container created');
     return id;
   }));
 }

@@ -3,7 +3,8 @@ import { FailedPrecondition } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { nowNanos } from '../core/time.js';
-import { runtimeOf } from './container-refresh.js';
+import { Timeline } from '../core/timeline.js';
+import { refreshContainer, runtimeOf } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import { markContainerRunning, markStartFailed } from './state.js';
 
@@ -16,14 +17,20 @@ export async function startContainer(ctx: PodContext, idOrPrefix: string, log: L
     }
     // Taken before runc start: the process may be done (and its finish time set) by the time start returns.
     const startedAt = nowNanos();
+    const t = new Timeline();
     try {
-      await runtimeOf(ctx, record).start(id);
+      await t.step('runc-start', () => runtimeOf(ctx, record).start(id));
       faultPoint('container-started');
     } catch (err) {
       ctx.tables.containers.update(id, (r) => markStartFailed(r, (err as Error).message));
       throw err;
     }
-    ctx.tables.containers.update(id, (r) => markContainerRunning(r, startedAt));
+    const running = ctx.tables.containers.update(id, (r) => {
+      markContainerRunning(r, startedAt);
+      r.timeline = [...r.timeline ?? [], ...t.entries];
+    });
     log.info('container started');
+    // An exit the watcher told of before this write found the container not yet running: read it now.
+    await refreshContainer(ctx, running);
   });
 }

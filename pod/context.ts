@@ -5,6 +5,8 @@ import type { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import type { HandlerFeatures } from '../oci/runtime/features.js';
 import type { HostFacts, ImageConfig as SpecImageConfig } from '../oci/runtime/spec/index.js';
+import type { EventHub } from './event-hub.js';
+import type { PodEvent } from './events.js';
 import type { ContainerRuntime, PodCdi, PodHost, PodImages, PodNetwork } from './interfaces.js';
 import type { Tables } from './records.js';
 
@@ -22,7 +24,7 @@ export interface PodSettings {
   netns_dir: string;
   cgroup_driver: 'cgroupfs' | 'systemd';
   default_runtime: string;
-  cni: { cache_dir: string; conf_dir: string };
+  cni: { cache_dir: string; conf_dir: string; networks_dir: string };
 }
 
 export interface PodContext {
@@ -30,6 +32,8 @@ export interface PodContext {
   tables: Tables;
   /** Serializes operations on one sandbox or container (keyed by id or reservation). */
   locks: KeyedLock;
+  /** The container events of every state change (GetContainerEvents subscribes here). */
+  events: EventHub<PodEvent>;
   /** What operations finish after their answer (a removed container's cleanup); shutdown waits for it. */
   background: Background;
   log: Logger;

@@ -15,6 +15,8 @@ export interface PodNetwork {
   setUpPod(r: PodNetworkRequest): Promise<PodNetworkStatus>;
   tearDownPod(r: PodNetworkRequest): Promise<void>;
   checkPod(r: PodNetworkRequest): Promise<void>;
+  /** Throws when the networks a pod asks for (its annotations) cannot be resolved; nothing is made. */
+  checkPodNetworks(pod: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): void;
   status(): Promise<{ ready: boolean; reason: string; message: string }>;
   /** Releases every cached attachment whose sandbox is not in the list. */
   gc(validSandboxIds: string[]): Promise<void>;
@@ -30,8 +32,8 @@ export interface ContainerRuntime {
   /** With the container's bundle, its cgroups go even when the runtime's own state is already gone. */
   delete(id: string, o?: { force?: boolean; bundle?: string }): Promise<void>;
   exitStatus(id: string): Promise<ExitStatus | undefined>;
-  /** Knows, without a read, which containers may have an exit file. */
-  exits: { mayHaveExited(id: string): boolean };
+  /** Knows, without a read, which containers may have an exit file; tells of each new one. */
+  exits: { mayHaveExited(id: string): boolean; onExit(listener: (id: string) => void): void };
   reopenLog(id: string): Promise<void>;
   execSync(id: string, cmd: string[], o: { timeoutSec: number; maxOutputBytes?: number }): Promise<ExecSyncResult>;
   update(id: string, resources: object): Promise<void>;

@@ -117,7 +117,7 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
   for (const id of cached) {
     add('cni-attachment', `${settings.cni.cache_dir}/results/*-${id}-*`, id, networked.has(id), ({ network }) => network.gc(attached));
   }
-  for (const r of await hostLocalReservations(settings.cni.conf_dir, src.log)) {
+  for (const r of await hostLocalReservations(settings.cni.conf_dir, settings.cni.networks_dir, src.log)) {
     if (ours(r.containerId)) add('ip-reservation', `${r.network} ${r.ip}`, r.containerId, networked.has(r.containerId), () => removeReservation(r));
   }
   for (const c of await portmapChains()) {

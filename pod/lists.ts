@@ -17,6 +17,12 @@ export async function listSandboxes(ctx: PodContext, filter: PodSandboxFilter__O
     && matchesLabels(r.config.labels, filter?.label_selector));
 }
 
+/** The containers of one sandbox, refreshed (PodSandboxStatus gives their statuses with the pod's). */
+export async function sandboxContainers(ctx: PodContext, sandboxId: string): Promise<ContainerRecord[]> {
+  const mine = ctx.tables.containers.list().filter((r) => r.sandboxId === sandboxId);
+  return mine.some((r) => containerMayHaveExited(ctx, r)) ? Promise.all(mine.map((r) => refreshContainer(ctx, r))) : mine;
+}
+
 export async function listContainers(ctx: PodContext, filter: ContainerFilter__Output | null | undefined): Promise<ContainerRecord[]> {
   const candidates = ctx.tables.containers.list().filter((r) =>
     (!filter?.id || r.id.startsWith(filter.id))

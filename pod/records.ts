@@ -3,6 +3,7 @@
 import type { PodNetworkRequest } from '../cni/manager.js';
 import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
+import type { TimelineEntry } from '../core/timeline.js';
 import type { RecordTable, Store } from '../store/store.js';
 
 export type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
@@ -28,9 +29,13 @@ export interface SandboxRecord {
   networkAttached: boolean;
   ips: string[];
   cniResults: unknown[];
+  /** Every attachment but loopback as multus reports it (network-status format); absent in records before it. */
+  networkStatus?: unknown[];
   pausePid?: number;
   /** The pause image the sandbox runs. */
   pauseImage: { id: string; name: string };
+  /** How long each step of RunPodSandbox took (absent on records made before it was kept). */
+  timeline?: TimelineEntry[];
 }
 
 /** A removal under way or to retry: how often it failed, when to try again, and why it failed. */
@@ -70,6 +75,8 @@ export interface ContainerRecord {
   imageVolumes?: ImageVolumeUse[];
   /** The process identity as the spec resolved it (absent on records made before it was kept). */
   user?: { uid: number; gid: number; additionalGids: number[] };
+  /** How long each step of CreateContainer and StartContainer took (absent on records made before it was kept). */
+  timeline?: TimelineEntry[];
 }
 
 /**

@@ -8,6 +8,7 @@ import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { nowNanos } from '../core/time.js';
+import { Timeline } from '../core/timeline.js';
 import { inParallel, withUndo } from '../core/undo.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import { podNetnsPaths } from '../netns/netns.js';
@@ -18,6 +19,7 @@ import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import type { PodContext } from './context.js';
 import { podNetworkRequest, tearDownNetwork } from './network.js';
 import { sandboxReservation, type SandboxRecord } from './records.js';
+import { refreshSandbox } from './sandbox-refresh.js';
 import { readSeccompProfiles } from './seccomp-profile.js';
 import { markSandboxReady } from './state.js';
 import { checkPodSandboxConfig } from './validation.js';
@@ -25,6 +27,8 @@ import { checkPodSandboxConfig } from './validation.js';
 /** Makes a sandbox for `config` under `runtimeHandler` (empty: the default one); returns its id. */
 export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Output | null, runtimeHandler: string, parentLog: Logger): Promise<string> {
   checkPodSandboxConfig(config);
+  const t = new Timeline();
+  const begun = performance.now();
   const handler = runtimeHandler || ctx.settings.default_runtime;
   const runtime = ctx.runtimes.get(handler);
   if (!runtime) throw new InvalidArgument(`runtime handler "${handler}" is not configured (have: ${[...ctx.runtimes.keys()].join(', ')})`);
@@ -34,7 +38,9 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
   const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
   const cgroupParent = podCgroupParentDir(ctx.settings.cgroup_driver, config.linux?.cgroup_parent ?? '');
   const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
-  const pause = await ctx.pauseImage(parentLog);
+  // Secondary networks are resolved first: a bad request for them must not cost a namespace and a pause.
+  if (modes.network !== 'NODE') ctx.network.checkPodNetworks({ name: config.metadata.name, namespace: config.metadata.namespace, annotations: config.annotations });
+  const pause = await t.step('pause-image', () => ctx.pauseImage(parentLog));
 
   const id = randomBytes(32).toString('hex');
   const log = parentLog.child({ sandboxId: id });
@@ -99,9 +105,11 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
       // failed undo (which would keep this half-made sandbox's record, visible to kubelet).
       undo.push('CNI attachment', () => tearDownNetwork(ctx, record).catch((err: unknown) =>
         log.warn({ err: (err as Error).message }, 'pod network teardown failed; deferred to the background retry')));
-      const status = await ctx.network.setUpPod(podNetworkRequest(record));
+      const status = await t.step('cni', () => ctx.network.setUpPod(podNetworkRequest(record)));
+      for (const step of status.steps ?? []) t.add(step);
       record.ips = status.ips;
       record.cniResults = status.results;
+      record.networkStatus = status.networkStatus;
       save();
     };
     const pauseRootfs = async () => {
@@ -128,28 +136,32 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
       }
       await writeFile(join(record.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
       undo.push('pause container', () => runtime.delete(id, { force: true, bundle: record.dir }));
-      const { pid } = await runtime.create({ id, bundle: record.dir, logPath: '/dev/null' });
+      const { pid } = await t.step('pause-create', () => runtime.create({ id, bundle: record.dir, logPath: '/dev/null' }));
       // The pause holds its own copies of the mounts now (runc still starts exec processes in the root dir).
       if (userns) await host.unstageUserns(staging, { keepRoot: true });
       faultPoint('pause-created');
-      await runtime.start(id);
+      await t.step('pause-start', () => runtime.start(id));
       faultPoint('pause-started');
       record.pausePid = pid;
     };
     // The pause only needs the namespace to join, not the network in it: CNI ADD runs while
     // the pause is created and started, which takes the plugins off the critical path.
     // The shm mount and the netns go first: each needs a process, and the pause waits for both.
-    const shmMounted = podShm();
-    const netnsMade = netns();
-    const pauseStarted = inParallel([shmMounted, netnsMade, pauseRootfs(), podFiles()]).then(([, , made]) => startPause(made));
+    const shmMounted = t.step('shm', podShm);
+    const netnsMade = t.step('netns', netns);
+    const pauseStarted = inParallel([shmMounted, netnsMade, t.step('pause-rootfs', pauseRootfs), t.step('pod-files', podFiles)]).then(([, , made]) => startPause(made));
     await inParallel([
       // A user-namespaced pod's network namespace exists once its pause does.
       (userns ? pauseStarted.then(pinPauseNetns) : netnsMade).then(attachNetwork),
       pauseStarted,
     ]);
     markSandboxReady(record);
+    t.add({ step: 'total', ms: performance.now() - begun });
+    record.timeline = t.entries;
     save();
-    log.info({ name: config.metadata.name, namespace: config.metadata.namespace, ips: record.ips }, 'sandbox ready');
+    // A pause that died before this write was not yet READY when the exit watcher told of it: read it now.
+    await refreshSandbox(ctx, record);
+    log.info({ name: config.metadata.name, namespace: config.metadata.namespace, ips: record.ips, ms: t.ms }, 'sandbox ready');
     return id;
   })));
 }

@@ -1,18 +1,46 @@
-// ContainerStats, ListContainerStats, PodSandboxStats, ListPodSandboxStats: cgroup samples of
-// running containers (cpu, memory) and the size of their writable layers.
+// ContainerStats, ListContainerStats, PodSandboxStats, ListPodSandboxStats: cgroup samples of running
+// containers (cpu, memory, swap, and on cgroup v2 pressure), the size of their writable layers, and a pod's
+// interface counters and process count. The samples are also what the CRI metrics (metrics.ts) are made of.
+import { NotFound } from '../core/errors.js';
 import { nanosFromMillis } from '../core/time.js';
 import type { ContainerStats } from '../gen/runtime/v1/ContainerStats.js';
 import type { ContainerStatsFilter__Output } from '../gen/runtime/v1/ContainerStatsFilter.js';
 import type { PodSandboxStats } from '../gen/runtime/v1/PodSandboxStats.js';
 import type { PodSandboxStatsFilter__Output } from '../gen/runtime/v1/PodSandboxStatsFilter.js';
-import { nanoCores, readStatsForPid, type CgroupStats } from '../oci/runtime/stats.js';
+import type { PsiStats } from '../gen/runtime/v1/PsiStats.js';
+import { readFullStatsForPid, readInterfaceCounters, type CgroupDetail, type InterfaceCounters, type Psi } from '../oci/runtime/cgroup-stats.js';
+import { nanoCores, type CgroupStats } from '../oci/runtime/stats.js';
 import { diskUsage } from '../oci/runtime/usage.js';
 import { refreshContainer } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import { matchesLabels } from './filters.js';
 import type { ContainerRecord, SandboxRecord } from './records.js';
 
+/** One cgroup sample with its CPU rate (undefined on the first sample of a cgroup). */
+export type Sample = CgroupStats & { detail: CgroupDetail; nanoCores: number | undefined };
+
+export interface ContainerSample {
+  /** The record as it was refreshed for this sample. */
+  record: ContainerRecord;
+  /** Undefined unless the container runs (and its cgroup could be read). */
+  cgroup: Sample | undefined;
+  /** The writable layer's use; `mountpoint` is the filesystem it is on (the root dir, as ImageFsInfo reports). */
+  layer: { timestamp: Date; bytes: number; inodes: number; mountpoint: string } | undefined;
+}
+
+export interface SandboxSample {
+  record: SandboxRecord;
+  pause: Sample | undefined;
+  /** The pod network namespace's interfaces (lo excepted); undefined for a host-network or stopped pod. */
+  network: { timestamp: Date; interfaces: InterfaceCounters[] } | undefined;
+  containers: ContainerSample[];
+}
+
+/** The interface CNI gives the pod's default network; every other one is reported beside it. */
+const DEFAULT_INTERFACE = 'eth0';
+
 const value = (n: number) => ({ value: String(Math.max(0, Math.round(n))) });
+const optional = (n: number | undefined) => (n === undefined ? null : value(n));
 const nanos = (d: Date) => nanosFromMillis(d.getTime());
 
 /** The CPU rate needs two samples: the last one of each container is kept here. */
@@ -25,79 +53,129 @@ function forgetRemoved(ctx: PodContext): void {
   }
 }
 
-async function sample(id: string, pid: number | undefined): Promise<CgroupStats | undefined> {
+/** A cgroup sample of the process `pid`, or undefined when it is gone (the container exited meanwhile). */
+async function sample(id: string, pid: number | undefined): Promise<Sample | undefined> {
   if (!pid) return undefined;
-  const stats = await readStatsForPid(pid).catch(() => undefined);
+  const stats = await readFullStatsForPid(pid).catch((err: unknown) => { if (err instanceof NotFound) return undefined; throw err; });
   if (!stats) return undefined;
   const last = previous.get(id);
   previous.set(id, { timestamp: stats.timestamp, cpuUsageNs: stats.cpuUsageNs });
-  return Object.assign(stats, { nanoCores: last ? nanoCores(last, stats) : undefined });
+  return { ...stats, nanoCores: last ? nanoCores(last, stats) : undefined };
 }
 
-function cpuAndMemory(stats: (CgroupStats & { nanoCores?: number }) | undefined) {
-  if (!stats) return { cpu: null, memory: null };
-  const timestamp = nanos(stats.timestamp);
-  return {
-    cpu: { timestamp, usage_core_nano_seconds: value(stats.cpuUsageNs), usage_nano_cores: stats.nanoCores === undefined ? null : value(stats.nanoCores) },
-    memory: {
-      timestamp, working_set_bytes: value(stats.workingSetBytes), usage_bytes: value(stats.memoryUsageBytes),
-      available_bytes: stats.availableBytes === undefined ? null : value(stats.availableBytes),
-      rss_bytes: value(stats.rssBytes), page_faults: value(stats.pageFaults), major_page_faults: value(stats.majorPageFaults),
-    },
-  };
+/** Runs `read` for each item; an item whose record went away meanwhile (NotFound) is left out. */
+async function eachPresent<T, R>(items: T[], read: (item: T) => Promise<R>): Promise<R[]> {
+  const settled = await Promise.all(items.map((item) => read(item).catch((err: unknown) => { if (err instanceof NotFound) return undefined; throw err; })));
+  return settled.filter((r): r is Awaited<R> => r !== undefined);
 }
 
-async function containerStats(ctx: PodContext, record: ContainerRecord): Promise<ContainerStats> {
+async function sampleContainer(ctx: PodContext, record: ContainerRecord): Promise<ContainerSample> {
   const fresh = await refreshContainer(ctx, record);
-  const running = fresh.state === 'CONTAINER_RUNNING';
-  const stats = running ? await sample(fresh.id, fresh.pid) : undefined;
-  const layer = fresh.rootfsUpper ? await diskUsage(fresh.rootfsUpper) : undefined;
+  const [cgroup, layer] = await Promise.all([
+    fresh.state === 'CONTAINER_RUNNING' ? sample(fresh.id, fresh.pid) : undefined,
+    fresh.rootfsUpper ? diskUsage(fresh.rootfsUpper) : undefined,
+  ]);
+  return { record: fresh, cgroup, layer: layer && { timestamp: new Date(), ...layer, mountpoint: ctx.settings.root_dir } };
+}
+
+async function podNetwork(sandbox: SandboxRecord): Promise<SandboxSample['network']> {
+  if (!sandbox.netns || !sandbox.pausePid || sandbox.state !== 'SANDBOX_READY') return undefined;
+  // The pause lives in the pod's network namespace: its /proc view of net/dev is the pod's.
+  const interfaces = await readInterfaceCounters(sandbox.pausePid).catch((err: unknown) => { if (err instanceof NotFound) return undefined; throw err; });
+  return interfaces && { timestamp: new Date(), interfaces };
+}
+
+async function sampleSandbox(ctx: PodContext, sandbox: SandboxRecord): Promise<SandboxSample> {
+  const records = ctx.tables.containers.list().filter((c) => c.sandboxId === sandbox.id);
+  const [pause, network, containers] = await Promise.all([
+    sandbox.state === 'SANDBOX_READY' ? sample(sandbox.id, sandbox.pausePid) : undefined,
+    podNetwork(sandbox),
+    eachPresent(records, (c) => sampleContainer(ctx, c)),
+  ]);
+  return { record: sandbox, pause, network, containers };
+}
+
+function psiStats(psi: Psi | undefined): PsiStats | null {
+  if (!psi) return null;
+  const line = (l: Psi['some'] | undefined) => l && { Total: String(Math.round(l.totalNs)), Avg10: l.avg10, Avg60: l.avg60, Avg300: l.avg300 };
+  return { Some: line(psi.some), Full: line(psi.full) ?? null };
+}
+
+function containerStatsOf(s: ContainerSample): ContainerStats {
+  const { record: r, cgroup: c, layer } = s;
+  const timestamp = c && nanos(c.timestamp);
   return {
-    attributes: { id: fresh.id, metadata: fresh.config.metadata, labels: fresh.config.labels, annotations: fresh.config.annotations },
-    ...cpuAndMemory(stats),
-    writable_layer: layer ? {
-      timestamp: nanos(new Date()), fs_id: { mountpoint: ctx.settings.root_dir }, used_bytes: value(layer.bytes), inodes_used: value(layer.inodes),
+    attributes: { id: r.id, metadata: r.config.metadata, labels: r.config.labels, annotations: r.config.annotations },
+    cpu: c ? { timestamp, usage_core_nano_seconds: value(c.cpuUsageNs), usage_nano_cores: optional(c.nanoCores), psi: psiStats(c.detail.psi.cpu) } : null,
+    memory: c ? {
+      timestamp, working_set_bytes: value(c.workingSetBytes), usage_bytes: value(c.memoryUsageBytes), available_bytes: optional(c.availableBytes),
+      rss_bytes: value(c.rssBytes), page_faults: value(c.pageFaults), major_page_faults: value(c.majorPageFaults), psi: psiStats(c.detail.psi.memory),
     } : null,
+    swap: c && c.detail.swapUsageBytes !== undefined
+      ? { timestamp, swap_usage_bytes: value(c.detail.swapUsageBytes), swap_available_bytes: optional(c.detail.swapAvailableBytes) } : null,
+    // The CRI's IoUsage carries pressure only (cgroup v2); the bytes per device are in the metrics.
+    io: c?.detail.psi.io ? { timestamp, psi: psiStats(c.detail.psi.io) } : null,
+    writable_layer: layer ? { timestamp: nanos(layer.timestamp), fs_id: { mountpoint: layer.mountpoint }, used_bytes: value(layer.bytes), inodes_used: value(layer.inodes) } : null,
   };
 }
 
-async function sandboxStats(ctx: PodContext, sandbox: SandboxRecord): Promise<PodSandboxStats> {
-  const containers = ctx.tables.containers.list().filter((c) => c.sandboxId === sandbox.id);
-  const [pause, ...stats] = await Promise.all([
-    sandbox.state === 'SANDBOX_READY' ? sample(sandbox.id, sandbox.pausePid) : undefined,
-    ...containers.map((c) => containerStats(ctx, c)),
-  ]);
-  // The pod's usage is its pause plus its containers (their cgroups are siblings under the parent).
-  const sum = (pick: (s: ContainerStats) => { value?: unknown } | null | undefined, own: number) =>
-    value(stats.reduce((total, s) => total + Number(pick(s)?.value ?? 0), own));
+/** Sums one number over the pause and the containers that have a sample. */
+function podTotal(s: SandboxSample, pick: (c: Sample) => number | undefined): number {
+  return [s.pause, ...s.containers.map((c) => c.cgroup)].reduce((total, c) => total + (c ? pick(c) ?? 0 : 0), 0);
+}
+
+function interfaceUsage(i: InterfaceCounters) {
+  return { name: i.name, rx_bytes: value(i.rxBytes), rx_errors: value(i.rxErrors), tx_bytes: value(i.txBytes), tx_errors: value(i.txErrors) };
+}
+
+function sandboxStatsOf(s: SandboxSample): PodSandboxStats {
+  const r = s.record;
   const timestamp = nanos(new Date());
+  const interfaces = s.network?.interfaces ?? [];
+  const primary = interfaces.find((i) => i.name === DEFAULT_INTERFACE) ?? interfaces[0];
   return {
-    attributes: { id: sandbox.id, metadata: sandbox.config.metadata, labels: sandbox.config.labels, annotations: sandbox.config.annotations },
+    attributes: { id: r.id, metadata: r.config.metadata, labels: r.config.labels, annotations: r.config.annotations },
     linux: {
-      cpu: { timestamp, usage_core_nano_seconds: sum((s) => s.cpu?.usage_core_nano_seconds, pause?.cpuUsageNs ?? 0), usage_nano_cores: sum((s) => s.cpu?.usage_nano_cores, 0) },
-      memory: { timestamp, working_set_bytes: sum((s) => s.memory?.working_set_bytes, pause?.workingSetBytes ?? 0), usage_bytes: sum((s) => s.memory?.usage_bytes, pause?.memoryUsageBytes ?? 0) },
-      containers: stats,
+      // The pod's usage is its pause plus its containers (their cgroups are siblings under the parent).
+      cpu: { timestamp, usage_core_nano_seconds: value(podTotal(s, (c) => c.cpuUsageNs)), usage_nano_cores: value(podTotal(s, (c) => c.nanoCores)) },
+      memory: {
+        timestamp, working_set_bytes: value(podTotal(s, (c) => c.workingSetBytes)), usage_bytes: value(podTotal(s, (c) => c.memoryUsageBytes)),
+        rss_bytes: value(podTotal(s, (c) => c.rssBytes)), page_faults: value(podTotal(s, (c) => c.pageFaults)), major_page_faults: value(podTotal(s, (c) => c.majorPageFaults)),
+      },
+      network: s.network ? {
+        timestamp: nanos(s.network.timestamp),
+        default_interface: primary ? interfaceUsage(primary) : null,
+        interfaces: interfaces.filter((i) => i !== primary).map(interfaceUsage),
+      } : null,
+      process: { timestamp, process_count: value(podTotal(s, (c) => c.detail.processes)) },
+      containers: s.containers.map(containerStatsOf),
     },
   };
 }
 
-export function statsOfContainer(ctx: PodContext, idOrPrefix: string): Promise<ContainerStats> {
-  return containerStats(ctx, ctx.tables.containers.find(idOrPrefix));
+export async function statsOfContainer(ctx: PodContext, idOrPrefix: string): Promise<ContainerStats> {
+  return containerStatsOf(await sampleContainer(ctx, ctx.tables.containers.find(idOrPrefix)));
 }
 
-export function listContainerStats(ctx: PodContext, f: ContainerStatsFilter__Output | null | undefined): Promise<ContainerStats[]> {
+export async function listContainerStats(ctx: PodContext, f: ContainerStatsFilter__Output | null | undefined): Promise<ContainerStats[]> {
   forgetRemoved(ctx);
   const records = ctx.tables.containers.list().filter((r) =>
     (!f?.id || r.id.startsWith(f.id)) && (!f?.pod_sandbox_id || r.sandboxId.startsWith(f.pod_sandbox_id)) && matchesLabels(r.config.labels, f?.label_selector));
-  return Promise.all(records.map((r) => containerStats(ctx, r)));
+  return (await eachPresent(records, (r) => sampleContainer(ctx, r))).map(containerStatsOf);
 }
 
-export function statsOfSandbox(ctx: PodContext, idOrPrefix: string): Promise<PodSandboxStats> {
-  return sandboxStats(ctx, ctx.tables.sandboxes.find(idOrPrefix));
+export async function statsOfSandbox(ctx: PodContext, idOrPrefix: string): Promise<PodSandboxStats> {
+  return sandboxStatsOf(await sampleSandbox(ctx, ctx.tables.sandboxes.find(idOrPrefix)));
 }
 
-export function listSandboxStats(ctx: PodContext, f: PodSandboxStatsFilter__Output | null | undefined): Promise<PodSandboxStats[]> {
+export async function listSandboxStats(ctx: PodContext, f: PodSandboxStatsFilter__Output | null | undefined): Promise<PodSandboxStats[]> {
   forgetRemoved(ctx);
   const records = ctx.tables.sandboxes.list().filter((r) => (!f?.id || r.id.startsWith(f.id)) && matchesLabels(r.config.labels, f?.label_selector));
-  return Promise.all(records.map((r) => sandboxStats(ctx, r)));
+  return (await eachPresent(records, (r) => sampleSandbox(ctx, r))).map(sandboxStatsOf);
+}
+
+/** Samples of every sandbox and its containers, for the metrics. */
+export async function sampleAllSandboxes(ctx: PodContext): Promise<SandboxSample[]> {
+  forgetRemoved(ctx);
+  return eachPresent(ctx.tables.sandboxes.list(), (r) => sampleSandbox(ctx, r));
 }

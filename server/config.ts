@@ -49,6 +49,10 @@ const schema = z.strictObject({
     // On the very first start with an empty conf dir, write a bridge network for pod_subnet.
     // Off for nodes whose CNI installs its own config later (a CNI daemonset).
     write_default_network: z.boolean().default(true),
+    // NetworkAttachmentDefinitions (YAML or JSON) that pods name in k8s.v1.cni.cncf.io/networks.
+    networks_dir: absolutePath.default('/etc/minicri/networks.d'),
+    // kubelet's pod-resources API, asked for the devices of pods with device-backed networks only.
+    pod_resources_socket: absolutePath.default('/var/lib/kubelet/pod-resources/kubelet.sock'),
   }).prefault({}),
   registries: z.strictObject({
     insecure: z.array(z.string().min(1)).default([]),
@@ -64,6 +68,9 @@ const schema = z.strictObject({
   }).prefault({}),
   // Prometheus text endpoint (GET /metrics); empty: off, and prom-client is never loaded.
   metrics_address: metricsAddress.default(''),
+  // Events a GetContainerEvents subscriber may have waiting (it reads slower than they come) before its
+  // stream is ended with RESOURCE_EXHAUSTED; kubelet then relists and subscribes again.
+  container_events_buffer: z.number().int().positive().max(1_000_000).default(1000),
   cdi: z.strictObject({
     // CDI spec files (JSON or YAML); a later directory's device overrides an earlier one's of the same name.
     spec_dirs: z.array(absolutePath).default(['/etc/cdi', '/var/run/cdi']),

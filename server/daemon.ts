@@ -5,6 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { CdiRegistry } from '../cdi/registry.js';
 import { ensureDefaultNetwork } from '../cni/default-network.js';
 import { CniManager } from '../cni/manager.js';
+import { PodResourcesClient } from '../cni/pod-resources.js';
 import { Background } from '../core/background.js';
 import { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
@@ -16,6 +17,8 @@ import { probeHandlerFeatures, probeKernelFeatures } from '../oci/runtime/featur
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
 import { usernsStagingDir } from '../oci/runtime/userns.js';
 import type { PodContext } from '../pod/context.js';
+import { podEvents } from '../pod/events.js';
+import { recordExitsAsTheyHappen } from '../pod/exits.js';
 import { hostMechanics } from '../pod/host.js';
 import { NetworkChecks } from '../pod/network-checks.js';
 import { pauseImageSource } from '../pod/pause-image.js';
@@ -95,6 +98,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     cni = await CniManager.create({
       confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir,
       defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
+      networksDir: config.cni.networks_dir, podResources: new PodResourcesClient(config.cni.pod_resources_socket),
       log: log.child({ module: 'cni' }),
     });
     t.mark('cni');
@@ -124,11 +128,14 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     });
     pods = {
       settings: config, tables, locks, background, log, network: cni, runtimes, images, host: hostMechanics,
+      events: podEvents(tables, config.container_events_buffer),
       pauseImage: await pauseImageSource(config, images, VERSION),
       hostFacts: async (rootfs) => ({ ...await node.forRootfs(rootfs), cgroupNamespace }),
       cdi: new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' })),
       runtimeFeatures,
     };
+    // Before recovery, so no exit between its reads and serving goes unrecorded.
+    recordExitsAsTheyHappen(pods);
     const cri = loadCri();
     t.mark('streaming, pause image, proto');
     const recovered = await recover(pods, log.child({ module: 'recovery' }));
@@ -158,6 +165,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
         // Stop accepting, then let grpc-js finish in-flight calls and close the connections it holds;
         // the listener's close completes only once those connections are gone, so it is awaited last.
         const closed = listener.close();
+        // Event streams never end on their own: they end now, with UNAVAILABLE, so kubelet reconnects.
+        pods.events.close();
         await streaming?.stop();
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => { server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);

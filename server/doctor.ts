@@ -26,7 +26,7 @@ export async function repair(findings: Finding[], config: Config, log: Logger): 
   let cni: CniManager | undefined;
   try {
     const images = await Images.open({ rootDir: join(config.root_dir, 'images'), repo: store.table<ImageRecord>('image'), registries: { mirrors: {}, insecure: [] }, log });
-    cni = await CniManager.create({ confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir, log, watch: false });
+    cni = await CniManager.create({ confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir, networksDir: config.cni.networks_dir, log, watch: false });
     return await repairOrphans(findings, { images, network: cni }, log);
   } finally {
     cni?.close();

@@ -5,6 +5,7 @@ import { ImageStatus } from './handlers/image-status.js';
 import { ListImages } from './handlers/list-images.js';
 import { PullImage } from './handlers/pull-image.js';
 import { RemoveImage } from './handlers/remove-image.js';
+import { StreamImages } from './handlers/stream-images.js';
 import type { ImageHandlers } from './service.js';
 
 export function imageService(edge: Edge): ImageHandlers {
@@ -14,5 +15,6 @@ export function imageService(edge: Edge): ImageHandlers {
     ListImages: ListImages(edge),
     PullImage: PullImage(edge),
     RemoveImage: RemoveImage(edge),
+    StreamImages: StreamImages(edge),
   };
 }

@@ -1,5 +1,6 @@
 // Optional Prometheus endpoint (config `metrics_address`, off by default): what the store says is pending
-// (failed CNI teardowns, removals), sandboxes and containers by state, and per-RPC outcomes. prom-client is
+// (failed CNI teardowns, removals), sandboxes and containers by state, per-RPC outcomes, and how long each
+// step of starting a pod or a container took (the timelines the records keep). prom-client is
 // loaded only when the endpoint is on, so a daemon without metrics does not carry it.
 import { chmod } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -7,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { claimSocketPath } from './listen.js';
 import type { Logger } from '../core/log.js';
+import type { TimelineEntry } from '../core/timeline.js';
 import type { Tables } from '../pod/records.js';
 import type { RpcObserver } from './rpc.js';
 
@@ -54,6 +56,12 @@ async function buildRegistry(tables: Tables, pulls?: PullStats): Promise<{ regis
     name: 'minicri_containers', help: 'Containers by state', labelNames: ['state'], registers: [registry],
     collect() { setByState(this, tables.containers.list(), ['CONTAINER_CREATED', 'CONTAINER_RUNNING', 'CONTAINER_EXITED', 'CONTAINER_UNKNOWN']); },
   });
+  const steps = new prom.Histogram({
+    name: 'minicri_pod_start_step_seconds', help: 'How long each step of starting a sandbox or a container took (plugin: the CNI plugin of a cni-add step)',
+    labelNames: ['kind', 'step', 'plugin'], buckets: STEP_BUCKETS, registers: [registry],
+  });
+  observeTimelines(tables.sandboxes, (e) => steps.observe({ kind: 'sandbox', step: e.step, plugin: e.plugin ?? '' }, e.ms / 1000));
+  observeTimelines(tables.containers, (e) => steps.observe({ kind: 'container', step: e.step, plugin: e.plugin ?? '' }, e.ms / 1000));
   if (pulls) {
     new prom.Counter({
       name: 'minicri_image_pull_bytes_total', help: 'Image layer and config bytes received from registries and mirrors',
@@ -66,6 +74,32 @@ async function buildRegistry(tables: Tables, pulls?: PullStats): Promise<{ regis
   }
   const calls = new prom.Counter({ name: 'minicri_rpc_calls_total', help: 'CRI calls by method and gRPC status', labelNames: ['rpc', 'code'], registers: [registry] });
   return { registry, observe: (rpc, code) => calls.inc({ rpc, code }) };
+}
+
+/** From a millisecond (a plugin ADD) to the CNI plugin timeout's order. */
+const STEP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+interface TimelineTable {
+  list(): { id: string; timeline?: TimelineEntry[] }[];
+  get(id: string): { timeline?: TimelineEntry[] } | undefined;
+  onChange(listener: (id: string) => void): void;
+}
+
+/**
+ * Calls `observe` once for each step a record's timeline gains from now on. The timelines of records made
+ * before the endpoint started (kept across a restart) were counted by the process that made them.
+ */
+function observeTimelines(table: TimelineTable, observe: (e: TimelineEntry) => void): void {
+  const seen = new Map(table.list().map((r) => [r.id, r.timeline?.length ?? 0]));
+  table.onChange((id) => {
+    const timeline = table.get(id)?.timeline;
+    if (!timeline) {
+      if (!table.get(id)) seen.delete(id);
+      return;
+    }
+    for (const entry of timeline.slice(seen.get(id) ?? 0)) observe(entry);
+    seen.set(id, timeline.length);
+  });
 }
 
 /** Every state gets a sample, zero included, so a series does not vanish when its last object goes. */

@@ -17,7 +17,37 @@ export interface CallContext {
 }
 
 export type Unary<Req, Res> = (request: Req, ctx: CallContext) => Promise<Res> | Res;
-export type ServerStream<Req, Res> = (request: Req, emit: (response: Res) => boolean, ctx: CallContext) => Promise<void>;
+export type ServerStream<Req, Res> = (request: Req, emit: (response: Res) => boolean, ctx: CallContext, stream: StreamFlow) => Promise<void>;
+
+/** What a long or large server stream needs beside `emit`: the client's pace and its leaving. */
+export interface StreamFlow {
+  /**
+   * Resolves once what was emitted has gone out (at once when nothing waits), or when the call ends: wait for
+   * it after `emit` returned false, so a client that reads slowly is not buffered for without bound.
+   */
+  drained(): Promise<void>;
+  /** Aborted when the client cancels the call or goes away. */
+  readonly cancelled: AbortSignal;
+  /** Sends the response headers now rather than with the first message: tells the client the stream is in place. */
+  sendHeaders(): void;
+}
+
+/** The flow control of a grpc-js server stream. */
+function streamFlow(call: grpc.ServerWritableStream<unknown, unknown>): StreamFlow {
+  const cancel = new AbortController();
+  call.once('cancelled', () => cancel.abort());
+  call.once('close', () => cancel.abort());
+  return {
+    cancelled: cancel.signal,
+    sendHeaders: () => call.sendMetadata(new grpc.Metadata()),
+    drained: () => new Promise<void>((resolve) => {
+      if (!call.writableNeedDrain || cancel.signal.aborted) return resolve();
+      const done = () => { call.off('drain', done); cancel.signal.removeEventListener('abort', done); resolve(); };
+      call.once('drain', done);
+      cancel.signal.addEventListener('abort', done, { once: true });
+    }),
+  };
+}
 
 /** Counts one finished call of `rpc` with its gRPC status name ("OK", "NOT_FOUND", ...). */
 export type RpcObserver = (rpc: string, code: string) => void;
@@ -99,7 +129,7 @@ export function serverStream<Req, Res>(name: string, handler: ServerStream<Req, 
     const started = process.hrtime.bigint();
     const ctx = callContext(name, call, log);
     Promise.resolve()
-      .then(() => handler(call.request as Req, (response) => call.write(response), ctx))
+      .then(() => handler(call.request as Req, (response) => call.write(response), ctx, streamFlow(call)))
       .then(
         () => { logOutcome(name, ctx, log, observe, started); call.end(); },
         // grpc-js sends an 'error' as the call's status and ends it; destroy() would drop the status, and the

@@ -6,9 +6,12 @@ import { ContainerStatus } from './handlers/container-status.js';
 import { CreateContainer } from './handlers/create-container.js';
 import { Exec } from './handlers/exec.js';
 import { ExecSync } from './handlers/exec-sync.js';
+import { GetContainerEvents } from './handlers/get-container-events.js';
 import { ListContainerStats } from './handlers/list-container-stats.js';
 import { ListContainers } from './handlers/list-containers.js';
+import { ListMetricDescriptors } from './handlers/list-metric-descriptors.js';
 import { ListPodSandbox } from './handlers/list-pod-sandbox.js';
+import { ListPodSandboxMetrics } from './handlers/list-pod-sandbox-metrics.js';
 import { ListPodSandboxStats } from './handlers/list-pod-sandbox-stats.js';
 import { PodSandboxStats } from './handlers/pod-sandbox-stats.js';
 import { PodSandboxStatus } from './handlers/pod-sandbox-status.js';
@@ -22,6 +25,11 @@ import { StartContainer } from './handlers/start-container.js';
 import { Status } from './handlers/status.js';
 import { StopContainer } from './handlers/stop-container.js';
 import { StopPodSandbox } from './handlers/stop-pod-sandbox.js';
+import { StreamContainers } from './handlers/stream-containers.js';
+import { StreamContainerStats } from './handlers/stream-container-stats.js';
+import { StreamPodSandboxes } from './handlers/stream-pod-sandboxes.js';
+import { StreamPodSandboxMetrics } from './handlers/stream-pod-sandbox-metrics.js';
+import { StreamPodSandboxStats } from './handlers/stream-pod-sandbox-stats.js';
 import { UpdateContainerResources } from './handlers/update-container-resources.js';
 import { UpdatePodSandboxResources } from './handlers/update-pod-sandbox-resources.js';
 import { UpdateRuntimeConfig } from './handlers/update-runtime-config.js';
@@ -36,9 +44,12 @@ export function runtimeService(edge: Edge): RuntimeHandlers {
     CreateContainer: CreateContainer(edge),
     Exec: Exec(edge),
     ExecSync: ExecSync(edge),
+    GetContainerEvents: GetContainerEvents(edge),
     ListContainerStats: ListContainerStats(edge),
     ListContainers: ListContainers(edge),
+    ListMetricDescriptors: ListMetricDescriptors(edge),
     ListPodSandbox: ListPodSandbox(edge),
+    ListPodSandboxMetrics: ListPodSandboxMetrics(edge),
     ListPodSandboxStats: ListPodSandboxStats(edge),
     PodSandboxStats: PodSandboxStats(edge),
     PodSandboxStatus: PodSandboxStatus(edge),
@@ -52,6 +63,11 @@ export function runtimeService(edge: Edge): RuntimeHandlers {
     Status: Status(edge),
     StopContainer: StopContainer(edge),
     StopPodSandbox: StopPodSandbox(edge),
+    StreamContainers: StreamContainers(edge),
+    StreamContainerStats: StreamContainerStats(edge),
+    StreamPodSandboxes: StreamPodSandboxes(edge),
+    StreamPodSandboxMetrics: StreamPodSandboxMetrics(edge),
+    StreamPodSandboxStats: StreamPodSandboxStats(edge),
     UpdateContainerResources: UpdateContainerResources(edge),
     UpdatePodSandboxResources: UpdatePodSandboxResources(edge),
     UpdateRuntimeConfig: UpdateRuntimeConfig(edge),

@@ -1,5 +1,6 @@
 // The bench environment shared by every target: a temp dir, a local registry holding busybox, minicri's pause
-// and a ~100 MB image, and a private CNI bridge network (mcri-bench0 on 10.235.0.0/16, no route out).
+// and a ~100 MB image, a private CNI bridge network (mcri-bench0 on 10.235.0.0/16, no route out), and two
+// secondary ones defined as NetworkAttachmentDefinitions (mcri-bench1 and 2 on 10.241 and 10.242.0.0/16).
 // `cleanup` removes all of it, plus whatever a crashed target left under the temp dir (mounts, cgroups).
 import { mkdir, mkdtemp, readFile, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,11 @@ export const SUBNET = '10.235.0.0/16';
 export const NETWORK = 'mcri-bench';
 export const CNI_BIN = '/usr/lib/cni';
 export const RUNC = '/usr/sbin/runc';
+/** The secondary networks pods of the multinet bench ask for, each a bridge of its own (namespace minicri-bench). */
+export const SECONDARY_NETWORKS = [
+  { name: 'mcri-sec1', bridge: 'mcri-bench1', subnet: '10.241.0.0/16' },
+  { name: 'mcri-sec2', bridge: 'mcri-bench2', subnet: '10.242.0.0/16' },
+] as const;
 /** Parent cgroup of every bench pod (cgroupfs driver), for every target. */
 export const CGROUP_PARENT = '/minicri-bench';
 const CGROUP_ROOT = '/sys/fs/cgroup';
@@ -27,11 +33,15 @@ export interface BenchEnv {
   registry: TestRegistry;
   confDir: string;
   ipamDir: string;
+  /** The NetworkAttachmentDefinitions of SECONDARY_NETWORKS. */
+  networksDir: string;
   busybox: string;
   pause: string;
   big: BigImage;
   /** The bridge plugin's configuration as the conflist holds it (the floor runs it by hand). */
   bridgeConf: Record<string, unknown>;
+  /** The same for each secondary network, by name. */
+  secondaryConfs: Record<string, Record<string, unknown>>;
   cleanup(): Promise<void>;
 }
 
@@ -59,13 +69,14 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
   let registry: TestRegistry | undefined;
   const confDir = join(base, 'net.d');
   const ipamDir = join(base, 'ipam');
+  const networksDir = join(base, 'networks.d');
   const cleanup = async () => {
     // What an interrupted floor run left: its containers and namespaces.
     await removeRuncState(join(base, 'floor', 'runc'));
     for (const ns of await readdir('/var/run/netns').catch(() => [] as string[])) {
       if (ns.startsWith(FLOOR_NETNS_PREFIX)) await execa('ip', ['netns', 'del', ns], { reject: false });
     }
-    await execa('ip', ['link', 'del', BRIDGE], { reject: false });
+    for (const bridge of [BRIDGE, ...SECONDARY_NETWORKS.map((s) => s.bridge)]) await execa('ip', ['link', 'del', bridge], { reject: false });
     await unmountUnder(base);
     await removeCgroups(CGROUP_PARENT);
     await registry?.stop();
@@ -85,9 +96,20 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
     const big = await pushBigImage(registry);
     await mkdir(confDir, { recursive: true });
     // No gateway and no masquerade: pods reach each other over the bridge and nothing else.
-    const bridgeConf = { type: 'bridge', bridge: BRIDGE, isGateway: false, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet: SUBNET }]], dataDir: ipamDir } };
+    const bridge = (name: string, subnet: string) => ({ type: 'bridge', bridge: name, isGateway: false, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet }]], dataDir: ipamDir } });
+    const bridgeConf = bridge(BRIDGE, SUBNET);
     await writeFile(join(confDir, '10-mcri-bench.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: NETWORK, plugins: [bridgeConf] }));
-    return { base, registry, confDir, ipamDir, busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, bridgeConf, cleanup };
+    const secondaryConfs = Object.fromEntries(SECONDARY_NETWORKS.map((s) => [s.name, bridge(s.bridge, s.subnet)]));
+    await mkdir(networksDir, { recursive: true });
+    await writeFile(join(networksDir, 'bench.json'), JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: SECONDARY_NETWORKS.map((s) => ({
+        apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name: s.name, namespace: 'minicri-bench' },
+        spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: s.name, ...secondaryConfs[s.name] }) },
+      })),
+    }));
+    return { base, registry, confDir, ipamDir, networksDir, busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, bridgeConf, secondaryConfs, cleanup };
   } catch (err) {
     await cleanup();
     throw err;

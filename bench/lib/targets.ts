@@ -172,6 +172,7 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     `cache_dir = "${join(dir, 'cni-cache')}"`,
     `bin_dirs = ["${CNI_BIN}"]`,
     'write_default_network = false',
+    `networks_dir = "${env.networksDir}"`,
   ].join('\n'));
   const logFile = join(dir, 'minicri.log');
   // The command itself, so its shebang's environment and node flags apply. Node refuses --cpu-prof in

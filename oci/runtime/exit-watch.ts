@@ -8,6 +8,7 @@ const RESCAN_MS = 5000;
 export class ExitWatcher {
   private exited = new Set<string>();
   private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly exitListeners: ((id: string) => void)[] = [];
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
 
@@ -48,6 +49,14 @@ export class ExitWatcher {
     });
   }
 
+  /**
+   * Calls `listener` with the id of each exit file that appears from now on (once the watcher runs), as the
+   * watcher sees it: so an exit is recorded, and its event sent, when it happens rather than at the next read.
+   */
+  onExit(listener: (id: string) => void): void {
+    this.exitListeners.push(listener);
+  }
+
   get running(): boolean {
     return this.watcher !== undefined;
   }
@@ -58,10 +67,14 @@ export class ExitWatcher {
   }
 
   private rescan(): void {
+    const before = this.exited;
     try {
       this.exited = new Set(readdirSync(this.exitDir));
     } catch {
       this.exited = new Set();
+    }
+    if (this.exitListeners.length > 0) {
+      for (const id of this.exited) if (!before.has(id)) for (const listener of this.exitListeners) listener(id);
     }
     for (const [id, waiters] of this.waiters) {
       if (this.exited.has(id)) for (const wake of [...waiters]) wake();

@@ -105,27 +105,38 @@ export function nanoCores(prev: Pick<CgroupStats, 'timestamp' | 'cpuUsageNs'>, c
   return Math.round((cpuNs / wallNs) * 1e9);
 }
 
+/** Where a process's cgroups are: each v1 controller's directory, and the unified (v2) one. */
+export interface ControllerPaths {
+  v1: Map<string, string>;
+  unified: string | undefined;
+}
+
 /**
  * Controller directories from /proc/<pid>/cgroup. v1 hierarchies are assumed mounted at
  * <root>/<controller list as named there> (e.g. "cpu,cpuacct"), which is the usual layout.
  */
-export function cgroupDirsFromProcCgroup(text: string, root = CGROUP_ROOT): CgroupDirs {
-  let cpuacct: string | undefined;
-  let memory: string | undefined;
+export function controllerPathsFromProcCgroup(text: string, root = CGROUP_ROOT): ControllerPaths {
+  const v1 = new Map<string, string>();
   let unified: string | undefined;
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue;
     const m = /^(\d+):([^:]*):(.*)$/.exec(line);
     if (!m) throw new Internal(`unparsable /proc/<pid>/cgroup line "${line}"`);
     const [, , controllerList, path] = m as unknown as [string, string, string, string];
-    const controllers = controllerList.split(',');
-    if (controllerList === '') unified = path;
-    if (controllers.includes('cpuacct')) cpuacct = join(root, controllerList, path);
-    if (controllers.includes('memory')) memory = join(root, controllerList, path);
+    if (controllerList === '') unified = join(root, path);
+    else for (const controller of controllerList.split(',')) v1.set(controller, join(root, controllerList, path));
   }
+  return { v1, unified };
+}
+
+/** The cpuacct and memory directories (v1) or the unified one (v2) of a process, from /proc/<pid>/cgroup. */
+export function cgroupDirsFromProcCgroup(text: string, root = CGROUP_ROOT): CgroupDirs {
+  const { v1, unified } = controllerPathsFromProcCgroup(text, root);
+  const cpuacct = v1.get('cpuacct');
+  const memory = v1.get('memory');
   if (cpuacct !== undefined && memory !== undefined) return { version: 1, cpuacct, memory };
   // Pure v2 hosts mount the unified hierarchy at the root itself.
-  if (unified !== undefined && cpuacct === undefined && memory === undefined) return { version: 2, unified: join(root, unified) };
+  if (unified !== undefined && cpuacct === undefined && memory === undefined) return { version: 2, unified };
   throw new Internal('cannot find the cpuacct and memory cgroups in /proc/<pid>/cgroup: mixed or partial cgroup setup');
 }
 

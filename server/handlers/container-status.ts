@@ -1,4 +1,4 @@
-// ContainerStatus: from the record, refreshed from conmon's exit file; verbose adds the pid, bundle and config.
+// ContainerStatus: from the record, refreshed from conmon's exit file; verbose adds the pid, bundle, config and startup timeline.
 import { containerNow } from '../../pod/container-refresh.js';
 import { containerStatus } from '../cri-views.js';
 import type { Edge } from '../edge.js';
@@ -8,7 +8,10 @@ export function ContainerStatus(edge: Edge): RuntimeRpc<'ContainerStatus'> {
   return async (request) => {
     const record = await containerNow(edge.pods, request.container_id);
     const info: Record<string, string> = {};
-    if (request.verbose) info.info = JSON.stringify({ pid: record.pid ?? 0, sandboxId: record.sandboxId, bundle: record.dir, config: record.config });
+    if (request.verbose) {
+      // timeline: how long each step of CreateContainer and StartContainer took.
+      info.info = JSON.stringify({ pid: record.pid ?? 0, sandboxId: record.sandboxId, bundle: record.dir, config: record.config, timeline: record.timeline ?? [] });
+    }
     return { status: containerStatus(record), info };
   };
 }

@@ -34,7 +34,8 @@ export class ServiceClient<D> {
   stream<K extends KnownKeys<D> & keyof D & string>(name: K, request: RequestOf<D[K]>): AsyncIterable<ResponseOf<D[K]>> & { cancel(): void } {
     const method = this.definition[name];
     const call = this.client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, request);
-    return Object.assign(call as AsyncIterable<ResponseOf<D[K]>>, { cancel: () => call.cancel() });
+    // The call is an async iterable and has cancel() of its own.
+    return call as unknown as AsyncIterable<ResponseOf<D[K]>> & { cancel(): void };
   }
 }
 

@@ -27,6 +27,10 @@ export interface DaemonNetwork {
   confDir: string;
   cacheDir: string;
   binDirs: string[];
+  /** NetworkAttachmentDefinitions for secondary networks (default: an empty dir of the daemon's own). */
+  networksDir?: string;
+  /** kubelet's pod-resources socket (default: one that does not exist). */
+  podResourcesSocket?: string;
 }
 
 /**
@@ -61,6 +65,8 @@ export function makeDaemonDirs(extraToml = '', net?: DaemonNetwork, opts: { ownN
     `cache_dir = "${net?.cacheDir ?? join(base, 'cni-cache')}"`,
     `bin_dirs = ${JSON.stringify(net?.binDirs ?? ['/usr/lib/cni'])}`,
     'write_default_network = false',
+    `networks_dir = "${net?.networksDir ?? join(base, 'networks.d')}"`,
+    `pod_resources_socket = "${net?.podResourcesSocket ?? join(base, 'no-kubelet.sock')}"`,
   ].join('\n'));
   return dirs;
 }

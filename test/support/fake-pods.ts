@@ -9,6 +9,7 @@ import { KeyedLock } from '../../core/locks.js';
 import { silentLogger } from '../../core/log.js';
 import type { ImageRecord } from '../../oci/image/types.js';
 import type { PodContext } from '../../pod/context.js';
+import { podEvents } from '../../pod/events.js';
 import type { ContainerRuntime, PodHost, PodImages, PodNetwork } from '../../pod/interfaces.js';
 import { openTables, type ContainerRecord, type SandboxRecord } from '../../pod/records.js';
 import { Store } from '../../store/store.js';
@@ -74,9 +75,10 @@ export function fakePods(): FakePods {
     unstageUserns: async () => {},
   };
   const network: PodNetwork = {
-    setUpPod: () => step('cni', { ips: ['10.99.0.2'], results: [] }),
+    setUpPod: () => step('cni', { ips: ['10.99.0.2'], results: [], networkStatus: [], steps: [{ step: 'cni-add', plugin: 'bridge', network: 'pods', ms: 1.5 }] }),
     tearDownPod: async () => undo('cni'),
     checkPod: async () => {},
+    checkPodNetworks: () => {},
     status: async () => ({ ready: true, reason: '', message: '' }),
     gc: async () => {},
     setPodCidr: () => {},
@@ -88,7 +90,7 @@ export function fakePods(): FakePods {
     stop: async () => {},
     delete: async () => undo('create'),
     exitStatus: async () => undefined,
-    exits: { mayHaveExited: () => false },
+    exits: { mayHaveExited: () => false, onExit: () => {} },
     reopenLog: async () => {},
     execSync: async () => ({ stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0, timedOut: false, stdoutTruncated: false, stderrTruncated: false }),
     update: async () => {},
@@ -106,8 +108,8 @@ export function fakePods(): FakePods {
     gc: async () => {},
   };
   const ctx: PodContext = {
-    settings: { root_dir: join(dir, 'root'), state_dir: join(dir, 'state'), netns_dir: join(dir, 'netns'), cgroup_driver: 'cgroupfs', default_runtime: 'runc', cni: { cache_dir: join(dir, 'cni'), conf_dir: join(dir, 'net.d') } },
-    tables, locks: new KeyedLock(), background: new Background(silentLogger), log: silentLogger, network, runtimes: new Map([['runc', runtime]]), images, host,
+    settings: { root_dir: join(dir, 'root'), state_dir: join(dir, 'state'), netns_dir: join(dir, 'netns'), cgroup_driver: 'cgroupfs', default_runtime: 'runc', cni: { cache_dir: join(dir, 'cni'), conf_dir: join(dir, 'net.d'), networks_dir: join(dir, 'networks.d') } },
+    tables, events: podEvents(tables, 16), locks: new KeyedLock(), background: new Background(silentLogger), log: silentLogger, network, runtimes: new Map([['runc', runtime]]), images, host,
     pauseImage: async () => ({ id: 'sha256:pause', name: 'localhost/minicri/pause:test', config: { Entrypoint: ['/pause'] } }),
     hostFacts: () => step('facts', hostFacts()),
     cdi: { resolve: async () => [], inventory: async () => ({ devices: [], errors: {} }) },

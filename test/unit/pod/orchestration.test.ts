@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { InvalidArgument } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { createContainer } from '../../../pod/container-create.js';
 import { removeContainer } from '../../../pod/container-remove.js';
@@ -52,6 +53,12 @@ describe('RunPodSandbox orchestration', () => {
     assert.equal(record.creating, undefined);
     assert.equal(record.pausePid, 4242);
     assert.ok(existsSync(join(record.dir, 'hosts')) && existsSync(join(record.dir, 'config.json')));
+    // Its startup timeline: every step once, each CNI plugin's ADD as the network reported it, and the total.
+    const steps = record.timeline!.map((e) => e.step);
+    assert.deepEqual(new Set(steps), new Set(['pause-image', 'shm', 'netns', 'pause-rootfs', 'pod-files', 'pause-create', 'pause-start', 'cni', 'cni-add', 'total']));
+    assert.equal(steps.length, new Set(steps).size);
+    assert.deepEqual(record.timeline!.find((e) => e.step === 'cni-add'), { step: 'cni-add', plugin: 'bridge', network: 'pods', ms: 1.5 });
+    assert.ok(record.timeline!.every((e) => e.ms >= 0));
   });
 
   for (const failed of STEPS) {
@@ -69,6 +76,23 @@ describe('RunPodSandbox orchestration', () => {
     await assert.rejects(runSandbox(f.ctx, podConfig(f), 'kata', silentLogger), /runtime handler "kata" is not configured/);
     assert.deepEqual(f.journal, []);
     assert.deepEqual(f.ctx.tables.sandboxes.list(), []);
+  });
+
+  it('refuses a request for networks that do not resolve before it makes anything; a host-network pod is not asked', async () => {
+    const asked: string[] = [];
+    f.ctx.network.checkPodNetworks = (pod) => {
+      asked.push(pod.annotations['k8s.v1.cni.cncf.io/networks'] ?? '');
+      throw new InvalidArgument('annotation k8s.v1.cni.cncf.io/networks: network ns/nope is not defined');
+    };
+    const config = podConfig(f);
+    config.annotations = { 'k8s.v1.cni.cncf.io/networks': 'nope' };
+    await assert.rejects(runSandbox(f.ctx, config, '', silentLogger), (err: Error & { code?: string }) => err.code === 'invalid-argument' && /ns\/nope is not defined/.test(err.message));
+    assert.deepEqual(asked, ['nope']);
+    assert.deepEqual(f.journal, []);
+    assert.deepEqual(f.ctx.tables.sandboxes.list(), []);
+    const hostNetwork = sandboxConfig({ log_directory: join(f.dir, 'logs'), annotations: config.annotations }, { namespace_options: { network: 'NODE', pid: 'POD', ipc: 'POD', target_id: '', userns_options: null } });
+    await runSandbox(f.ctx, hostNetwork, '', silentLogger);
+    assert.deepEqual(asked, ['nope']);
   });
 
   const usernsPod = (f: FakePods) => sandboxConfig({ log_directory: join(f.dir, 'logs') }, {
@@ -120,8 +144,10 @@ describe('CreateContainer orchestration', () => {
     const id = await createContainer(f.ctx, sandboxId, config(), null, silentLogger);
     assert.deepEqual(entries(f, 'do'), ['rootfs', 'facts', 'create']);
     assert.equal(f.ctx.tables.containers.get(id)!.creating, undefined);
+    assert.deepEqual(f.ctx.tables.containers.get(id)!.timeline!.map((e) => e.step), ['image-lookup', 'rootfs', 'spec', 'runc-create', 'total']);
     await startContainer(f.ctx, id, silentLogger);
     assert.deepEqual(f.states.get(id)!.filter((s, i, all) => s !== all[i - 1]), ['CONTAINER_CREATED', 'CONTAINER_RUNNING']);
+    assert.equal(f.ctx.tables.containers.get(id)!.timeline!.at(-1)!.step, 'runc-start');
     await assert.rejects(startContainer(f.ctx, id, silentLogger), /only a created container can be started/);
   });
 

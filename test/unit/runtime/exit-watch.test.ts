@@ -41,3 +41,28 @@ it('wakes a waiter when the exit file appears, and times out when it does not', 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+it('tells each listener of each exit file that appears after start, once', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'minicri-exits-'));
+  writeFileSync(join(dir, 'before'), '0');
+  const watcher = new ExitWatcher(dir);
+  watcher.start();
+  const told: string[] = [];
+  watcher.onExit((id) => told.push(id));
+  try {
+    writeFileSync(join(dir, 'c1'), '0');
+    writeFileSync(join(dir, 'c2'), '137');
+    const deadline = Date.now() + 2000;
+    while (told.length < 2) {
+      assert.ok(Date.now() < deadline, `exit files not told within 2 s (told: ${told.join()})`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    // Rewriting a file the watcher knows (conmon does not, but inotify fires anyway) tells nothing new.
+    writeFileSync(join(dir, 'c1'), '1');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(told.sort(), ['c1', 'c2'], 'the file present at start is not an exit seen now');
+  } finally {
+    watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

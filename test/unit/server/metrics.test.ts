@@ -9,7 +9,7 @@ import { parseConfig } from '../../../server/config.js';
 import { NotFound } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { listenTarget, startMetrics } from '../../../server/metrics.js';
-import { openTables, type SandboxRecord } from '../../../pod/records.js';
+import { openTables, type ContainerRecord, type SandboxRecord } from '../../../pod/records.js';
 import { bindService } from '../../../server/service.js';
 import { Store } from '../../../store/store.js';
 
@@ -71,5 +71,33 @@ describe('metrics', () => {
     assert.match(body, /^minicri_rpc_calls_total\{rpc="RunPodSandbox",code="UNKNOWN"\} 1$/m);
     assert.match(body, /^minicri_process_resident_memory_bytes \d+/m);
     assert.equal((await get(metrics.address, '/')).status, 404);
+  });
+
+  it('observes each step a sandbox or container timeline gains once, in the start-step histogram', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'minicri-metrics-'));
+    const store = Store.open(join(dir, 'minicri.db'));
+    const tables = openTables(store);
+    const meta = { metadata: { name: 'p', namespace: 'n', uid: 'u', attempt: 0 } };
+    // Made before the endpoint started (as after a restart): its steps were counted by the process that made it.
+    tables.sandboxes.put({ id: 'b'.repeat(64), state: 'SANDBOX_READY', config: { metadata: { ...meta.metadata, attempt: 1 } }, timeline: [{ step: 'netns', ms: 5 }] } as unknown as SandboxRecord);
+    const metrics = await startMetrics(join(dir, 'metrics.sock'), tables, silentLogger);
+    t.after(async () => { await metrics.stop(); store.close(); rmSync(dir, { recursive: true, force: true }); });
+    const sandbox = { id: 'a'.repeat(64), state: 'SANDBOX_NOTREADY', config: meta } as unknown as SandboxRecord;
+    tables.sandboxes.put(sandbox);
+    const timeline = [{ step: 'netns', ms: 3 }, { step: 'cni-add', plugin: 'bridge', network: 'pods', ms: 40 }, { step: 'pause-start', ms: 20 }];
+    tables.sandboxes.put({ ...sandbox, state: 'SANDBOX_READY', timeline });
+    tables.sandboxes.put({ ...sandbox, state: 'SANDBOX_READY', timeline }); // written again: nothing new
+    const container = { id: 'c'.repeat(64), sandboxId: sandbox.id, state: 'CONTAINER_CREATED', config: { metadata: { name: 'app', attempt: 0 } } } as unknown as ContainerRecord;
+    tables.containers.put({ ...container, timeline: [{ step: 'runc-create', ms: 30 }] });
+    tables.containers.put({ ...container, state: 'CONTAINER_RUNNING', timeline: [{ step: 'runc-create', ms: 30 }, { step: 'runc-start', ms: 8 }] });
+
+    const { body } = await get(metrics.address, '/metrics');
+    assert.match(body, /^# TYPE minicri_pod_start_step_seconds histogram$/m);
+    assert.match(body, /^minicri_pod_start_step_seconds_count\{kind="sandbox",step="netns",plugin=""\} 1$/m);
+    assert.match(body, /^minicri_pod_start_step_seconds_sum\{kind="sandbox",step="cni-add",plugin="bridge"\} 0\.04$/m);
+    assert.match(body, /^minicri_pod_start_step_seconds_bucket\{le="0\.05",kind="sandbox",step="cni-add",plugin="bridge"\} 1$/m);
+    assert.match(body, /^minicri_pod_start_step_seconds_bucket\{le="0\.025",kind="sandbox",step="cni-add",plugin="bridge"\} 0$/m);
+    assert.match(body, /^minicri_pod_start_step_seconds_count\{kind="container",step="runc-create",plugin=""\} 1$/m);
+    assert.match(body, /^minicri_pod_start_step_seconds_count\{kind="container",step="runc-start",plugin=""\} 1$/m);
   });
 });

@@ -1,0 +1,46 @@
+// Device-backed attachments: which of the pod's devices each attachment gets, and how a plugin is told.
+// Pure.
+import { InvalidArgument } from '../core/errors.js';
+import { parseNetworkList, type NetworkList } from './config.js';
+import type { PodDevices } from './pod-resources.js';
+
+/** host-device takes a PCI address as `pciBusID` and a link name as `device`. */
+const PCI_ADDRESS = /^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/;
+
+/**
+ * One device id per attachment that needs one (resourceName set), in order, each not used by an earlier
+ * attachment of the pod. `names` name the attachments in errors.
+ */
+export function assignDevices(needs: { resourceName?: string; name: string }[], devices: PodDevices): (string | undefined)[] {
+  const used = new Set<string>();
+  return needs.map(({ resourceName, name }) => {
+    if (!resourceName) return undefined;
+    const ids = devices.get(resourceName) ?? [];
+    const id = ids.find((d) => !used.has(`${resourceName}\0${d}`));
+    if (id === undefined) {
+      throw new InvalidArgument(
+        ids.length === 0
+          ? `network ${name} needs a device of resource "${resourceName}", but kubelet allocated none to the pod: request ${resourceName} in a container's resources`
+          : `network ${name} needs a device of resource "${resourceName}", but the pod's ${ids.length} (${ids.join(', ')}) are all taken by its other attachments: request one more`,
+      );
+    }
+    used.add(`${resourceName}\0${id}`);
+    return id;
+  });
+}
+
+/**
+ * The list with `deviceId` written into the config of every plugin that does not take it as the
+ * deviceID capability (runtimeConfig): as `deviceID`, which sriov-cni reads, and for host-device as
+ * the key it reads (`pciBusID` for a PCI address, `device` for a link name).
+ */
+export function withDeviceId(list: NetworkList, deviceId: string): NetworkList {
+  const conf = JSON.parse(list.bytes.toString('utf8')) as Record<string, unknown>;
+  conf.plugins = list.plugins.map((p) => {
+    if (p.capabilities.includes('deviceID')) return p.raw;
+    const raw: Record<string, unknown> = { ...p.raw, deviceID: deviceId };
+    if (p.type === 'host-device') raw[PCI_ADDRESS.test(deviceId) ? 'pciBusID' : 'device'] = deviceId;
+    return raw;
+  });
+  return parseNetworkList(Buffer.from(JSON.stringify(conf)), list.source);
+}

@@ -1,0 +1,78 @@
+// Which networks a pod joins, resolved from its annotations before any plugin runs: the default network
+// (or the one `v1.multus-cni.io/default-network` puts in its place) on eth0, then each network of
+// `k8s.v1.cni.cncf.io/networks` on its own interface. Pure: a bad request fails here with nothing to undo.
+import { InvalidArgument } from '../core/errors.js';
+import { definitionKey, type AttachmentDefinition } from './attachment-definitions.js';
+import type { NetworkList } from './config.js';
+import {
+  assignInterfaces,
+  DEFAULT_NETWORK_ANNOTATION,
+  NETWORKS_ANNOTATION,
+  parseDefaultNetworkSelection,
+  parseNetworkSelections,
+  type NetworkSelection,
+} from './network-selection.js';
+
+export interface SecondaryPlan {
+  /** "namespace/name" of the definition: the network's name in the pod's network status. */
+  key: string;
+  ifName: string;
+  selection: NetworkSelection;
+  list: NetworkList;
+  resourceName?: string;
+}
+
+export interface PodPlan {
+  main: NetworkList;
+  /** The default network's name in the network status: the definition's key when the pod replaced it. */
+  mainName: string;
+  secondaries: SecondaryPlan[];
+}
+
+export interface NetworkCatalog {
+  defaultNet: NetworkList;
+  definitions: Map<string, AttachmentDefinition>;
+  /** Every network of the CNI conf dir, for definitions without a config of their own. */
+  confLists: NetworkList[];
+  networksDir: string;
+  confDir: string;
+}
+
+export function planPodNetworks(annotations: Record<string, string>, podNamespace: string, c: NetworkCatalog): PodPlan {
+  let main = c.defaultNet;
+  let mainName = c.defaultNet.name;
+  const replacement = annotations[DEFAULT_NETWORK_ANNOTATION];
+  if (replacement !== undefined && replacement.trim() !== '') {
+    const def = lookup(parseDefaultNetworkSelection(replacement, podNamespace), DEFAULT_NETWORK_ANNOTATION, c);
+    main = listOf(def, c);
+    mainName = definitionKey(def.namespace, def.name);
+  }
+  const planned = assignInterfaces(parseNetworkSelections(annotations[NETWORKS_ANNOTATION] ?? '', podNamespace));
+  const secondaries = planned.map(({ selection, ifName }): SecondaryPlan => {
+    const def = lookup(selection, NETWORKS_ANNOTATION, c);
+    return {
+      key: definitionKey(def.namespace, def.name),
+      ifName,
+      selection,
+      list: listOf(def, c),
+      ...(def.resourceName ? { resourceName: def.resourceName } : {}),
+    };
+  });
+  return { main, mainName, secondaries };
+}
+
+function lookup(s: NetworkSelection, annotation: string, c: NetworkCatalog): AttachmentDefinition {
+  const key = definitionKey(s.namespace, s.name);
+  const def = c.definitions.get(key);
+  if (!def) throw new InvalidArgument(`annotation ${annotation}: network ${key} is not defined: no NetworkAttachmentDefinition ${key} in ${c.networksDir}`);
+  return def;
+}
+
+/** A definition's CNI network: its own config, else the conf dir's network of the same name (as multus allows). */
+function listOf(def: AttachmentDefinition, c: NetworkCatalog): NetworkList {
+  const list = def.list ?? c.confLists.find((l) => l.name === def.name);
+  if (!list) {
+    throw new InvalidArgument(`NetworkAttachmentDefinition ${definitionKey(def.namespace, def.name)} (${def.source}) has no spec.config and ${c.confDir} has no CNI network named "${def.name}"`);
+  }
+  return list;
+}

@@ -1,0 +1,62 @@
+// A stand-in for kubelet's pod-resources API: a grpc-js server on a temp unix socket speaking the real
+// v1.PodResourcesLister proto, reporting the devices a test gives it. `withGet: false` leaves Get
+// unimplemented, as an older kubelet (or one with the feature gate off) does.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+const PROTO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../proto/podresources/v1/api.proto');
+
+export interface FakePod {
+  namespace: string;
+  name: string;
+  /** resource name → device ids, all in one container. */
+  devices: Record<string, string[]>;
+}
+
+export interface PodResourcesServer {
+  socket: string;
+  calls: string[];
+  close(): Promise<void>;
+}
+
+export async function startPodResourcesServer(pods: FakePod[], opts: { withGet?: boolean } = {}): Promise<PodResourcesServer> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'mcnt-podres-'));
+  const socket = path.join(dir, 'kubelet.sock');
+  const def = protoLoader.loadSync(PROTO, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+  const service = (grpc.loadPackageDefinition(def) as unknown as { v1: { PodResourcesLister: { service: grpc.ServiceDefinition } } }).v1.PodResourcesLister.service;
+  const calls: string[] = [];
+  const resources = (p: FakePod) => ({
+    name: p.name,
+    namespace: p.namespace,
+    containers: [{ name: 'app', devices: Object.entries(p.devices).map(([resource_name, device_ids]) => ({ resource_name, device_ids })) }],
+  });
+  const impl: grpc.UntypedServiceImplementation = {
+    List: (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      calls.push('List');
+      cb(null, { pod_resources: pods.map(resources) });
+    },
+  };
+  if (opts.withGet !== false) {
+    impl.Get = (call: grpc.ServerUnaryCall<{ pod_name: string; pod_namespace: string }, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      calls.push(`Get ${call.request.pod_namespace}/${call.request.pod_name}`);
+      const pod = pods.find((p) => p.name === call.request.pod_name && p.namespace === call.request.pod_namespace);
+      if (!pod) cb({ code: grpc.status.UNKNOWN, details: `pod ${call.request.pod_name} not found` });
+      else cb(null, { pod_resources: resources(pod) });
+    };
+  }
+  const server = new grpc.Server();
+  server.addService(service, impl);
+  await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  return {
+    socket,
+    calls,
+    async close() {
+      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
