@@ -19,6 +19,52 @@ export interface BlobTee {
   discard(): Promise<void>;
 }
 
+export interface BlobSlot { tmp: string; commit(): Promise<void>; discard(): Promise<void> }
+
+export interface BlobWriter {
+  stream: Transform;
+  bytes(): number;
+  /** True once the whole blob went by with the right size and digest. */
+  verified(): boolean;
+  /** Settles when the temp file is closed. */
+  closed: Promise<void>;
+}
+
+/**
+ * The pass-through behind ContentStore.tee: writes the bytes going by to `tmp`, hashing them, and fails at the
+ * end of the stream (after the file is complete) when size or digest are wrong.
+ */
+export function blobWriter(tmp: string, digest: string, size: number | undefined, what: string, onBytes?: (n: number) => void): BlobWriter {
+  const hash = createHash('sha256');
+  const file = new FileSink(tmp);
+  let bytes = 0;
+  let verified = false;
+  const closed = new Promise<void>((resolve) => file.once('close', resolve));
+  const stream = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      bytes += chunk.length;
+      if (size !== undefined && bytes > size) return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
+      hash.update(chunk);
+      onBytes?.(chunk.length);
+      if (file.write(chunk)) cb(null, chunk);
+      else file.once('drain', () => cb(null, chunk));
+    },
+    flush(cb) {
+      file.end(() => {
+        const got = `sha256:${hash.digest('hex')}`;
+        if (size !== undefined && bytes !== size) return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
+        if (got !== digest) return cb(new Internal(`${what} has digest ${got}, not ${digest}: the registry serves corrupt content`));
+        verified = true;
+        cb();
+      });
+    },
+  });
+  file.on('error', (err) => stream.destroy(err));
+  // A writer given up on (its stream destroyed) closes its file too.
+  stream.on('close', () => { if (!verified) file.destroy(); });
+  return { stream, bytes: () => bytes, verified: () => verified, closed };
+}
+
 export class ContentStore {
   private readonly dir: string;
   private readonly flights = new SingleFlight<number>();
@@ -100,47 +146,28 @@ export class ContentStore {
    * commit() moves the verified blob into the store; discard() removes the temp file unless committed.
    */
   tee(digest: string, size: number | undefined, what: string): BlobTee {
-    const hash = createHash('sha256');
-    const tmp = this.tmpPath();
-    const file = new FileSink(tmp);
-    let bytes = 0;
-    let verified = false;
-    const onBytes = this.onBytes;
-    const closed = new Promise<void>((resolve) => file.once('close', resolve));
-    const stream = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        bytes += chunk.length;
-        if (size !== undefined && bytes > size) return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
-        hash.update(chunk);
-        onBytes?.(chunk.length);
-        if (file.write(chunk)) cb(null, chunk);
-        else file.once('drain', () => cb(null, chunk));
-      },
-      flush(cb) {
-        file.end(() => {
-          const got = `sha256:${hash.digest('hex')}`;
-          if (size !== undefined && bytes !== size) return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
-          if (got !== digest) return cb(new Internal(`${what} has digest ${got}, not ${digest}: the registry serves corrupt content`));
-          verified = true;
-          cb();
-        });
-      },
-    });
-    file.on('error', (err) => stream.destroy(err));
+    const slot = this.slot(digest);
+    const writer = blobWriter(slot.tmp, digest, size, what, this.onBytes);
     return {
-      stream,
-      bytes: () => bytes,
+      stream: writer.stream,
+      bytes: writer.bytes,
       commit: async () => {
-        if (!verified) throw new Internal(`${what}: stored before it was verified`);
-        await closed;
-        await rename(tmp, this.path(digest));
+        if (!writer.verified()) throw new Internal(`${what}: stored before it was verified`);
+        await writer.closed;
+        await slot.commit();
       },
       discard: async () => {
-        file.destroy();
-        await closed;
-        await rm(tmp, { force: true });
+        writer.stream.destroy();
+        await writer.closed;
+        await slot.discard();
       },
     };
+  }
+
+  /** A temp file for a blob someone else writes and verifies (see blobWriter); commit() puts it in place. */
+  slot(digest: string): BlobSlot {
+    const tmp = this.tmpPath();
+    return { tmp, commit: () => rename(tmp, this.path(digest)), discard: () => rm(tmp, { force: true }) };
   }
 
   async list(): Promise<string[]> {

@@ -7,7 +7,7 @@ import tar from 'tar-stream';
 import { faultPoint } from '../../core/faults.js';
 import { DeadlineExceeded, FailedPrecondition, InvalidArgument, MinicriError, NotFound, ResourceExhausted, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
-import { ContentStore, type BlobTee } from './content.js';
+import { ContentStore } from './content.js';
 import type { Transport } from './http.js';
 import { Mutex, Semaphore, SingleFlight } from './flight.js';
 import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
@@ -103,8 +103,8 @@ export class Images {
   private readonly active = new Map<string, number>();
   /** One download (and unpack) per layer blob, shared by every pull that needs it. */
   private readonly transfers = new SingleFlight<number>();
-  /** Layer blobs downloading now, for progress. */
-  private readonly receiving = new Map<string, BlobTee>();
+  /** Bytes received so far of the layer blobs downloading now, for progress. */
+  private readonly receiving = new Map<string, () => number>();
   readonly stats: PullStats = { bytes: 0, inFlight: 0 };
 
   private constructor(private readonly opts: ImagesOptions) {
@@ -246,7 +246,7 @@ export class Images {
       manifest.layers.forEach((l, i) => { lease.hold(l.digest); lease.hold(diffIds[i]!); });
       progress = new PullProgress(manifest.layers, {
         log, intervalMs: this.opts.progressIntervalMs ?? 10_000, slowAfterMs: this.opts.stallTimeoutMs ?? 60_000,
-        receiving: (digest) => this.receiving.get(digest)?.bytes(),
+        receiving: (digest) => this.receiving.get(digest)?.(),
       }).start();
       // allSettled: on a failure the other layers still finish before cleanup, so nothing is written after it.
       const results = await Promise.allSettled(manifest.layers.map(async (layer, i) => {
@@ -389,24 +389,25 @@ export class Images {
   private async transferLayer(ref: ImageRef, e: Endpoint, layer: Descriptor, diffId: string, auth: AuthConfig | undefined, what: string, signal: AbortSignal, attempts = 3): Promise<number> {
     for (let attempt = 1; ; attempt++) {
       const body = await this.client.openBlob(e, ref, layer.digest, auth, { signal, stallMs: this.opts.stallTimeoutMs });
-      const tee = this.content.tee(layer.digest, layer.size, what);
-      this.receiving.set(layer.digest, tee);
-      body.on('error', (err) => tee.stream.destroy(err));
-      tee.stream.on('close', () => body.destroy());
+      const slot = this.content.slot(layer.digest);
+      let received = 0;
+      body.on('data', (chunk: Buffer) => { received += chunk.length; this.stats.bytes += chunk.length; });
+      this.receiving.set(layer.digest, () => received);
       try {
-        await this.layers.unpack(diffId, body.pipe(tee.stream), what, layer.size, async () => {
-          await tee.commit();
+        await this.layers.unpack(diffId, body, what, layer.size, { tmp: slot.tmp, digest: layer.digest, size: layer.size }, async () => {
+          await slot.commit();
           faultPoint('pull-blob-stored');
         });
         faultPoint('pull-layer-unpacked');
-        return tee.bytes();
+        return received;
       } catch (err) {
         if (err instanceof MinicriError || signal.aborted || attempt >= attempts) throw err;
         this.opts.log.debug({ digest: layer.digest, attempt, err: (err as Error).message }, 'layer download interrupted, retrying');
         await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
       } finally {
+        body.destroy();
         this.receiving.delete(layer.digest);
-        await tee.discard();
+        await slot.discard();
       }
     }
   }

@@ -8,7 +8,7 @@ import { Internal, InvalidArgument } from '../../core/errors.js';
 import type { UnpackResult } from './unpack.js';
 
 export type ToWorker =
-  | { type: 'start'; id: number; dest: string; what: string }
+  | { type: 'start'; id: number; dest: string; what: string; blob?: BlobToWrite }
   | { type: 'chunk'; id: number; data: Uint8Array }
   | { type: 'end'; id: number }
   | { type: 'abort'; id: number; message: string };
@@ -17,6 +17,9 @@ export type FromWorker =
   | { type: 'ack'; id: number; bytes: number }
   | { type: 'done'; id: number; diffId: string; bytes: number }
   | { type: 'error'; id: number; code?: string; message: string };
+
+/** Where and what the blob going by is, for the worker to write it and check its digest. */
+export interface BlobToWrite { tmp: string; digest: string; size?: number }
 
 /** Bytes sent for one layer and not yet taken by its unpack: the source pauses past this. */
 const IN_FLIGHT = 4 << 20;
@@ -69,10 +72,11 @@ function idleLater(w: UnpackWorker): void {
 }
 
 /**
- * Unpacks `source` (a layer blob's bytes) into `dest` on the worker; see unpackLayer. A failure of the source
- * itself (a stalled download, a digest mismatch) is what the promise rejects with.
+ * Unpacks `source` (a layer blob's bytes) into `dest` on the worker; see unpackLayer. With `blob`, the worker
+ * also writes the bytes to its temp file and checks size and digest (see blobWriter). A failure of the source
+ * itself (a stalled download) is what the promise rejects with.
  */
-export function unpackInWorker(source: Readable, dest: string, what: string): Promise<UnpackResult> {
+export function unpackInWorker(source: Readable, dest: string, what: string, blob?: BlobToWrite): Promise<UnpackResult> {
   const w = worker();
   const id = nextId++;
   w.worker.ref();
@@ -98,14 +102,14 @@ export function unpackInWorker(source: Readable, dest: string, what: string): Pr
         finish();
         if (sourceError) reject(sourceError);
         else if (m.type === 'done') resolve({ diffId: m.diffId, bytes: m.bytes });
-        else reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(`${what}: ${m.message}`));
+        else reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(m.message));
       },
       onFailure(err) {
         source.destroy();
         reject(sourceError ?? new Internal(`${what}: ${err.message}`));
       },
     });
-    post({ type: 'start', id, dest, what });
+    post({ type: 'start', id, dest, what, blob });
     source.on('data', (chunk: Buffer) => {
       // A copy of just this chunk (a Buffer may be a slice of a larger pool), moved, not cloned again.
       const data = new Uint8Array(chunk);
