@@ -206,7 +206,6 @@ export class Images {
     let downloaded = 0;
     let progress: PullProgress | undefined;
     this.stats.inFlight++;
-    warmUnpackWorker();
     try {
       const top = await this.topManifest(ref, auth, signal);
       lease.hold(top.digest);
@@ -244,6 +243,8 @@ export class Images {
         throw new InvalidArgument(`image "${name}" lists ${manifest.layers.length} layers but its config has ${diffIds.length} diff ids`);
       }
       manifest.layers.forEach((l, i) => { lease.hold(l.digest); lease.hold(diffIds[i]!); });
+      // The worker starts while the first layer requests go out (a pull that has every layer needs none).
+      if (!(await Promise.all(diffIds.map((d) => this.layers.has(d)))).every(Boolean)) warmUnpackWorker();
       progress = new PullProgress(manifest.layers, {
         log, intervalMs: this.opts.progressIntervalMs ?? 10_000, slowAfterMs: this.opts.stallTimeoutMs ?? 60_000,
         receiving: (digest) => this.receiving.get(digest)?.(),

@@ -55,7 +55,7 @@ function worker(): UnpackWorker {
   return state;
 }
 
-/** Starts the worker ahead of the first layer, so its start overlaps the manifest and config requests. */
+/** Starts the worker ahead of the first layer, so its start overlaps the layer requests. */
 export function warmUnpackWorker(): void {
   const w = worker();
   if (w.jobs.size === 0) idleLater(w);
