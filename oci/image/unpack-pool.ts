@@ -1,7 +1,7 @@
 // Layer unpacking on a worker thread: the main thread reads the blob (from the registry or the store) and
-// hands its bytes to the worker that unpacks them, so a pull's CPU work runs beside the event loop that serves
-// CRI calls, and its garbage is collected on the worker's own heap. One worker serves every layer under way
-// (its code stays compiled and warm across them) and ends after a few idle seconds.
+// hands its bytes to a worker that unpacks them, so a pull's CPU work runs beside the event loop that serves
+// CRI calls, and its garbage is collected on the worker's own heap. Two workers share the layers under way
+// (each stays compiled and warm across layers) and end after a few idle seconds.
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { Internal, InvalidArgument } from '../../core/errors.js';
@@ -30,20 +30,24 @@ interface Job { onMessage(m: FromWorker): void; onFailure(err: Error): void }
 
 interface UnpackWorker { worker: Worker; jobs: Map<number, Job>; idle?: NodeJS.Timeout }
 
-let current: UnpackWorker | undefined;
+/** Two workers: with the hashing, the tar entries and the writes of several layers, one thread is the bottleneck. */
+const WORKERS = 2;
+const running: UnpackWorker[] = [];
 let nextId = 0;
 
+/** The least busy worker, started when fewer than WORKERS run and all of them are busy. */
 function worker(): UnpackWorker {
-  if (current) {
-    clearTimeout(current.idle);
-    return current;
+  const least = running.reduce<UnpackWorker | undefined>((a, w) => (!a || w.jobs.size < a.jobs.size ? w : a), undefined);
+  if (least && (least.jobs.size === 0 || running.length >= WORKERS)) {
+    clearTimeout(least.idle);
+    return least;
   }
   // A young generation of its own size: the daemon runs with a tiny one to stay small when idle, which would
   // make streaming 100 MB through a layer mostly garbage collection.
   const w = new Worker(new URL('./unpack-worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 48 } });
   const state: UnpackWorker = { worker: w, jobs: new Map() };
   const fail = (err: Error) => {
-    if (current === state) current = undefined;
+    forget(state);
     for (const job of state.jobs.values()) job.onFailure(err);
     state.jobs.clear();
   };
@@ -51,8 +55,13 @@ function worker(): UnpackWorker {
   w.on('error', (err) => fail(new Internal(`the unpack worker failed: ${err.message}`)));
   w.on('exit', (code) => fail(new Internal(`the unpack worker exited with code ${code}`)));
   w.unref();
-  current = state;
+  running.push(state);
   return state;
+}
+
+function forget(w: UnpackWorker): void {
+  const i = running.indexOf(w);
+  if (i >= 0) running.splice(i, 1);
 }
 
 /** Starts the worker ahead of the first layer, so its start overlaps the layer requests. */
@@ -64,8 +73,8 @@ export function warmUnpackWorker(): void {
 function idleLater(w: UnpackWorker): void {
   clearTimeout(w.idle);
   w.idle = setTimeout(() => {
-    if (current === w && w.jobs.size === 0) {
-      current = undefined;
+    if (w.jobs.size === 0) {
+      forget(w);
       void w.worker.terminate();
     }
   }, IDLE_MS).unref();
