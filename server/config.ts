@@ -57,6 +57,14 @@ const schema = z.strictObject({
   registries: z.strictObject({
     insecure: z.array(z.string().min(1)).default([]),
     mirrors: z.record(z.string(), mirror).default({}),
+    // Node-level credentials (Docker config.json `auths`): the pause image, mirrors, pulls sent without auth.
+    auth_file: absolutePath.default('/etc/minicri/auth.json'),
+    // Per-host TLS: <certs_dir>/<host[:port]>/{ca.crt,*.crt,client.cert,client.key}, as containerd and CRI-O read it.
+    certs_dir: absolutePath.default('/etc/minicri/certs.d'),
+    // A blob download that receives no byte for this long fails over to the next endpoint.
+    stall_timeout_seconds: z.number().positive().max(3600).default(60),
+    // How often a pull still running logs its progress.
+    progress_interval_seconds: z.number().positive().max(3600).default(10),
   }).prefault({}),
   // Prometheus text endpoint (GET /metrics); empty: off, and prom-client is never loaded.
   metrics_address: metricsAddress.default(''),

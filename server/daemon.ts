@@ -79,7 +79,11 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       registries: {
         insecure: config.registries.insecure,
         mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
+        authFile: config.registries.auth_file,
+        certsDir: config.registries.certs_dir,
       },
+      stallTimeoutMs: config.registries.stall_timeout_seconds * 1000,
+      progressIntervalMs: config.registries.progress_interval_seconds * 1000,
       log: log.child({ module: 'images' }),
       // A removed container still being cleaned up holds its image's layers mounted.
       inUse: (imageId) => [...tables.containers.list(), ...tables.containerCleanups.list()].some((c) => c.image.id === imageId || c.imageVolumes?.some((v) => v.imageId === imageId))
@@ -136,7 +140,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     t.mark('streaming, pause image, proto');
     const recovered = await recover(pods, log.child({ module: 'recovery' }));
     t.mark('recovery');
-    if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }));
+    if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }), images.stats);
     const retrier = new Retrier(pods, log.child({ module: 'retry' }));
     retrier.start();
     const networkChecks = new NetworkChecks(pods);

@@ -26,8 +26,11 @@ export function listenTarget(address: string): { path: string } | { host: string
   return { host: address.slice(0, i).replace(/^\[(.*)\]$/, '$1'), port: Number(address.slice(i + 1)) };
 }
 
-/** The registry with minicri's metrics, read from `tables` at each scrape. */
-async function buildRegistry(tables: Tables): Promise<{ registry: Registry; observe: RpcObserver }> {
+/** What the image service counts of its pulls (Images.stats). */
+export interface PullStats { bytes: number; inFlight: number }
+
+/** The registry with minicri's metrics, read from `tables` (and the pull counts) at each scrape. */
+async function buildRegistry(tables: Tables, pulls?: PullStats): Promise<{ registry: Registry; observe: RpcObserver }> {
   const prom = await import('prom-client');
   const registry = new prom.Registry();
   prom.collectDefaultMetrics({ register: registry, prefix: 'minicri_' });
@@ -59,6 +62,16 @@ async function buildRegistry(tables: Tables): Promise<{ registry: Registry; obse
   });
   observeTimelines(tables.sandboxes, (e) => steps.observe({ kind: 'sandbox', step: e.step, plugin: e.plugin ?? '' }, e.ms / 1000));
   observeTimelines(tables.containers, (e) => steps.observe({ kind: 'container', step: e.step, plugin: e.plugin ?? '' }, e.ms / 1000));
+  if (pulls) {
+    new prom.Counter({
+      name: 'minicri_image_pull_bytes_total', help: 'Image layer and config bytes received from registries and mirrors',
+      registers: [registry], collect() { this.reset(); this.inc(pulls.bytes); },
+    });
+    new prom.Gauge({
+      name: 'minicri_image_pulls_in_flight', help: 'Image pulls running now',
+      registers: [registry], collect() { this.set(pulls.inFlight); },
+    });
+  }
   const calls = new prom.Counter({ name: 'minicri_rpc_calls_total', help: 'CRI calls by method and gRPC status', labelNames: ['rpc', 'code'], registers: [registry] });
   return { registry, observe: (rpc, code) => calls.inc({ rpc, code }) };
 }
@@ -95,8 +108,8 @@ function setByState(gauge: { set(labels: { state: string }, value: number): void
 }
 
 /** Serves GET /metrics on `address`; fails (naming the address) when it cannot listen. */
-export async function startMetrics(address: string, tables: Tables, log: Logger): Promise<Metrics> {
-  const { registry, observe } = await buildRegistry(tables);
+export async function startMetrics(address: string, tables: Tables, log: Logger, pulls?: PullStats): Promise<Metrics> {
+  const { registry, observe } = await buildRegistry(tables, pulls);
   const server: Server = createServer((req, res) => {
     if (req.method !== 'GET' || (req.url ?? '/').split('?')[0] !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('minicri serves metrics at /metrics\n');

@@ -2,13 +2,18 @@
 // thrown errors to gRPC statuses. Nothing a handler throws can take the daemon down.
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { Unimplemented } from '../core/errors.js';
+import { DeadlineExceeded, Unimplemented } from '../core/errors.js';
 import { toGrpcError } from './grpc-status.js';
 import type { Logger } from '../core/log.js';
 
 /** What a handler gets beside its request: a logger carrying the rpc name and request id. */
 export interface CallContext {
   log: Logger;
+  /**
+   * Aborts when the client cancels the call or its deadline passes, for the few operations that stop then
+   * (a pull: nothing is left half done by stopping it). Its reason is a DeadlineExceeded.
+   */
+  signal: AbortSignal;
 }
 
 export type Unary<Req, Res> = (request: Req, ctx: CallContext) => Promise<Res> | Res;
@@ -62,14 +67,33 @@ function idsOf(request: unknown): Record<string, string> {
 }
 
 /**
- * Operations run to the end even when the caller gives up: a half-done RunPodSandbox would leave
- * more behind than a finished one, so there is no cancellation to pass on.
+ * Most operations run to the end even when the caller gives up (a half-done RunPodSandbox would leave more
+ * behind than a finished one); those that can stop cleanly read `signal`.
  */
-function callContext(name: string, request: unknown, log: Logger): CallContext {
-  // Most calls log nothing at the default level (a relist is hundreds of them): the call's child logger
-  // and its request id are made on first use.
+function callContext(name: string, call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>, log: Logger): CallContext {
+  // Most calls log nothing at the default level (a relist is hundreds of them): the call's child logger,
+  // its request id and its signal are made on first use.
   let child: Logger | undefined;
-  return { get log() { return child ??= log.child({ rpc: name, req: randomBytes(4).toString('hex'), ...idsOf(request) }); } };
+  let signal: AbortSignal | undefined;
+  return {
+    get log() { return child ??= log.child({ rpc: name, req: randomBytes(4).toString('hex'), ...idsOf(call.request) }); },
+    get signal() { return signal ??= callSignal(name, call); },
+  };
+}
+
+function callSignal(name: string, call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>): AbortSignal {
+  const controller = new AbortController();
+  if (call.cancelled) controller.abort(new DeadlineExceeded(`${name}: the client cancelled the call`));
+  call.once('cancelled', () => controller.abort(new DeadlineExceeded(`${name}: the client cancelled the call or its deadline passed`)));
+  const deadline = call.getDeadline();
+  const ms = deadline instanceof Date ? deadline.getTime() - Date.now() : deadline - Date.now();
+  if (!Number.isFinite(ms)) return controller.signal;
+  // A timer (unref'd) rather than trusting the transport: the deadline is the client's promise to stop waiting.
+  const timer = setTimeout(() => controller.abort(new DeadlineExceeded(`${name}: the client's deadline passed`)), Math.max(ms, 0));
+  timer.unref();
+  controller.signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
+  call.once('finish', () => clearTimeout(timer));
+  return controller.signal;
 }
 
 /** Logs how a call ended, counts it with `observe` (the metrics, when on), and gives grpc-js its error. */
@@ -90,7 +114,7 @@ function logOutcome(name: string, ctx: CallContext, parent: Logger, observe: Rpc
 export function unary<Req, Res>(name: string, handler: Unary<Req, Res>, log: Logger, observe?: RpcObserver): GrpcUnary {
   return (call, callback) => {
     const started = process.hrtime.bigint();
-    const ctx = callContext(name, call.request, log);
+    const ctx = callContext(name, call, log);
     Promise.resolve()
       .then(() => handler(call.request as Req, ctx))
       .then(
@@ -103,7 +127,7 @@ export function unary<Req, Res>(name: string, handler: Unary<Req, Res>, log: Log
 export function serverStream<Req, Res>(name: string, handler: ServerStream<Req, Res>, log: Logger, observe?: RpcObserver): GrpcServerStream {
   return (call) => {
     const started = process.hrtime.bigint();
-    const ctx = callContext(name, call.request, log);
+    const ctx = callContext(name, call, log);
     Promise.resolve()
       .then(() => handler(call.request as Req, (response) => call.write(response), ctx, streamFlow(call)))
       .then(

@@ -2,20 +2,75 @@
 // hashed while it streams, and renamed into place only when size and digest match, so the store never holds
 // a partial or corrupt blob. Concurrent requests for one digest share a single download.
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { MinicriError, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { FileSink } from './file-sink.js';
 import { SingleFlight } from './flight.js';
+
+/** A blob being written as it streams by; see ContentStore.tee. */
+export interface BlobTee {
+  stream: Transform;
+  bytes(): number;
+  commit(): Promise<void>;
+  discard(): Promise<void>;
+}
+
+export interface BlobSlot { tmp: string; commit(): Promise<void>; discard(): Promise<void> }
+
+export interface BlobWriter {
+  stream: Transform;
+  bytes(): number;
+  /** True once the whole blob went by with the right size and digest. */
+  verified(): boolean;
+  /** Settles when the temp file is closed. */
+  closed: Promise<void>;
+}
+
+/**
+ * The pass-through behind ContentStore.tee: writes the bytes going by to `tmp`, hashing them, and fails at the
+ * end of the stream (after the file is complete) when size or digest are wrong.
+ */
+export function blobWriter(tmp: string, digest: string, size: number | undefined, what: string, onBytes?: (n: number) => void): BlobWriter {
+  const hash = createHash('sha256');
+  const file = new FileSink(tmp);
+  let bytes = 0;
+  let verified = false;
+  const closed = new Promise<void>((resolve) => file.once('close', resolve));
+  const stream = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      bytes += chunk.length;
+      if (size !== undefined && bytes > size) return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
+      hash.update(chunk);
+      onBytes?.(chunk.length);
+      if (file.write(chunk)) cb(null, chunk);
+      else file.once('drain', () => cb(null, chunk));
+    },
+    flush(cb) {
+      file.end(() => {
+        const got = `sha256:${hash.digest('hex')}`;
+        if (size !== undefined && bytes !== size) return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
+        if (got !== digest) return cb(new Internal(`${what} has digest ${got}, not ${digest}: the registry serves corrupt content`));
+        verified = true;
+        cb();
+      });
+    },
+  });
+  file.on('error', (err) => stream.destroy(err));
+  // A writer given up on (its stream destroyed) closes its file too.
+  stream.on('close', () => { if (!verified) file.destroy(); });
+  return { stream, bytes: () => bytes, verified: () => verified, closed };
+}
 
 export class ContentStore {
   private readonly dir: string;
   private readonly flights = new SingleFlight<number>();
 
-  constructor(root: string, private readonly tmpDir: string, private readonly log: Logger) {
+  /** `onBytes` hears of every byte written as it streams in (the pull metrics). */
+  constructor(root: string, private readonly tmpDir: string, private readonly log: Logger, private readonly onBytes?: (n: number) => void) {
     this.dir = join(root, 'blobs', 'sha256');
   }
 
@@ -54,48 +109,65 @@ export class ContentStore {
    * Makes sure the blob is present, streaming it from `open` when not. Returns bytes downloaded (0 when it was
    * already there or another caller fetched it). `open` is retried on transient (non-typed) errors.
    */
-  async ensure(digest: string, size: number | undefined, what: string, open: () => Promise<Readable>, attempts = 3): Promise<number> {
+  async ensure(digest: string, size: number | undefined, what: string, open: (signal: AbortSignal) => Promise<Readable>, signal?: AbortSignal, attempts = 3): Promise<number> {
     if (await this.has(digest)) return 0;
     let fetched = false;
-    const bytes = await this.flights.do(digest, async () => {
+    const bytes = await this.flights.do(digest, async (shared) => {
       if (await this.has(digest)) return 0;
       fetched = true;
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.ingest(digest, size, what, await open());
+          return await this.ingest(digest, size, what, await open(shared));
         } catch (err) {
           if (err instanceof MinicriError || attempt >= attempts) throw err;
           this.log.debug({ digest, attempt, err: (err as Error).message }, 'blob download interrupted, retrying');
           await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
         }
       }
-    });
+    }, signal);
     // Callers that joined another's download report nothing, so a pull's byte count is what it fetched itself.
     return fetched ? bytes : 0;
   }
 
   private async ingest(digest: string, size: number | undefined, what: string, source: Readable): Promise<number> {
-    const hash = createHash('sha256');
-    let bytes = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        bytes += chunk.length;
-        if (size !== undefined && bytes > size) return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
-        hash.update(chunk);
-        cb(null, chunk);
-      },
-    });
-    const tmp = this.tmpPath();
+    const tee = this.tee(digest, size, what);
     try {
-      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx' }));
-      const got = `sha256:${hash.digest('hex')}`;
-      if (size !== undefined && bytes !== size) throw new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`);
-      if (got !== digest) throw new Internal(`${what} has digest ${got}, not ${digest}: the registry serves corrupt content`);
-      await rename(tmp, this.path(digest));
-      return bytes;
+      await pipeline(source, tee.stream, new Writable({ write(_c, _e, cb) { cb(); } }));
+      await tee.commit();
+      return tee.bytes();
     } finally {
-      await rm(tmp, { force: true });
+      await tee.discard();
     }
+  }
+
+  /**
+   * A pass-through that writes the blob's bytes to a temp file as they go by, hashing them; it fails at the
+   * end of the stream when size or digest are wrong, so whatever reads through it (an unpack) fails too.
+   * commit() moves the verified blob into the store; discard() removes the temp file unless committed.
+   */
+  tee(digest: string, size: number | undefined, what: string): BlobTee {
+    const slot = this.slot(digest);
+    const writer = blobWriter(slot.tmp, digest, size, what, this.onBytes);
+    return {
+      stream: writer.stream,
+      bytes: writer.bytes,
+      commit: async () => {
+        if (!writer.verified()) throw new Internal(`${what}: stored before it was verified`);
+        await writer.closed;
+        await slot.commit();
+      },
+      discard: async () => {
+        writer.stream.destroy();
+        await writer.closed;
+        await slot.discard();
+      },
+    };
+  }
+
+  /** A temp file for a blob someone else writes and verifies (see blobWriter); commit() puts it in place. */
+  slot(digest: string): BlobSlot {
+    const tmp = this.tmpPath();
+    return { tmp, commit: () => rename(tmp, this.path(digest)), discard: () => rm(tmp, { force: true }) };
   }
 
   async list(): Promise<string[]> {

@@ -1,15 +1,45 @@
 // In-process coordination: one execution per key at a time (single-flight), and a bound on parallel work.
 
-/** Runs `fn` once per key at a time; concurrent callers with the same key share its promise. */
-export class SingleFlight<T> {
-  private readonly inflight = new Map<string, Promise<T>>();
+interface Flight<T> { promise: Promise<T>; controller: AbortController; waiters: number }
 
-  do(key: string, fn: () => Promise<T>): Promise<T> {
-    const running = this.inflight.get(key);
-    if (running) return running;
-    const p = fn().finally(() => this.inflight.delete(key));
-    this.inflight.set(key, p);
-    return p;
+/**
+ * Runs `fn` once per key at a time; concurrent callers with the same key share its run. A caller whose
+ * `signal` aborts stops waiting; the run itself is aborted (through the signal `fn` gets) only when its last
+ * caller has gone, and that caller's rejection waits for the run to settle, so nothing is written after it.
+ */
+export class SingleFlight<T> {
+  private readonly inflight = new Map<string, Flight<T>>();
+
+  do(key: string, fn: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    let f = this.inflight.get(key);
+    if (!f) {
+      const controller = new AbortController();
+      const flight: Flight<T> = { promise: Promise.resolve().then(() => fn(controller.signal)), controller, waiters: 0 };
+      flight.promise.then(() => undefined, () => undefined).finally(() => { if (this.inflight.get(key) === flight) this.inflight.delete(key); });
+      this.inflight.set(key, flight);
+      f = flight;
+    }
+    const flight = f;
+    flight.waiters++;
+    if (!signal) return flight.promise.finally(() => { flight.waiters--; });
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => {
+        if (--flight.waiters > 0) {
+          reject(signal.reason);
+          return;
+        }
+        // The last one waiting: stop the run, and answer once it has cleaned up after itself.
+        this.inflight.delete(key);
+        flight.controller.abort(signal.reason);
+        flight.promise.then(() => reject(signal.reason), () => reject(signal.reason));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      flight.promise.then(
+        (v) => { if (!signal.aborted) { signal.removeEventListener('abort', onAbort); flight.waiters--; resolve(v); } },
+        (e: unknown) => { if (!signal.aborted) { signal.removeEventListener('abort', onAbort); flight.waiters--; reject(e); } },
+      );
+    });
   }
 }
 
@@ -20,9 +50,20 @@ export class Semaphore {
 
   constructor(private readonly limit: number) {}
 
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.active++;
+  /** Waits for a place (giving up when `signal` aborts), then runs `fn`. */
+  async run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted();
+    if (this.active >= this.limit) {
+      await new Promise<void>((resolve, reject) => {
+        const enter = () => { signal?.removeEventListener('abort', leave); resolve(); };
+        const leave = () => {
+          this.waiting.splice(this.waiting.indexOf(enter), 1);
+          reject(signal!.reason);
+        };
+        this.waiting.push(enter);
+        signal?.addEventListener('abort', leave, { once: true });
+      });
+    } else this.active++;
     try {
       return await fn();
     } finally {

@@ -5,12 +5,15 @@ import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
 import { faultPoint } from '../../core/faults.js';
-import { FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable } from '../../core/errors.js';
+import { DeadlineExceeded, FailedPrecondition, InvalidArgument, MinicriError, NotFound, ResourceExhausted, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { ContentStore } from './content.js';
-import { Mutex, Semaphore } from './flight.js';
+import type { Transport } from './http.js';
+import { Mutex, Semaphore, SingleFlight } from './flight.js';
 import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
 import { formatPlatform, HOST_PLATFORM, runsOn, selectPlatform } from './platform.js';
+import { PullProgress } from './progress.js';
+import { warmUnpackWorker } from './unpack-pool.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
 import { RegistryClient, type Endpoint } from './registry.js';
 import { diskUsage, LayerStore, type Rootfs, type RootfsOptions } from './snapshot.js';
@@ -26,10 +29,14 @@ export interface ImagesOptions {
   inUse?: (imageId: string) => boolean;
   /** Layers downloaded (and unpacked) at once, across all pulls. */
   maxConcurrentDownloads?: number;
-  /** For tests that watch requests; defaults to the global fetch. */
-  fetch?: typeof fetch;
+  /** For tests that watch requests; defaults to undici's request. */
+  transport?: Transport;
   /** Where pulls record their intent (the daemon's state store); without it a crash is still cleaned up, unlogged. */
   pulls?: PullIntentRepository;
+  /** A blob download that receives no byte for this long fails over to the next endpoint (default 60 s). */
+  stallTimeoutMs?: number;
+  /** How often a running pull logs its progress (default 10 s). */
+  progressIntervalMs?: number;
 }
 
 /**
@@ -82,6 +89,9 @@ export function imageUser(user: string): { uid?: number; username?: string } {
   return { username: name };
 }
 
+/** What the pull metrics read: bytes received from registries since start, pulls running now. */
+export interface PullStats { bytes: number; inFlight: number }
+
 export class Images {
   private readonly content: ContentStore;
   private readonly layers: LayerStore;
@@ -91,12 +101,17 @@ export class Images {
   private readonly mutex = new Mutex();
   /** Blobs and layers in-flight pulls rely on, with counts: garbage collection keeps them. */
   private readonly active = new Map<string, number>();
+  /** One download (and unpack) per layer blob, shared by every pull that needs it. */
+  private readonly transfers = new SingleFlight<number>();
+  /** Bytes received so far of the layer blobs downloading now, for progress. */
+  private readonly receiving = new Map<string, () => number>();
+  readonly stats: PullStats = { bytes: 0, inFlight: 0 };
 
   private constructor(private readonly opts: ImagesOptions) {
     const tmp = join(opts.rootDir, 'tmp');
-    this.content = new ContentStore(opts.rootDir, tmp, opts.log);
+    this.content = new ContentStore(opts.rootDir, tmp, opts.log, (n) => { this.stats.bytes += n; });
     this.layers = new LayerStore(opts.rootDir, tmp, opts.log);
-    this.client = new RegistryClient({ hosts: opts.registries, log: opts.log, fetch: opts.fetch });
+    this.client = new RegistryClient({ hosts: opts.registries, log: opts.log, transport: opts.transport });
     this.downloads = new Semaphore(opts.maxConcurrentDownloads ?? 3);
   }
 
@@ -176,16 +191,23 @@ export class Images {
 
   // ---- pull ----
 
-  /** Pulls an image; `pinned` marks it as one kubelet's image GC must keep (the pause image). */
-  async pull(reference: string, auth?: AuthConfig, opts: { pinned?: boolean } = {}): Promise<ImageRecord> {
+  /**
+   * Pulls an image; `pinned` marks it as one kubelet's image GC must keep (the pause image). When `signal`
+   * aborts (the client gave up) the pull stops and leaves nothing behind, except what another pull of the same
+   * content still needs.
+   */
+  async pull(reference: string, auth?: AuthConfig, opts: { pinned?: boolean; signal?: AbortSignal } = {}): Promise<ImageRecord> {
     const ref = parseReference(reference);
     const name = formatReference(ref);
     const started = Date.now();
     const log = this.opts.log.child({ image: name });
+    const signal = opts.signal;
     const lease = this.lease(name);
     let downloaded = 0;
+    let progress: PullProgress | undefined;
+    this.stats.inFlight++;
     try {
-      const top = await this.topManifest(ref, auth);
+      const top = await this.topManifest(ref, auth, signal);
       lease.hold(top.digest);
       await this.content.put(top.bytes);
       faultPoint('pull-manifest-stored');
@@ -201,7 +223,7 @@ export class Images {
         }
         manifestDigest = entries[i]!.digest;
         lease.hold(manifestDigest);
-        const child = await this.manifestBlob(ref, manifestDigest, auth, endpoint);
+        const child = await this.manifestBlob(ref, manifestDigest, auth, endpoint, signal);
         endpoint = child.endpoint;
         parsed = parseManifestOrIndex(child.bytes, child.contentType, `manifest ${manifestDigest} of "${name}"`);
         if (parsed.kind !== 'manifest') throw new InvalidArgument(`manifest ${manifestDigest} of "${name}" is an index inside an index`);
@@ -209,9 +231,9 @@ export class Images {
       const manifest: Manifest = parsed.manifest;
       // Manifests read from our store came from no endpoint: blobs then come from the first one that has the image.
       let located: Promise<Endpoint> | undefined;
-      const source = () => (endpoint ? Promise.resolve(endpoint) : (located ??= this.client.getManifest(ref, ref.digest ?? ref.tag!, auth).then((m) => m.endpoint)));
+      const source = () => (endpoint ? Promise.resolve(endpoint) : (located ??= this.client.getManifest(ref, ref.digest ?? ref.tag!, auth, undefined, signal).then((m) => m.endpoint)));
       lease.hold(manifest.config.digest);
-      downloaded += await this.fetchBlob(ref, manifest.config, source, auth, `config of "${name}"`);
+      downloaded += await this.fetchBlob(ref, manifest.config, source, auth, `config of "${name}"`, signal);
       const { config, diffIds, platform } = parseImageConfig(await this.content.read(manifest.config.digest), `config ${manifest.config.digest} of "${name}"`);
       if (platform.os && platform.os !== 'linux') throw new InvalidArgument(`image "${name}" is for ${platform.os}, not linux`);
       if (!runsOn(platform)) {
@@ -221,17 +243,18 @@ export class Images {
         throw new InvalidArgument(`image "${name}" lists ${manifest.layers.length} layers but its config has ${diffIds.length} diff ids`);
       }
       manifest.layers.forEach((l, i) => { lease.hold(l.digest); lease.hold(diffIds[i]!); });
+      // The worker starts while the first layer requests go out (a pull that has every layer needs none).
+      if (!(await Promise.all(diffIds.map((d) => this.layers.has(d)))).every(Boolean)) warmUnpackWorker();
+      progress = new PullProgress(manifest.layers, {
+        log, intervalMs: this.opts.progressIntervalMs ?? 10_000, slowAfterMs: this.opts.stallTimeoutMs ?? 60_000,
+        receiving: (digest) => this.receiving.get(digest)?.(),
+      }).start();
       // allSettled: on a failure the other layers still finish before cleanup, so nothing is written after it.
-      const results = await Promise.allSettled(manifest.layers.map((layer, i) => this.downloads.run(async () => {
-        const diffId = diffIds[i]!;
-        if (await this.layers.has(diffId)) return 0;
-        const what = `layer ${layer.digest} of "${name}"`;
-        const n = await this.fetchBlob(ref, layer, source, auth, what);
-        faultPoint('pull-blob-stored');
-        await this.layers.ensure(diffId, this.content.path(layer.digest), what);
-        faultPoint('pull-layer-unpacked');
+      const results = await Promise.allSettled(manifest.layers.map(async (layer, i) => {
+        const n = await this.pullLayer(ref, layer, diffIds[i]!, source, auth, `layer ${layer.digest} of "${name}"`, signal);
+        progress!.layerDone(layer.digest);
         return n;
-      })));
+      }));
       for (const r of results) {
         if (r.status === 'rejected') throw r.reason;
         downloaded += r.value;
@@ -255,6 +278,8 @@ export class Images {
       }
       throw err;
     } finally {
+      progress?.stop();
+      this.stats.inFlight--;
       lease.release();
       // A failed pull leaves nothing behind; this also sweeps what a successful one made stale.
       await this.gc().catch((err: Error) => log.warn({ err: err.message }, 'garbage collection after pull failed'));
@@ -290,41 +315,102 @@ export class Images {
   }
 
   /** The manifest the reference names (not stored yet); by digest it is read from the store when we have it. */
-  private async topManifest(ref: ImageRef, auth?: AuthConfig): Promise<{ digest: string; bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
+  private async topManifest(ref: ImageRef, auth: AuthConfig | undefined, signal: AbortSignal | undefined): Promise<{ digest: string; bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
     if (ref.digest && (await this.content.has(ref.digest))) {
       return { digest: ref.digest, bytes: await this.content.read(ref.digest) };
     }
-    return this.client.getManifest(ref, ref.digest ?? ref.tag!, auth);
+    return this.client.getManifest(ref, ref.digest ?? ref.tag!, auth, undefined, signal);
   }
 
-  private async manifestBlob(ref: ImageRef, digest: string, auth: AuthConfig | undefined, endpoint?: Endpoint): Promise<{ bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
+  private async manifestBlob(ref: ImageRef, digest: string, auth: AuthConfig | undefined, endpoint: Endpoint | undefined, signal: AbortSignal | undefined): Promise<{ bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
     if (await this.content.has(digest)) return { bytes: await this.content.read(digest), endpoint };
-    const m = await this.client.getManifest(ref, digest, auth, endpoint);
+    const m = await this.client.getManifest(ref, digest, auth, endpoint, signal);
     await this.content.put(m.bytes);
     return m;
   }
 
-  /**
-   * Downloads a blob into the store unless present; returns the bytes fetched. The endpoint that served the
-   * manifest is asked first; if it lacks the blob or fails, the registry's other endpoints are tried in order.
-   */
-  private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string): Promise<number> {
-    if (await this.content.has(d.digest)) return 0;
+  /** The endpoint that served the manifest first, then the registry's others in order. */
+  private async blobEndpoints(ref: ImageRef, source: () => Promise<Endpoint>): Promise<Endpoint[]> {
     const first = await source();
-    const endpoints = [first, ...this.client.endpoints(ref.registry).filter((e) => e.url !== first.url)];
-    return this.content.ensure(d.digest, d.size, `${what} from ${first.url}`, async () => {
-      const failures: Error[] = [];
-      for (const e of endpoints) {
-        try {
-          return await this.client.openBlob(e, ref, d.digest, auth);
-        } catch (err) {
-          if (!(err instanceof NotFound || err instanceof Unavailable)) throw err;
-          failures.push(err);
-        }
+    return [first, ...this.client.endpoints(ref.registry).filter((e) => e.url !== first.url)];
+  }
+
+  /** Downloads a (small) blob into the store unless present; returns the bytes fetched. */
+  private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string, signal: AbortSignal | undefined): Promise<number> {
+    if (await this.content.has(d.digest)) return 0;
+    const endpoints = await this.blobEndpoints(ref, source);
+    return this.fromEndpoints(endpoints, (e) => this.content.ensure(d.digest, d.size, `${what} from ${e.url}`, (shared) =>
+      this.client.openBlob(e, ref, d.digest, auth, { signal: shared, stallMs: this.opts.stallTimeoutMs }), signal), signal);
+  }
+
+  /**
+   * Runs `attempt` against each endpoint in turn until one succeeds: an endpoint that lacks the blob, cannot
+   * be reached or stalls is followed by the next; other failures (corrupt content, denied) end the pull.
+   */
+  private async fromEndpoints<T>(endpoints: Endpoint[], attempt: (e: Endpoint) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    const failures: Error[] = [];
+    for (const e of endpoints) {
+      try {
+        return await attempt(e);
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        if (!(err instanceof NotFound || err instanceof Unavailable || err instanceof DeadlineExceeded)) throw err;
+        this.opts.log.warn({ endpoint: e.url, err: err.message }, 'blob download failed, trying the next endpoint');
+        failures.push(err);
       }
-      const Kind = failures.every((f) => f instanceof NotFound) ? NotFound : Unavailable;
-      throw new Kind(failures.map((f) => f.message).join('; '));
-    });
+    }
+    const Kind = failures.every((f) => f instanceof NotFound) ? NotFound : failures.some((f) => f instanceof DeadlineExceeded) ? DeadlineExceeded : Unavailable;
+    throw new Kind(failures.map((f) => f.message).join('; '));
+  }
+
+  /**
+   * Makes sure a layer is unpacked; returns the bytes this pull downloaded for it. The blob streams into the
+   * content store and into the layer's unpack at once; pulls needing the same layer share one transfer.
+   */
+  private async pullLayer(ref: ImageRef, layer: Descriptor, diffId: string, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string, signal: AbortSignal | undefined): Promise<number> {
+    if (await this.layers.has(diffId)) return 0;
+    if (await this.content.has(layer.digest)) {
+      // The blob of a pull cut off before it unpacked.
+      await this.downloads.run(() => this.layers.ensure(diffId, this.content.path(layer.digest), what), signal);
+      return 0;
+    }
+    let fetched = false;
+    // Only a transfer takes a download slot: a pull joining one waits on it, so the first pull giving up
+    // does not stop it while the second still queues for a slot.
+    const bytes = await this.transfers.do(layer.digest, (shared) => this.downloads.run(async () => {
+      if (await this.layers.has(diffId)) return 0;
+      fetched = true;
+      const endpoints = await this.blobEndpoints(ref, source);
+      return this.fromEndpoints(endpoints, (e) => this.transferLayer(ref, e, layer, diffId, auth, `${what} from ${e.url}`, shared), shared);
+    }, shared), signal);
+    return fetched ? bytes : 0;
+  }
+
+  /** One endpoint's try at a layer: connection resets are retried there, a few times. */
+  private async transferLayer(ref: ImageRef, e: Endpoint, layer: Descriptor, diffId: string, auth: AuthConfig | undefined, what: string, signal: AbortSignal, attempts = 3): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      const body = await this.client.openBlob(e, ref, layer.digest, auth, { signal, stallMs: this.opts.stallTimeoutMs });
+      const slot = this.content.slot(layer.digest);
+      let received = 0;
+      body.on('data', (chunk: Buffer) => { received += chunk.length; this.stats.bytes += chunk.length; });
+      this.receiving.set(layer.digest, () => received);
+      try {
+        await this.layers.unpack(diffId, body, what, layer.size, { tmp: slot.tmp, digest: layer.digest, size: layer.size }, async () => {
+          await slot.commit();
+          faultPoint('pull-blob-stored');
+        });
+        faultPoint('pull-layer-unpacked');
+        return received;
+      } catch (err) {
+        if (err instanceof MinicriError || signal.aborted || attempt >= attempts) throw err;
+        this.opts.log.debug({ digest: layer.digest, attempt, err: (err as Error).message }, 'layer download interrupted, retrying');
+        await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
+      } finally {
+        body.destroy();
+        this.receiving.delete(layer.digest);
+        await slot.discard();
+      }
+    }
   }
 
   /** Stores the record, moving the tag off any image that had it. Runs under the mutex. */

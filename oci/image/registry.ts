@@ -1,12 +1,15 @@
 // A client for the OCI distribution v2 API: manifests and blobs from a registry or its mirrors, with
 // bearer-token and basic authentication, redirects, retries of transient failures and actionable errors.
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
-import { Internal, InvalidArgument, NotFound, PermissionDenied, Unavailable } from '../../core/errors.js';
+import { Transform, type Readable } from 'node:stream';
+import { DeadlineExceeded, Internal, InvalidArgument, MinicriError, NotFound, PermissionDenied, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from './auth.js';
+import { CredentialFile, requestAuthApplies } from './credentials.js';
+import { undiciTransport, type HttpAnswer, type HttpInit, type Transport } from './http.js';
 import { MANIFEST_ACCEPT } from './manifest.js';
 import { DEFAULT_REGISTRY, formatReference, type ImageRef } from './reference.js';
+import { TlsDispatchers } from './tls.js';
 import type { AuthConfig, RegistryHostsConfig } from './types.js';
 
 export interface Endpoint {
@@ -16,6 +19,8 @@ export interface Endpoint {
 }
 
 const MAX_MANIFEST_BYTES = 4 << 20;
+/** Certificate verification failures: retrying will not help, a CA in certs.d will. */
+const TLS_TRUST_ERROR = /^(?:UNABLE_TO_GET_ISSUER_CERT(?:_LOCALLY)?|UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_UNTRUSTED|ERR_TLS_CERT_ALTNAME_INVALID|CERT_HAS_EXPIRED)$/;
 const MAX_REDIRECTS = 5;
 /** Default for manifestTimeoutMs: a manifest is small, an endpoint that cannot serve one in this time is unreachable. */
 const MANIFEST_TIMEOUT_MS = 30_000;
@@ -25,9 +30,14 @@ function isLoopbackHost(hostPort: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
+/** Hosts listed as insecure: plain HTTP unless an endpoint says https://, and then an unverified certificate. */
+function listedInsecure(hostPort: string, insecure: string[]): boolean {
+  return insecure.includes(hostPort) || insecure.includes(hostPort.replace(/:\d+$/, ''));
+}
+
+/** Spoken to over plain HTTP when an endpoint names no scheme: listed hosts, and loopback always. */
 function isInsecure(hostPort: string, insecure: string[]): boolean {
-  const host = hostPort.replace(/:\d+$/, '');
-  return isLoopbackHost(hostPort) || insecure.includes(hostPort) || insecure.includes(host);
+  return isLoopbackHost(hostPort) || listedInsecure(hostPort, insecure);
 }
 
 function endpointUrl(spec: string, insecure: string[]): string {
@@ -53,8 +63,8 @@ export interface RegistryClientOptions {
   attempts?: number;
   /** Time for one manifest request before the endpoint counts as unreachable. */
   manifestTimeoutMs?: number;
-  /** Injected for tests that record what is sent where; defaults to the global fetch. */
-  fetch?: typeof fetch;
+  /** Injected for tests that record what is sent where; defaults to undici's request. */
+  transport?: Transport;
 }
 
 /** Failure of one endpoint, kept to explain the whole attempt. */
@@ -75,13 +85,28 @@ interface CachedAuth { header: string; expires: number }
 
 export class RegistryClient {
   private readonly attempts: number;
-  private readonly fetchFn: typeof fetch;
+  private readonly transport: Transport;
   /** Authorization headers by endpoint+scope, so a pull's requests after the first skip the 401 round trip. */
   private readonly authCache = new Map<string, CachedAuth>();
 
+  private readonly nodeCredentials: CredentialFile;
+  private readonly tls: TlsDispatchers;
+
   constructor(private readonly opts: RegistryClientOptions) {
     this.attempts = opts.attempts ?? 3;
-    this.fetchFn = opts.fetch ?? fetch;
+    this.transport = opts.transport ?? undiciTransport;
+    this.nodeCredentials = new CredentialFile(opts.hosts.authFile);
+    this.tls = new TlsDispatchers(opts.hosts.certsDir);
+  }
+
+
+  /**
+   * What a request to `endpoint` for an image of `registry` authenticates with: the pull's own credentials
+   * only at the registry they were given for, a mirror only what the node's credentials file has for it.
+   */
+  private credentials(endpoint: Endpoint, registry: string, auth: AuthConfig | undefined): AuthConfig | undefined {
+    if (!endpoint.mirror && auth && requestAuthApplies(auth, registry)) return auth;
+    return this.nodeCredentials.forHost(endpoint.mirror ? endpoint.url : registry);
   }
 
   endpoints(registry: string): Endpoint[] {
@@ -92,12 +117,14 @@ export class RegistryClient {
    * Fetches the manifest (or index) `reference` (tag or digest) of ref's repository from the first endpoint that
    * has it. The digest is computed from the bytes and, when asked by digest, must match.
    */
-  async getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint): Promise<ManifestFetch> {
+  async getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint, signal?: AbortSignal): Promise<ManifestFetch> {
     const endpoints = only ? [only] : this.endpoints(ref.registry);
     const failures: Array<{ endpoint: Endpoint; err: EndpointError }> = [];
     for (const endpoint of endpoints) {
       try {
-        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, auth, this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
+        const creds = this.credentials(endpoint, ref.registry, auth);
+        const timeout = AbortSignal.timeout(this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
+        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal ? AbortSignal.any([signal, timeout]) : timeout);
         const bytes = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference} from ${endpoint.url}`);
         const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
         if (reference.startsWith('sha256:') && digest !== reference) {
@@ -113,36 +140,58 @@ export class RegistryClient {
     throw explain(ref, reference, failures, !only && this.opts.hosts.mirrors[ref.registry]?.mirrorsOnly === true);
   }
 
-  /** Opens a blob for reading. Errors are typed; the caller verifies the digest while streaming. */
-  async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig): Promise<Readable> {
+  /**
+   * Opens a blob for reading. Errors are typed; the caller verifies the digest while streaming. The stream
+   * fails with DeadlineExceeded, naming blob and endpoint, when no byte (nor the answer's headers) comes for
+   * `stallMs`; it stops when `signal` aborts, failing with its reason.
+   */
+  async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig, opts: { signal?: AbortSignal; stallMs?: number } = {}): Promise<Readable> {
+    const what = `blob ${digest} of ${ref.registry}/${ref.repository} from ${endpoint.url}`;
+    const controller = new AbortController();
+    const stallMs = opts.stallMs ?? 60_000;
+    const stalled = () => controller.abort(new DeadlineExceeded(`${what}: stalled, no data for ${stallMs / 1000} s`));
+    const timer = setTimeout(stalled, stallMs);
+    const cancel = () => controller.abort(opts.signal!.reason);
+    opts.signal?.addEventListener('abort', cancel, { once: true });
+    const done = () => { clearTimeout(timer); opts.signal?.removeEventListener('abort', cancel); };
+    let body: Readable;
     try {
-      const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', auth);
-      return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', this.credentials(endpoint, ref.registry, auth), controller.signal);
+      body = res.body;
     } catch (err) {
+      done();
       if (!(err instanceof EndpointError)) throw err;
-      const what = `blob ${digest} of ${ref.registry}/${ref.repository} from ${endpoint.url}`;
       if (err.kind === 'notfound') throw new NotFound(`${what}: not found (${err.message})`);
       if (err.kind === 'denied') throw new PermissionDenied(`${what}: ${err.message}`);
       if (err.kind === 'unreachable') throw new Unavailable(`${what}: ${err.message}`);
       throw new Internal(`${what}: ${err.message}`);
     }
+    // Every chunk restarts the stall timer; an abort surfaces as its reason, not as a bare AbortError.
+    const guard = new Transform({
+      transform(chunk: Buffer, _e, cb) { timer.refresh(); cb(null, chunk); },
+      flush(cb) { done(); cb(); },
+    });
+    guard.on('close', done);
+    body.on('error', (err) => guard.destroy(controller.signal.aborted ? controller.signal.reason as Error : err));
+    return body.pipe(guard);
   }
 
   /** GET /v2/<repository>/<path> with auth challenges answered, redirects followed and transient failures retried. */
-  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, timeoutMs?: number): Promise<Response> {
+  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, signal?: AbortSignal): Promise<HttpAnswer> {
     const scope = pullScope(repository);
     // Tokens are cached per credential too: one pod's pull secret must not serve another pod's pull.
     const cacheKey = `${endpoint.url} ${scope} ${createHash('sha256').update(JSON.stringify(auth ?? {})).digest('hex')}`;
     const url = `${endpoint.url}/v2/${repository}/${path}`;
     let authorization = auth?.registryToken ? `Bearer ${auth.registryToken}` : this.cachedAuth(cacheKey);
     for (let challenged = false; ;) {
-      const res = await this.withRetries(url, () => this.get(url, accept, authorization, timeoutMs));
-      if (res.ok) return res;
+      const res = await this.withRetries(url, () => this.get(url, accept, authorization, signal), signal);
+      if (res.status >= 200 && res.status < 300) return res;
       const body = await res.text().catch(() => '');
       const message = registryMessage(res.status, body);
       if (res.status === 401 && !challenged && !auth?.registryToken) {
         const header = res.headers.get('www-authenticate');
-        const next = header ? await this.answerChallenge(header, scope, endpoint, auth) : undefined;
+        const next = header ? await this.answerChallenge(header, scope, endpoint, auth, signal) : undefined;
         if (next) {
           challenged = true;
           authorization = next.header;
@@ -168,17 +217,16 @@ export class RegistryClient {
   }
 
   /** Follows redirects by hand so credentials never travel to another origin (blob storage redirects). */
-  private async get(url: string, accept: string, authorization: string | undefined, timeoutMs?: number): Promise<Response> {
-    const signal = timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined;
+  private async get(url: string, accept: string, authorization: string | undefined, signal?: AbortSignal): Promise<HttpAnswer> {
     const origin = new URL(url).origin;
     let current = url;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const headers: Record<string, string> = { accept, 'user-agent': 'minicri' };
       if (authorization && new URL(current).origin === origin) headers.authorization = authorization;
-      const res = await this.fetchFn(current, { headers, redirect: 'manual', signal });
+      const res = await this.fetchTls(current, { headers, signal });
       const location = res.headers.get('location');
       if (res.status >= 300 && res.status < 400 && location) {
-        await res.body?.cancel();
+        await res.discard().catch(() => undefined);
         current = new URL(location, current).toString();
         continue;
       }
@@ -187,17 +235,33 @@ export class RegistryClient {
     throw new EndpointError('bad', `more than ${MAX_REDIRECTS} redirects`);
   }
 
-  private async withRetries(url: string, fn: () => Promise<Response>): Promise<Response> {
+  /** A request with the TLS settings (certs.d, insecure) of the URL's host. */
+  private fetchTls(url: string | URL, init: HttpInit): Promise<HttpAnswer> {
+    const target = new URL(url);
+    const dispatcher = this.tls.for(target, listedInsecure(target.host, this.opts.hosts.insecure));
+    return this.transport(target, dispatcher ? { ...init, dispatcher } : init);
+  }
+
+  private async withRetries(url: string, fn: () => Promise<HttpAnswer>, signal?: AbortSignal): Promise<HttpAnswer> {
     for (let attempt = 1; ; attempt++) {
       let transient: string;
       try {
         const res = await fn();
         if (!(res.status >= 500 || res.status === 429) || attempt >= this.attempts) return res;
         transient = `HTTP ${res.status}`;
-        await res.body?.cancel();
+        await res.discard().catch(() => undefined);
       } catch (err) {
         if (err instanceof EndpointError) throw err;
+        // A stall or a cancelled pull: no retry, the reason says what happened.
+        if (signal?.aborted && signal.reason instanceof MinicriError) throw signal.reason;
         const reason = networkReason(err);
+        const e = err as { code?: string; cause?: { code?: string } };
+        const code = e.cause?.code ?? e.code ?? '';
+        if (TLS_TRUST_ERROR.test(code)) {
+          const host = new URL(url).host;
+          const where = this.opts.hosts.certsDir ? `${this.opts.hosts.certsDir}/${host}/ca.crt` : `a certs.d directory for ${host}`;
+          throw new EndpointError('unreachable', `TLS to ${host}: ${reason} (${code}): put the CA that signed its certificate in ${where}`);
+        }
         // A refused connection or unknown host will not heal in a second; move on to the next endpoint.
         if (attempt >= this.attempts || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(reason)) {
           throw new EndpointError('unreachable', reason);
@@ -210,14 +274,14 @@ export class RegistryClient {
   }
 
   /** Turns a 401 challenge into an Authorization header, or undefined when we have nothing to answer with. */
-  private async answerChallenge(header: string, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<{ header: string; ttlSeconds: number } | undefined> {
+  private async answerChallenge(header: string, scope: string, endpoint: Endpoint, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<{ header: string; ttlSeconds: number } | undefined> {
     const challenges = parseWwwAuthenticate(header);
     const creds = basicCredentials(auth);
     const bearer = challenges.find((c) => c.scheme === 'bearer');
     if (bearer) {
       const realm = bearer.params.realm;
       if (!realm) throw new EndpointError('bad', `bearer challenge without realm: ${header}`);
-      const { token, expiresIn } = await this.fetchToken(realm, bearer.params.service, bearer.params.scope || scope, endpoint, auth);
+      const { token, expiresIn } = await this.fetchToken(realm, bearer.params.service, bearer.params.scope || scope, endpoint, auth, signal);
       // Renew a little before the registry would refuse it.
       return { header: `Bearer ${token}`, ttlSeconds: Math.max(expiresIn - 10, 5) };
     }
@@ -225,29 +289,36 @@ export class RegistryClient {
     return undefined;
   }
 
-  /** The distribution token flow: GET with basic credentials (or anonymous), or OAuth2 POST with an identity token. */
-  private async fetchToken(realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth?: AuthConfig): Promise<{ token: string; expiresIn: number }> {
+  /**
+   * The distribution token flow: GET with basic credentials (or anonymous), or OAuth2 POST with an identity
+   * token. The realm may be another host (that is how the flow works), but credentials never go there in clear.
+   */
+  private async fetchToken(realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<{ token: string; expiresIn: number }> {
     const url = new URL(realm);
-    let res: Response;
+    const origin = new URL(endpoint.url).origin;
+    if ((auth?.identityToken || basicCredentials(auth)) && url.protocol !== 'https:' && url.origin !== origin && !isInsecure(url.host, this.opts.hosts.insecure)) {
+      throw new EndpointError('denied', `token server ${url.origin} for ${endpoint.url} is plain HTTP on another host: credentials are not sent there (list it under registries.insecure to allow it)`);
+    }
+    let res: HttpAnswer;
     try {
       if (auth?.identityToken) {
         const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: auth.identityToken, client_id: 'minicri', scope });
         if (service) form.set('service', service);
-        res = await this.withRetries(url.toString(), () => this.fetchFn(url, { method: 'POST', body: form, headers: { 'user-agent': 'minicri' } }));
+        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { method: 'POST', form, headers: { 'user-agent': 'minicri' }, signal }), signal);
       } else {
         if (service) url.searchParams.set('service', service);
         url.searchParams.set('scope', scope);
         const creds = basicCredentials(auth);
         const headers: Record<string, string> = { 'user-agent': 'minicri' };
         if (creds) headers.authorization = basicHeader(creds);
-        res = await this.withRetries(url.toString(), () => this.fetchFn(url, { headers }));
+        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { headers, signal }), signal);
       }
     } catch (err) {
       if (err instanceof EndpointError) throw new EndpointError(err.kind, `token server ${url.origin} for ${endpoint.url}: ${err.message}`);
       throw err;
     }
     const body = await res.text().catch(() => '');
-    if (!res.ok) {
+    if (res.status < 200 || res.status >= 300) {
       const kind = res.status === 401 || res.status === 403 ? 'denied' : 'bad';
       throw new EndpointError(kind, `token server ${url.origin} answered ${res.status} ${registryMessage(res.status, body)}`);
     }
@@ -264,16 +335,16 @@ export class RegistryClient {
   }
 }
 
-async function readLimited(res: Response, limit: number, what: string): Promise<Buffer> {
+async function readLimited(res: HttpAnswer, limit: number, what: string): Promise<Buffer> {
   const declared = Number(res.headers.get('content-length') ?? 0);
   if (declared > limit) throw new EndpointError('bad', `${what} is ${declared} bytes, over the ${limit} byte limit`);
   const chunks: Buffer[] = [];
   let total = 0;
   try {
-    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
       total += chunk.length;
       if (total > limit) throw new EndpointError('bad', `${what} exceeds the ${limit} byte limit`);
-      chunks.push(Buffer.from(chunk));
+      chunks.push(chunk);
     }
   } catch (err) {
     if (err instanceof EndpointError) throw err;

@@ -1,19 +1,25 @@
 // Unpacked layers (one directory per diff id, shared by every image that has it) and the overlayfs root
 // filesystems stacked from them, one per container with its own upper and work directories.
 import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { chown, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { isMounted } from '../../mounter/mounter.js';
 import { idmapMount, MountError, mount, unmount, unmountIfMounted, type IdRange } from '../../mounter/mounter.js';
 import { hexOf } from './content.js';
 import { SingleFlight } from './flight.js';
-import { unpackLayer } from './unpack.js';
+import { blobWriter } from './content.js';
+import { unpackLayer, type UnpackResult } from './unpack.js';
+import { unpackInWorker, type BlobToWrite } from './unpack-pool.js';
 
 /** Mount data must fit in one page; lowerdirs are given as short names relative to the link dir to stay under it. */
 const MAX_MOUNT_DATA = 4000;
 const LINK_LEN = 16;
+/** Layers smaller than this are unpacked on the main thread. */
+const SMALL_LAYER = 128 << 10;
 const KEY_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 export interface RootfsMount { type: 'overlay'; source: 'overlay'; options: string[] }
@@ -98,16 +104,43 @@ export class LayerStore {
   ensure(diffId: string, blobFile: string, what: string): Promise<boolean> {
     return this.unpacks.do(diffId, async () => {
       if (await this.has(diffId)) return false;
-      const tmp = join(this.tmpDir, `layer-${randomBytes(8).toString('hex')}`);
-      try {
-        const { diffId: got } = await unpackLayer(blobFile, tmp, what, this.log);
-        if (got !== diffId) throw new InvalidArgument(`${what} unpacks to ${got}, but the image config says ${diffId}: the image is corrupt`);
-        await rename(tmp, this.dir(diffId));
-        return true;
-      } finally {
-        await rm(tmp, { recursive: true, force: true });
-      }
+      await this.unpack(diffId, createReadStream(blobFile, { highWaterMark: 1 << 20 }), what, (await stat(blobFile)).size);
+      return true;
     });
+  }
+
+  /**
+   * Unpacks `source` (a layer blob's bytes, possibly still downloading) as layer `diffId`: into a temp dir,
+   * checked against diffId (and, with `blob`, written to blob.tmp and checked against its digest), then
+   * `beforeCommit` (which puts the verified blob in the store), then renamed into place.
+   * Any failure, the source's included, removes what was unpacked.
+   */
+  async unpack(diffId: string, source: Readable, what: string, size: number, blob?: BlobToWrite, beforeCommit?: () => Promise<void>): Promise<void> {
+    const tmp = join(this.tmpDir, `layer-${randomBytes(8).toString('hex')}`);
+    try {
+      const { diffId: got } = size < SMALL_LAYER ? await this.unpackHere(source, tmp, what, blob) : await unpackInWorker(source, tmp, what, blob);
+      if (got !== diffId) throw new InvalidArgument(`${what} unpacks to ${got}, but the image config says ${diffId}: the image is corrupt`);
+      await beforeCommit?.();
+      // Another pull may have put the same layer in place meanwhile: theirs is as good as ours.
+      await rename(tmp, this.dir(diffId)).catch(async (err: NodeJS.ErrnoException) => {
+        if (!((err.code === 'ENOTEMPTY' || err.code === 'EEXIST') && await this.has(diffId))) throw err;
+      });
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }
+
+  /** A small layer (the pause image's) is not worth a trip to the worker. */
+  private async unpackHere(source: Readable, dest: string, what: string, blob?: BlobToWrite): Promise<UnpackResult> {
+    if (!blob) return unpackLayer(source, dest, what, this.log);
+    const writer = blobWriter(blob.tmp, blob.digest, blob.size, what);
+    source.on('error', (err) => writer.stream.destroy(err)).pipe(writer.stream);
+    try {
+      return await unpackLayer(writer.stream, dest, what, this.log);
+    } finally {
+      writer.stream.destroy();
+      await writer.closed;
+    }
   }
 
   async list(): Promise<string[]> {

@@ -48,6 +48,10 @@ export interface RegistryHostsConfig {
   mirrors: Record<string, { endpoints: string[]; mirrorsOnly?: boolean }>;
   /** Hosts ("host[:port]") spoken to over plain HTTP. localhost and 127.0.0.0/8 always are. */
   insecure: string[];
+  /** A Docker config.json whose `auths` authenticate the node's own pulls and its mirrors; missing: none. */
+  authFile?: string;
+  /** Per-host CA certificates and client certificates: <certsDir>/<host[:port]>/ (see tls.ts). */
+  certsDir?: string;
 }
 
 /** CRI AuthConfig, as kubelet sends it with PullImage. */

@@ -2,17 +2,18 @@
 // whiteout is resolved inside the layer root, symlinks met on the way are followed only within it, and the
 // final component is never followed. OCI whiteouts become overlayfs whiteouts (0/0 char devices, opaque xattr).
 import { createHash } from 'node:crypto';
-import { chmodSync, createReadStream, createWriteStream, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { mkdir, open } from 'node:fs/promises';
+import { chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import { Duplex, PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
+import * as zlib from 'node:zlib';
 import { setAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
 import tar from 'tar-stream';
-import { Internal, InvalidArgument } from '../../core/errors.js';
+import { InvalidArgument, MinicriError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { FileSink } from './file-sink.js';
 import { classifyEntry, confine, symlinkTarget, xattrAllowed } from './layerpath.js';
 
 const MAX_SYMLINK_HOPS = 40;
@@ -27,50 +28,92 @@ async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
 
 type Compression = 'gzip' | 'zstd' | 'none';
 
-async function sniff(file: string): Promise<Compression> {
-  const fh = await open(file, 'r');
-  try {
-    const { buffer, bytesRead } = await fh.read(Buffer.alloc(4), 0, 4, 0);
-    if (bytesRead >= 2 && buffer[0] === 0x1f && buffer[1] === 0x8b) return 'gzip';
-    if (bytesRead === 4 && buffer.readUInt32LE(0) === 0xfd2fb528) return 'zstd';
-    return 'none';
-  } finally {
-    await fh.close();
-  }
+function sniff(head: Buffer): Compression {
+  if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'gzip';
+  if (head.length >= 4 && head.readUInt32LE(0) === 0xfd2fb528) return 'zstd';
+  return 'none';
+}
+
+/** node's zstd (22.15 and later); on older nodes the zstd tool does it, one process per zstd layer. */
+const zlibZstd = (zlib as { createZstdDecompress?: () => Duplex }).createZstdDecompress;
+
+function decompressor(compression: Compression): Duplex {
+  // 64 KiB output pieces: under the daemon's malloc mmap threshold (see file-sink.ts).
+  if (compression === 'gzip') return zlib.createGunzip({ chunkSize: 64 << 10 });
+  if (compression === 'zstd') return zlibZstd ? zlibZstd() : execa('zstd', ['-dcq'], { buffer: false }).duplex();
+  return new PassThrough();
 }
 
 /**
- * The stages producing a layer blob's uncompressed tar stream; zstd goes through the zstd tool since Node 20
- * lacks it, and `exited` then reports how the tool ended.
+ * A layer blob's bytes in, its uncompressed tar out: the format is told by the first bytes (registries do not
+ * always label layers right). gunzip runs in libuv's thread pool, off the event loop.
  */
-function decompression(file: string, compression: Compression): { stages: Readable[]; exited: Promise<unknown> } {
-  if (compression === 'zstd') {
-    const proc = execa('zstd', ['-dcq', file], { stdout: 'pipe', buffer: false, stdin: 'ignore' });
-    // Handled here so a failing tool cannot surface as an unhandled rejection before unpackLayer awaits it.
-    proc.catch(() => undefined);
-    return { stages: [proc.stdout], exited: proc };
+export class Decompress extends Duplex {
+  private inner: Duplex | undefined;
+
+  private start(head: Buffer): Duplex {
+    const inner = decompressor(sniff(head));
+    inner.on('data', (d: Buffer) => { if (!this.push(d)) inner.pause(); });
+    inner.on('end', () => this.push(null));
+    inner.on('error', (err) => this.destroy(err));
+    this.inner = inner;
+    return inner;
   }
-  const raw = createReadStream(file, { highWaterMark: 1 << 20 });
-  if (compression === 'none') return { stages: [raw], exited: Promise.resolve() };
-  return { stages: [raw, createGunzip({ chunkSize: 256 << 10 })], exited: Promise.resolve() };
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    const inner = this.inner ?? this.start(chunk);
+    if (inner.write(chunk)) cb();
+    else inner.once('drain', () => cb());
+  }
+
+  override _final(cb: (err?: Error | null) => void): void {
+    if (!this.inner) this.push(null);
+    else this.inner.end();
+    cb();
+  }
+
+  override _read(): void {
+    this.inner?.resume();
+  }
+
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    this.inner?.destroy();
+    cb(err);
+  }
 }
 
 export interface UnpackResult { diffId: string; bytes: number }
 
+/** Reads a stream to its end (or error), discarding the data. */
+function drain(stream: Readable): Promise<void> {
+  if (stream.destroyed || stream.readableEnded) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.once('end', resolve);
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
+    stream.resume();
+  });
+}
+
 /**
- * Unpacks `blobFile` into `dest` (which must not exist yet; the caller renames it into place). Returns the
- * digest of the uncompressed stream so the caller can check it against the image config's diff id.
+ * Unpacks a layer blob's bytes from `source` into `dest` (which must not exist yet; the caller renames it into
+ * place). Returns the digest of the uncompressed stream so the caller can check it against the image config's
+ * diff id. `source` may be the download itself: the blob's own digest is the caller's to check.
  */
-export async function unpackLayer(blobFile: string, dest: string, what: string, log: Logger): Promise<UnpackResult> {
+export async function unpackLayer(source: Readable, dest: string, what: string, log: Logger): Promise<UnpackResult> {
   const started = Date.now();
   await mkdir(dest, { mode: 0o755 });
-  const { stages, exited } = decompression(blobFile, await sniff(blobFile));
   const hash = createHash('sha256');
   let bytes = 0;
   const tap = new Transform({ transform(chunk: Buffer, _e, cb) { hash.update(chunk); bytes += chunk.length; cb(null, chunk); } });
   // tar-stream's extract keeps consuming past the end-of-archive blocks, so the digest covers the whole stream.
   const extract = tar.extract();
-  const feeding = (pipeline as (...streams: unknown[]) => Promise<void>)(...stages, tap, extract);
+  const decompress = new Decompress();
+  // The source's own failure (a stalled download, a digest mismatch, a cancelled pull) says more than ours.
+  let sourceError: unknown;
+  source.on('error', (err) => { sourceError ??= err; decompress.destroy(err); });
+  source.pipe(decompress);
+  const feeding = pipeline(decompress, tap, extract);
   // Awaited below; handled now so a failure while entries are still being applied is not an unhandled rejection.
   feeding.catch(() => undefined);
   const u = new Unpacker(dest, what);
@@ -80,14 +123,17 @@ export async function unpackLayer(blobFile: string, dest: string, what: string, 
       entry.resume();
     }
     await feeding;
-    await exited;
+    if (sourceError) throw sourceError;
     u.finish();
   } catch (err) {
-    for (const s of stages) s.destroy();
+    source.unpipe(decompress);
+    decompress.destroy();
     extract.destroy();
     await feeding.catch(() => undefined);
-    await exited.catch(() => undefined);
-    if (err instanceof InvalidArgument || err instanceof Internal) throw err;
+    // A blob's digest is known only at its end: read the rest, so that a corrupt download is reported as such.
+    if (!sourceError) await drain(source);
+    if (sourceError) throw sourceError;
+    if (err instanceof MinicriError) throw err;
     throw new InvalidArgument(`${what} cannot be unpacked: ${(err as Error).message}`, { cause: err });
   }
   const diffId = `sha256:${hash.digest('hex')}`;
@@ -140,7 +186,7 @@ class Unpacker {
       case 'contiguous-file':
         this.clear(path, false);
         if ((h.size ?? 0) <= SMALL_FILE) writeFileSync(path, await collect(body), { flag: 'wx', mode: 0o600 });
-        else await pipeline(body, createWriteStream(path, { flags: 'wx', mode: 0o600 }));
+        else await pipeline(body, new FileSink(path));
         await this.meta(path, h, false);
         return;
       case 'symlink':

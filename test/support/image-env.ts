@@ -3,7 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { Images } from '../../oci/image/images.js';
+import { undiciTransport, type Transport } from '../../oci/image/http.js';
+import { Images, type ImagesOptions } from '../../oci/image/images.js';
 import type { RegistryHostsConfig } from '../../oci/image/types.js';
 import { silentLogger } from '../../core/log.js';
 import { MemoryImageRepository } from './image-repo.js';
@@ -18,15 +19,15 @@ export interface ImageEnv {
 }
 
 export async function imageEnv(t: TestContext, registries: RegistryHostsConfig = { mirrors: {}, insecure: [] },
-  extra: { inUse?: (id: string) => boolean } = {}): Promise<ImageEnv> {
+  extra: Partial<Pick<ImagesOptions, 'inUse' | 'stallTimeoutMs' | 'progressIntervalMs' | 'log'>> = {}): Promise<ImageEnv> {
   const rootDir = await mkdtemp(join(tmpdir(), 'minicri-image-'));
   const repo = new MemoryImageRepository();
   const requests: string[] = [];
-  const recording: typeof fetch = (input, init) => {
-    requests.push(input instanceof Request ? input.url : String(input));
-    return fetch(input, init);
+  const recording: Transport = (url, init) => {
+    requests.push(url.toString());
+    return undiciTransport(url, init);
   };
-  const images = await Images.open({ rootDir, repo, registries, log: silentLogger, fetch: recording, inUse: extra.inUse });
+  const images = await Images.open({ rootDir, repo, registries, log: silentLogger, transport: recording, ...extra });
   t.after(async () => {
     for (const fs of await images.listRootfs().catch(() => [])) await images.removeRootfs(fs.key).catch(() => undefined);
     await rm(rootDir, { recursive: true, force: true });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -109,21 +110,24 @@ describe('image pull from a local registry', () => {
     await assert.rejects(images.pull(`${reg.host}/nothing/here`), NotFound);
   });
 
-  test('a corrupt blob fails the pull and stores nothing', async (t) => {
-    const { images, rootDir } = await imageEnv(t);
-    const img = await buildImage([{ entries: [{ name: 'x', data: 'x'.repeat(1000) }] }], { Cmd: ['x'] });
-    await pushImage(reg, 'test/corrupt', ['v1'], img);
-    const file = registryBlobFile(reg, img.layerDigests[0]!);
-    const good = img.blobs.get(img.layerDigests[0]!)!;
-    const bad = Buffer.from(good);
-    bad[bad.length - 5] ^= 0xff;
-    await writeFile(file, bad);
-    await assert.rejects(images.pull(`${reg.host}/test/corrupt:v1`), /digest .* not sha256:|corrupt/);
-    assert.deepEqual(await readdir(join(rootDir, 'blobs', 'sha256')), []);
-    assert.deepEqual(await readdir(join(rootDir, 'layers')), []);
-    assert.deepEqual(await readdir(join(rootDir, 'tmp')), []);
-    assert.equal(images.list().length, 0);
-  });
+  // A small layer unpacks on the main thread, a larger one on the unpack worker: both check the blob's digest.
+  for (const [kind, data] of [['small', 'x'.repeat(1000)], ['large', randomBytes(300_000)]] as const) {
+    test(`a corrupt blob (${kind} layer) fails the pull and stores nothing`, async (t) => {
+      const { images, rootDir } = await imageEnv(t);
+      const img = await buildImage([{ entries: [{ name: 'x', data }], compression: 'gzip' }], { Cmd: ['x'] });
+      await pushImage(reg, `test/corrupt-${kind}`, ['v1'], img);
+      const file = registryBlobFile(reg, img.layerDigests[0]!);
+      const good = img.blobs.get(img.layerDigests[0]!)!;
+      const bad = Buffer.from(good);
+      bad[bad.length - 5] ^= 0xff;
+      await writeFile(file, bad);
+      await assert.rejects(images.pull(`${reg.host}/test/corrupt-${kind}:v1`), /digest .* not sha256:.*corrupt/);
+      assert.deepEqual(await readdir(join(rootDir, 'blobs', 'sha256')), []);
+      assert.deepEqual(await readdir(join(rootDir, 'layers')), []);
+      assert.deepEqual(await readdir(join(rootDir, 'tmp')), []);
+      assert.equal(images.list().length, 0);
+    });
+  }
 
   test('list, status, remove by tag and by id keep shared layers; fsInfo counts', async (t) => {
     const { images, rootDir } = await imageEnv(t);

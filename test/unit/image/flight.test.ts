@@ -39,3 +39,40 @@ test('mutex runs sections one at a time and survives failures', async () => {
   await c;
   assert.deepEqual(order, ['a1', 'a2', 'c']);
 });
+
+test('single-flight: one caller giving up leaves the run to the others; the last one stops it and waits for it', async () => {
+  const sf = new SingleFlight<string>();
+  let aborted = false;
+  let settled = false;
+  const work = (signal: AbortSignal) => new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => resolve('done'), 50);
+    signal.addEventListener('abort', () => { clearTimeout(timer); aborted = true; setImmediate(() => { settled = true; reject(signal.reason); }); });
+  });
+  const a = new AbortController();
+  const pa = sf.do('k', work, a.signal);
+  const pb = sf.do('k', work);
+  a.abort(new Error('client a gone'));
+  await assert.rejects(pa, /client a gone/);
+  assert.equal(await pb, 'done', 'the other caller still gets the result');
+  assert.equal(aborted, false);
+
+  const c = new AbortController();
+  const pc = sf.do('j', work, c.signal);
+  await tick();
+  c.abort(new Error('client c gone'));
+  await assert.rejects(pc, /client c gone/);
+  assert.ok(aborted && settled, 'the run was aborted and had settled before the last caller was answered');
+});
+
+test('semaphore: a waiter whose signal aborts leaves the queue', async () => {
+  const sem = new Semaphore(1);
+  let release!: () => void;
+  const holder = sem.run(() => new Promise<void>((r) => { release = r; }));
+  const ctl = new AbortController();
+  const waiting = sem.run(async () => 'ran', ctl.signal);
+  ctl.abort(new Error('gone'));
+  await assert.rejects(waiting, /gone/);
+  release();
+  await holder;
+  assert.equal(await sem.run(async () => 'next'), 'next');
+});

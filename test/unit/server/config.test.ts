@@ -17,6 +17,8 @@ describe('config', () => {
     assert.equal(c.default_runtime, 'runc');
     assert.equal(c.streaming.address, '127.0.0.1');
     assert.equal(runtimeRoot(c, 'runc'), '/run/minicri/runc/runc');
+    assert.deepEqual([c.registries.auth_file, c.registries.certs_dir, c.registries.stall_timeout_seconds, c.registries.progress_interval_seconds],
+      ['/etc/minicri/auth.json', '/etc/minicri/certs.d', 60, 10]);
   });
 
   it('names unknown keys, nested ones included', () => {

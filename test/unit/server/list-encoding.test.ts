@@ -118,7 +118,7 @@ describe('list encoding', () => {
       tables.containers.update('c1', (r) => markNeverStarted(r));
       await nextTurn();
       assert.equal(counter.calls, 2);
-      const ctx = { log: silentLogger };
+      const ctx = { log: silentLogger, signal: new AbortController().signal };
       const response = await listContainers({ filter: null }, ctx);
       const bytes = encoder.serialize(response);
       assert.equal(counter.calls, 2, 'the answer was encoded before it was asked for');

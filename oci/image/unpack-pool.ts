@@ -1,0 +1,137 @@
+// Layer unpacking on a worker thread: the main thread reads the blob (from the registry or the store) and
+// hands its bytes to a worker that unpacks them, so a pull's CPU work runs beside the event loop that serves
+// CRI calls, and its garbage is collected on the worker's own heap. Two workers share the layers under way
+// (each stays compiled and warm across layers) and end after a few idle seconds.
+import type { Readable } from 'node:stream';
+import { Worker } from 'node:worker_threads';
+import { Internal, InvalidArgument } from '../../core/errors.js';
+import type { UnpackResult } from './unpack.js';
+
+export type ToWorker =
+  | { type: 'start'; id: number; dest: string; what: string; blob?: BlobToWrite }
+  | { type: 'chunk'; id: number; data: Uint8Array }
+  | { type: 'end'; id: number }
+  | { type: 'abort'; id: number; message: string };
+
+export type FromWorker =
+  | { type: 'ack'; id: number; bytes: number }
+  | { type: 'done'; id: number; diffId: string; bytes: number }
+  | { type: 'error'; id: number; code?: string; message: string };
+
+/** Where and what the blob going by is, for the worker to write it and check its digest. */
+export interface BlobToWrite { tmp: string; digest: string; size?: number }
+
+/** Bytes sent for one layer and not yet taken by its unpack: the source pauses past this. */
+const IN_FLIGHT = 4 << 20;
+/** The worker is ended after this long without a layer: between pulls the daemon stays as small as it was. */
+const IDLE_MS = 5000;
+
+interface Job { onMessage(m: FromWorker): void; onFailure(err: Error): void }
+
+interface UnpackWorker { worker: Worker; jobs: Map<number, Job>; idle?: NodeJS.Timeout }
+
+/** Two workers: with the hashing, the tar entries and the writes of several layers, one thread is the bottleneck. */
+const WORKERS = 2;
+const running: UnpackWorker[] = [];
+let nextId = 0;
+
+/** The least busy worker, started when fewer than WORKERS run and all of them are busy. */
+function worker(): UnpackWorker {
+  const least = running.reduce<UnpackWorker | undefined>((a, w) => (!a || w.jobs.size < a.jobs.size ? w : a), undefined);
+  if (least && (least.jobs.size === 0 || running.length >= WORKERS)) {
+    clearTimeout(least.idle);
+    return least;
+  }
+  // A young generation of its own size: the daemon runs with a tiny one to stay small when idle, which would
+  // make streaming 100 MB through a layer mostly garbage collection.
+  const w = new Worker(new URL('./unpack-worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 48 } });
+  const state: UnpackWorker = { worker: w, jobs: new Map() };
+  const fail = (err: Error) => {
+    forget(state);
+    for (const job of state.jobs.values()) job.onFailure(err);
+    state.jobs.clear();
+  };
+  w.on('message', (m: FromWorker) => state.jobs.get(m.id)?.onMessage(m));
+  w.on('error', (err) => fail(new Internal(`the unpack worker failed: ${err.message}`)));
+  w.on('exit', (code) => fail(new Internal(`the unpack worker exited with code ${code}`)));
+  w.unref();
+  running.push(state);
+  return state;
+}
+
+function forget(w: UnpackWorker): void {
+  const i = running.indexOf(w);
+  if (i >= 0) running.splice(i, 1);
+}
+
+/** Starts the worker ahead of the first layer, so its start overlaps the layer requests. */
+export function warmUnpackWorker(): void {
+  const w = worker();
+  if (w.jobs.size === 0) idleLater(w);
+}
+
+function idleLater(w: UnpackWorker): void {
+  clearTimeout(w.idle);
+  w.idle = setTimeout(() => {
+    if (w.jobs.size === 0) {
+      forget(w);
+      void w.worker.terminate();
+    }
+  }, IDLE_MS).unref();
+}
+
+/**
+ * Unpacks `source` (a layer blob's bytes) into `dest` on the worker; see unpackLayer. With `blob`, the worker
+ * also writes the bytes to its temp file and checks size and digest (see blobWriter). A failure of the source
+ * itself (a stalled download) is what the promise rejects with.
+ */
+export function unpackInWorker(source: Readable, dest: string, what: string, blob?: BlobToWrite): Promise<UnpackResult> {
+  const w = worker();
+  const id = nextId++;
+  w.worker.ref();
+  return new Promise<UnpackResult>((resolve, reject) => {
+    let inFlight = 0;
+    let sourceError: unknown;
+    let ended = false;
+    const post = (m: ToWorker, transfer?: ArrayBuffer[]) => w.worker.postMessage(m, transfer);
+    const finish = () => {
+      w.jobs.delete(id);
+      if (w.jobs.size === 0) {
+        w.worker.unref();
+        idleLater(w);
+      }
+    };
+    w.jobs.set(id, {
+      onMessage(m) {
+        if (m.type === 'ack') {
+          inFlight -= m.bytes;
+          if (inFlight < IN_FLIGHT && source.isPaused()) source.resume();
+          return;
+        }
+        finish();
+        if (sourceError) reject(sourceError);
+        else if (m.type === 'done') resolve({ diffId: m.diffId, bytes: m.bytes });
+        else reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(m.message));
+      },
+      onFailure(err) {
+        source.destroy();
+        reject(sourceError ?? new Internal(`${what}: ${err.message}`));
+      },
+    });
+    post({ type: 'start', id, dest, what, blob });
+    source.on('data', (chunk: Buffer) => {
+      // A copy of just this chunk (a Buffer may be a slice of a larger pool), moved, not cloned again.
+      const data = new Uint8Array(chunk);
+      inFlight += data.byteLength;
+      post({ type: 'chunk', id, data }, [data.buffer as ArrayBuffer]);
+      if (inFlight >= IN_FLIGHT) source.pause();
+    });
+    source.once('end', () => { ended = true; post({ type: 'end', id }); });
+    source.once('error', (err) => {
+      sourceError ??= err;
+      post({ type: 'abort', id, message: err.message });
+    });
+    // Destroyed without an error (its consumer gave up): the worker stops too.
+    source.once('close', () => { if (!ended && sourceError === undefined) post({ type: 'abort', id, message: 'the layer\'s source closed early' }); });
+  });
+}

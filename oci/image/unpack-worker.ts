@@ -1,0 +1,52 @@
+// The worker side of unpack-pool.ts: unpacks layers from the chunks the main thread sends, several at once,
+// so gunzip's bookkeeping, the diff-id hash, the tar parsing, the file writes and their garbage stay off the
+// thread that serves CRI calls; for a download, the blob's own hash and file too.
+import { PassThrough } from 'node:stream';
+import { parentPort } from 'node:worker_threads';
+import { MinicriError } from '../../core/errors.js';
+import { silentLogger } from '../../core/log.js';
+import { blobWriter } from './content.js';
+import { unpackLayer } from './unpack.js';
+import type { FromWorker, ToWorker } from './unpack-pool.js';
+
+const port = parentPort!;
+const sources = new Map<number, PassThrough>();
+
+function send(m: FromWorker): void {
+  port.postMessage(m);
+}
+
+port.on('message', (m: ToWorker) => {
+  const source = sources.get(m.id);
+  switch (m.type) {
+    case 'start': {
+      const s = new PassThrough({ highWaterMark: 1 << 20 });
+      sources.set(m.id, s);
+      // The blob's own file and digest check, here too, when the bytes come from the registry.
+      const writer = m.blob ? blobWriter(m.blob.tmp, m.blob.digest, m.blob.size, m.what) : undefined;
+      if (writer) s.on('error', (err) => writer.stream.destroy(err)).pipe(writer.stream);
+      unpackLayer(writer?.stream ?? s, m.dest, m.what, silentLogger).then(
+        async (r) => {
+          await writer?.closed;
+          send({ type: 'done', id: m.id, diffId: r.diffId, bytes: r.bytes });
+        },
+        async (err: Error) => {
+          writer?.stream.destroy();
+          await writer?.closed;
+          send({ type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: err.message });
+        },
+      ).finally(() => sources.delete(m.id));
+      return;
+    }
+    case 'chunk': {
+      const n = m.data.byteLength;
+      source?.write(Buffer.from(m.data.buffer, m.data.byteOffset, n), () => send({ type: 'ack', id: m.id, bytes: n }));
+      return;
+    }
+    case 'end':
+      source?.end();
+      return;
+    case 'abort':
+      source?.destroy(new Error(m.message));
+  }
+});
