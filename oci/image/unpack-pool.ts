@@ -16,7 +16,7 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'ack'; id: number; bytes: number }
   | { type: 'done'; id: number; diffId: string; bytes: number }
-  | { type: 'error'; id: number; code?: string; message: string };
+  | { type: 'error'; id: number; code?: string; message: string; errno?: string; path?: string };
 
 /** Where and what the blob going by is, for the worker to write it and check its digest. */
 export interface BlobToWrite { tmp: string; digest: string; size?: number }
@@ -111,7 +111,7 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
         finish();
         if (sourceError) reject(sourceError);
         else if (m.type === 'done') resolve({ diffId: m.diffId, bytes: m.bytes });
-        else reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(m.message));
+        else reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(m.message, m.errno ? { cause: systemErrorOf(m) } : undefined));
       },
       onFailure(err) {
         source.destroy();
@@ -134,4 +134,9 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
     // Destroyed without an error (its consumer gave up): the worker stops too.
     source.once('close', () => { if (!ended && sourceError === undefined) post({ type: 'abort', id, message: 'the layer\'s source closed early' }); });
   });
+}
+
+/** The worker's system call error as one of this thread's, with its code and path (a full disk stays ENOSPC). */
+function systemErrorOf(m: { message: string; errno?: string; path?: string }): NodeJS.ErrnoException {
+  return Object.assign(new Error(m.message), { code: m.errno, ...(m.path ? { path: m.path } : {}) });
 }

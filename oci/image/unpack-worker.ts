@@ -16,6 +16,14 @@ function send(m: FromWorker): void {
   port.postMessage(m);
 }
 
+/** The system call error behind `err` (itself or a cause), so the main thread can tell a full disk from a bug. */
+function systemError(err: unknown): { errno?: string; path?: string } {
+  for (let e = err as (NodeJS.ErrnoException & { cause?: unknown }) | undefined; e; e = e.cause as typeof e) {
+    if (typeof e.code === 'string' && /^E[A-Z0-9]+$/.test(e.code)) return { errno: e.code, ...(e.path ? { path: e.path } : {}) };
+  }
+  return {};
+}
+
 port.on('message', (m: ToWorker) => {
   const source = sources.get(m.id);
   switch (m.type) {
@@ -33,7 +41,7 @@ port.on('message', (m: ToWorker) => {
         async (err: Error) => {
           writer?.stream.destroy();
           await writer?.closed;
-          send({ type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: err.message });
+          send({ type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: err.message, ...systemError(err) });
         },
       ).finally(() => sources.delete(m.id));
       return;
