@@ -21,6 +21,8 @@ export type FromWorker =
 /** Where and what the blob going by is, for the worker to write it and check its digest. */
 export interface BlobToWrite { tmp: string; digest: string; size?: number }
 
+/** Bytes the main thread gathers before it hands them to the worker in one message. */
+const BATCH = 1 << 20;
 /** Bytes sent for one layer and not yet taken by its unpack: the source pauses past this. */
 const IN_FLIGHT = 4 << 20;
 /** The worker is ended after this long without a layer: between pulls the daemon stays as small as it was. */
@@ -119,14 +121,29 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
       },
     });
     post({ type: 'start', id, dest, what, blob });
-    source.on('data', (chunk: Buffer) => {
-      // A copy of just this chunk (a Buffer may be a slice of a larger pool), moved, not cloned again.
-      const data = new Uint8Array(chunk);
-      inFlight += data.byteLength;
-      post({ type: 'chunk', id, data }, [data.buffer as ArrayBuffer]);
+    // The socket's pieces (tens of KiB) are copied into batches of a MiB, each moved to the worker, not cloned
+    // again: per piece, a message and a gunzip call cost more than the inflating itself.
+    let batch = new Uint8Array(BATCH);
+    let filled = 0;
+    const flush = () => {
+      if (filled === 0) return;
+      const data = batch.subarray(0, filled);
+      inFlight += filled;
+      post({ type: 'chunk', id, data }, [batch.buffer as ArrayBuffer]);
+      batch = new Uint8Array(BATCH);
+      filled = 0;
       if (inFlight >= IN_FLIGHT) source.pause();
+    };
+    source.on('data', (chunk: Buffer) => {
+      for (let at = 0; at < chunk.byteLength;) {
+        const n = Math.min(chunk.byteLength - at, BATCH - filled);
+        batch.set(chunk.subarray(at, at + n), filled);
+        filled += n;
+        at += n;
+        if (filled === BATCH) flush();
+      }
     });
-    source.once('end', () => { ended = true; post({ type: 'end', id }); });
+    source.once('end', () => { flush(); ended = true; post({ type: 'end', id }); });
     source.once('error', (err) => {
       sourceError ??= err;
       post({ type: 'abort', id, message: err.message });
