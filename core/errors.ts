@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'failed-precondition'
   | 'unimplemented'
   | 'deadline-exceeded'
+  | 'cancelled'
   | 'unavailable'
   | 'permission-denied'
   | 'resource-exhausted'
@@ -40,6 +41,10 @@ export class Unimplemented extends MinicriError {
 }
 export class DeadlineExceeded extends MinicriError {
   constructor(message: string, options?: Options) { super('deadline-exceeded', message, options); }
+}
+/** The client gave up on the call before its deadline. */
+export class Cancelled extends MinicriError {
+  constructor(message: string, options?: Options) { super('cancelled', message, options); }
 }
 export class Unavailable extends MinicriError {
   constructor(message: string, options?: Options) { super('unavailable', message, options); }

@@ -14,6 +14,9 @@ import type { PodContext } from './context.js';
 /** What a checkpoint may take when the request leaves it to the runtime (kubelet's own CRI timeout is 2 minutes). */
 export const DEFAULT_CHECKPOINT_TIMEOUT_SEC = 120;
 
+/** The work dirs of checkpoints in a container's dir: mkdtemp names them with this prefix. */
+export const CHECKPOINT_WORK_PREFIX = 'checkpoint-';
+
 /** The archive path as given, when usable: absolute, naming a file. Pure. */
 export function checkpointLocation(location: string): string {
   if (!location) throw new InvalidArgument('checkpoint location is empty: give the absolute path of the archive to write');
@@ -41,7 +44,7 @@ export async function checkpointContainer(ctx: PodContext, req: { idOrPrefix: st
     const runtime = runtimeOf(ctx, record);
     const signal = AbortSignal.timeout(timeoutMs);
     const spec = await readBundleSpec(record.dir);
-    const work = await mkdtemp(join(record.dir, 'checkpoint-'));
+    const work = await mkdtemp(join(record.dir, CHECKPOINT_WORK_PREFIX));
     try {
       await runtime.checkpoint(id, {
         imagePath: join(work, CHECKPOINT_DIR),

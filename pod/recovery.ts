@@ -4,12 +4,15 @@
 // the CNI cache. Once it serves: operations cut off mid-way are undone or finished, then every host object of
 // ours that no record explains is removed.
 import { existsSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Logger } from '../core/log.js';
 import { pool } from '../core/pool.js';
 import { Timeline } from '../core/timeline.js';
 import { nowNanos } from '../core/time.js';
 import { cgroupExists, podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { listStagingEntries, usernsStagingEntry } from '../oci/runtime/userns.js';
+import { CHECKPOINT_WORK_PREFIX } from './container-checkpoint.js';
 import { refreshContainer, runtimeFor } from './container-refresh.js';
 import { finishContainerCleanupLocked, removeContainerLocked } from './container-remove.js';
 import type { PodContext } from './context.js';
@@ -121,6 +124,13 @@ export async function recover(ctx: PodContext, log: Logger): Promise<Recovered> 
       log.warn({ containerId: c.id }, 'container was left paused by a checkpoint cut off: resuming it');
       await runtime!.resume(c.id);
     }
+  }));
+
+  // A checkpoint's work dir holds every memory page of its container: one a crash cut off goes now, not at removal.
+  await t.step('checkpoint work dirs', () => each(containers.list().filter((c) => current(c)), log, (c) => c.id, async (c) => {
+    const left = (await readdir(c.dir).catch(() => [] as string[])).filter((name) => name.startsWith(CHECKPOINT_WORK_PREFIX));
+    for (const name of left) await rm(join(c.dir, name), { recursive: true, force: true });
+    if (left.length > 0) log.warn({ containerId: c.id, removed: left }, 'removed the work dir of a checkpoint cut off');
   }));
 
   await t.step('pauses gone', () => each(sandboxes.list().filter((s) => s.state === 'SANDBOX_READY' && current(s)), log, (s) => s.id, async (s) => {

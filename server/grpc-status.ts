@@ -9,6 +9,7 @@ const GRPC_STATUS: Record<ErrorCode, status> = {
   'failed-precondition': status.FAILED_PRECONDITION,
   'unimplemented': status.UNIMPLEMENTED,
   'deadline-exceeded': status.DEADLINE_EXCEEDED,
+  'cancelled': status.CANCELLED,
   'unavailable': status.UNAVAILABLE,
   'permission-denied': status.PERMISSION_DENIED,
   'resource-exhausted': status.RESOURCE_EXHAUSTED,

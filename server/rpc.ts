@@ -2,7 +2,7 @@
 // thrown errors to gRPC statuses. Nothing a handler throws can take the daemon down.
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { DeadlineExceeded, Unimplemented } from '../core/errors.js';
+import { Cancelled, DeadlineExceeded, Unimplemented } from '../core/errors.js';
 import { toGrpcError } from './grpc-status.js';
 import type { Logger } from '../core/log.js';
 
@@ -83,10 +83,15 @@ function callContext(name: string, call: grpc.ServerUnaryCall<unknown, unknown> 
 
 function callSignal(name: string, call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>): AbortSignal {
   const controller = new AbortController();
-  if (call.cancelled) controller.abort(new DeadlineExceeded(`${name}: the client cancelled the call`));
-  call.once('cancelled', () => controller.abort(new DeadlineExceeded(`${name}: the client cancelled the call or its deadline passed`)));
   const deadline = call.getDeadline();
-  const ms = deadline instanceof Date ? deadline.getTime() - Date.now() : deadline - Date.now();
+  const deadlineAt = deadline instanceof Date ? deadline.getTime() : deadline;
+  const ms = deadlineAt - Date.now();
+  // grpc-js says 'cancelled' for both: a call whose deadline has come is over its time, any other was given up.
+  const cancelled = () => controller.abort(Date.now() >= deadlineAt
+    ? new DeadlineExceeded(`${name}: the client's deadline passed`)
+    : new Cancelled(`${name}: the client cancelled the call`));
+  if (call.cancelled) cancelled();
+  call.once('cancelled', cancelled);
   if (!Number.isFinite(ms)) return controller.signal;
   // A timer (unref'd) rather than trusting the transport: the deadline is the client's promise to stop waiting.
   const timer = setTimeout(() => controller.abort(new DeadlineExceeded(`${name}: the client's deadline passed`)), Math.max(ms, 0));

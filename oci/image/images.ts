@@ -68,6 +68,9 @@ export interface LocalFile {
   directory?: boolean;
 }
 
+/** Where a pull's blobs come from, found on the signal of the caller that first needs it. */
+type EndpointSource = (signal: AbortSignal | undefined) => Promise<Endpoint>;
+
 export interface FsInfo { mountpoint: string; usedBytes: number; inodesUsed: number; timestamp: number }
 
 const ID_RE = /^(?:sha256:)?([a-f0-9]{64})$/;
@@ -231,7 +234,8 @@ export class Images {
       const manifest: Manifest = parsed.manifest;
       // Manifests read from our store came from no endpoint: blobs then come from the first one that has the image.
       let located: Promise<Endpoint> | undefined;
-      const source = () => (endpoint ? Promise.resolve(endpoint) : (located ??= this.client.getManifest(ref, ref.digest ?? ref.tag!, auth, undefined, signal).then((m) => m.endpoint)));
+      // Asked on the signal of whoever needs it first: a layer transfer another pull shares asks on the shared one.
+      const source = (asking: AbortSignal | undefined) => (endpoint ? Promise.resolve(endpoint) : (located ??= this.client.getManifest(ref, ref.digest ?? ref.tag!, auth, undefined, asking).then((m) => m.endpoint)));
       lease.hold(manifest.config.digest);
       downloaded += await this.fetchBlob(ref, manifest.config, source, auth, `config of "${name}"`, signal);
       const { config, diffIds, platform } = parseImageConfig(await this.content.read(manifest.config.digest), `config ${manifest.config.digest} of "${name}"`);
@@ -330,15 +334,15 @@ export class Images {
   }
 
   /** The endpoint that served the manifest first, then the registry's others in order. */
-  private async blobEndpoints(ref: ImageRef, source: () => Promise<Endpoint>): Promise<Endpoint[]> {
-    const first = await source();
+  private async blobEndpoints(ref: ImageRef, source: EndpointSource, signal: AbortSignal | undefined): Promise<Endpoint[]> {
+    const first = await source(signal);
     return [first, ...this.client.endpoints(ref.registry).filter((e) => e.url !== first.url)];
   }
 
   /** Downloads a (small) blob into the store unless present; returns the bytes fetched. */
-  private async fetchBlob(ref: ImageRef, d: Descriptor, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string, signal: AbortSignal | undefined): Promise<number> {
+  private async fetchBlob(ref: ImageRef, d: Descriptor, source: EndpointSource, auth: AuthConfig | undefined, what: string, signal: AbortSignal | undefined): Promise<number> {
     if (await this.content.has(d.digest)) return 0;
-    const endpoints = await this.blobEndpoints(ref, source);
+    const endpoints = await this.blobEndpoints(ref, source, signal);
     return this.fromEndpoints(endpoints, (e) => this.content.ensure(d.digest, d.size, `${what} from ${e.url}`, (shared) =>
       this.client.openBlob(e, ref, d.digest, auth, { signal: shared, stallMs: this.opts.stallTimeoutMs }), signal), signal);
   }
@@ -367,7 +371,7 @@ export class Images {
    * Makes sure a layer is unpacked; returns the bytes this pull downloaded for it. The blob streams into the
    * content store and into the layer's unpack at once; pulls needing the same layer share one transfer.
    */
-  private async pullLayer(ref: ImageRef, layer: Descriptor, diffId: string, source: () => Promise<Endpoint>, auth: AuthConfig | undefined, what: string, signal: AbortSignal | undefined): Promise<number> {
+  private async pullLayer(ref: ImageRef, layer: Descriptor, diffId: string, source: EndpointSource, auth: AuthConfig | undefined, what: string, signal: AbortSignal | undefined): Promise<number> {
     if (await this.layers.has(diffId)) return 0;
     if (await this.content.has(layer.digest)) {
       // The blob of a pull cut off before it unpacked.
@@ -380,7 +384,7 @@ export class Images {
     const bytes = await this.transfers.do(layer.digest, (shared) => this.downloads.run(async () => {
       if (await this.layers.has(diffId)) return 0;
       fetched = true;
-      const endpoints = await this.blobEndpoints(ref, source);
+      const endpoints = await this.blobEndpoints(ref, source, shared);
       return this.fromEndpoints(endpoints, (e) => this.transferLayer(ref, e, layer, diffId, auth, `${what} from ${e.url}`, shared), shared);
     }, shared), signal);
     return fetched ? bytes : 0;

@@ -172,7 +172,8 @@ export class RegistryClient {
       transform(chunk: Buffer, _e, cb) { timer.refresh(); cb(null, chunk); },
       flush(cb) { done(); cb(); },
     });
-    guard.on('close', done);
+    // However the guard ends (its consumer gave up, a size or disk error), the connection under it goes too.
+    guard.on('close', () => { done(); if (!body.destroyed) body.destroy(); });
     body.on('error', (err) => guard.destroy(controller.signal.aborted ? controller.signal.reason as Error : err));
     return body.pipe(guard);
   }
@@ -229,6 +230,11 @@ export class RegistryClient {
         await res.discard().catch(() => undefined);
         current = new URL(location, current).toString();
         continue;
+      }
+      // A challenge from where a redirect led is not the registry's: its credentials are not offered there.
+      if (res.status === 401 && new URL(current).origin !== origin) {
+        await res.discard().catch(() => undefined);
+        throw new EndpointError('denied', `401 from ${new URL(current).origin}, where ${origin} redirected: the registry's credentials are not sent to another host`);
       }
       return res;
     }
@@ -296,7 +302,9 @@ export class RegistryClient {
   private async fetchToken(realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<{ token: string; expiresIn: number }> {
     const url = new URL(realm);
     const origin = new URL(endpoint.url).origin;
-    if ((auth?.identityToken || basicCredentials(auth)) && url.protocol !== 'https:' && url.origin !== origin && !isInsecure(url.host, this.opts.hosts.insecure)) {
+    // Loopback is plain HTTP by default for a registry on this node, not for a token realm a remote registry names.
+    const plainAllowed = listedInsecure(url.host, this.opts.hosts.insecure) || (isLoopbackHost(url.host) && isLoopbackHost(new URL(endpoint.url).host));
+    if ((auth?.identityToken || basicCredentials(auth)) && url.protocol !== 'https:' && url.origin !== origin && !plainAllowed) {
       throw new EndpointError('denied', `token server ${url.origin} for ${endpoint.url} is plain HTTP on another host: credentials are not sent there (list it under registries.insecure to allow it)`);
     }
     let res: HttpAnswer;

@@ -18,6 +18,8 @@ export interface ProxyOptions {
   redirectBlobs?: boolean;
   /** What the redirect target itself authenticates to the registry with (it is the registry's storage). */
   storageAuthorization?: string;
+  /** The redirect target answers every read with 401 and a bearer challenge whose realm is itself. */
+  storageChallenges?: boolean;
   /** Blob reads get their status and headers, then no byte more. */
   stallBlobs?: boolean;
   /** Blob bodies trickle at about this many bytes a second. */
@@ -80,6 +82,10 @@ export async function startRegistryProxy(upstream: string, opts: ProxyOptions = 
   const storageRequests: RecordedRequest[] = [];
   const storage = createServer((req, res) => {
     record(req, storageRequests);
+    if (opts.storageChallenges) {
+      res.writeHead(401, { 'www-authenticate': `Bearer realm="http://localhost:${storagePort}/token",service="storage"` }).end();
+      return;
+    }
     forward(upstream, req, res, opts.storageAuthorization, opts.throttleBytesPerSecond);
   });
   const storagePort = await listen(storage);

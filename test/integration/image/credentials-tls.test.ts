@@ -58,6 +58,16 @@ describe('request credentials', () => {
     await assert.rejects(env2.images.pull(`${front.host}/private/hello:v1`, { ...ALICE, serverAddress: 'other.example.com' }), PermissionDenied);
     assert.deepEqual(front.requests.slice(before).filter((q) => q.authorization), [], 'credentials for another host are not sent');
   });
+
+  test('a 401 from where a blob was redirected is not answered with the registry\'s credentials', async (t) => {
+    const front = await startRegistryProxy(privateReg.url, { redirectBlobs: true, storageChallenges: true });
+    t.after(() => front.stop());
+    const { images } = await imageEnv(t);
+    await assert.rejects(images.pull(`${front.host}/private/hello:v1`, { ...ALICE, serverAddress: front.host }), (err: unknown) =>
+      err instanceof PermissionDenied && /401 from http:\/\/localhost:\d+, where http:\/\/127\.0\.0\.1:\d+ redirected/.test(err.message));
+    assert.ok(front.storageRequests.length >= 1, 'the blob read was redirected');
+    assert.deepEqual(front.storageRequests.filter((q) => q.authorization || q.path.startsWith('/token')), [], 'no credentials and no token request at the redirect target\'s realm');
+  });
 });
 
 describe('node-level credentials file', () => {

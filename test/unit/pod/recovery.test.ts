@@ -1,6 +1,7 @@
 // Recovery after a crash, through the fakes: what answers depend on is settled before recover() returns;
 // cut-off creations are undone after it, under the locks their operations take, so a call about them waits.
 import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { KeyedLock } from '../../../core/locks.js';
@@ -102,10 +103,17 @@ describe('recovery of cut-off creations', () => {
     runtime.state = async (id) => ({ status: id === frozen ? 'paused' : 'running', pid: 4242, bundle: join(f.dir, id) });
     const resumed: string[] = [];
     runtime.resume = async (id) => { resumed.push(id); };
+    // The cut-off checkpoint's work dir (CRIU's memory images) is left in the container's dir, beside its own files.
+    const dir = f.ctx.tables.containers.get(frozen)!.dir;
+    mkdirSync(join(dir, 'checkpoint-x1Y2z3'), { recursive: true });
+    writeFileSync(join(dir, 'checkpoint-x1Y2z3', 'pages-1.img'), 'memory');
+    writeFileSync(join(dir, 'kept'), 'the container\'s own');
 
     const { finished } = await recover(f.ctx, silentLogger);
     await finished;
     assert.deepEqual(resumed, [frozen]);
     assert.equal(f.ctx.tables.containers.get(frozen)?.state, 'CONTAINER_RUNNING');
+    assert.equal(existsSync(join(dir, 'checkpoint-x1Y2z3')), false, 'the work dir went at recovery');
+    assert.equal(existsSync(join(dir, 'kept')), true);
   });
 });

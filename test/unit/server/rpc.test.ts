@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { Unimplemented } from '../../../core/errors.js';
+import { Cancelled, DeadlineExceeded, Unimplemented } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { loadCri } from '../../../server/proto.js';
 import { serverStream, unimplemented } from '../../../server/rpc.js';
@@ -21,6 +21,7 @@ describe('server streams', { timeout: 10_000 }, () => {
   const server = new grpc.Server();
   let client: InstanceType<typeof cri.RuntimeService>;
   let fail: () => Promise<void>;
+  let abortedWith: (reason: unknown) => void = () => undefined;
   before(async () => {
     server.addService(cri.RuntimeService.service, {
       GetContainerEvents: serverStream('GetContainerEvents', async (_req, emit) => {
@@ -28,11 +29,28 @@ describe('server streams', { timeout: 10_000 }, () => {
         await fail();
       }, silentLogger),
       StreamPodSandboxes: unimplemented('runtime.v1.RuntimeService', 'StreamPodSandboxes', silentLogger, true),
+      StreamContainers: serverStream('StreamContainers', async (_req, _emit, ctx) => {
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+        abortedWith(ctx.signal.reason);
+      }, silentLogger),
     });
     const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
     client = new cri.RuntimeService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   });
   after(() => { client.close(); server.forceShutdown(); });
+
+  it('a handler\'s signal tells a client that gave up (CANCELLED) from one whose deadline passed (DEADLINE_EXCEEDED)', async () => {
+    const reason = () => new Promise<unknown>((resolve) => { abortedWith = resolve; });
+    const cancelledReason = reason();
+    const call = client.StreamContainers({});
+    call.on('error', () => undefined);
+    setTimeout(() => call.cancel(), 50);
+    assert.ok((await cancelledReason) instanceof Cancelled);
+    const deadlineReason = reason();
+    const late = client.StreamContainers({}, { deadline: Date.now() + 100 });
+    late.on('error', () => undefined);
+    assert.ok((await deadlineReason) instanceof DeadlineExceeded);
+  });
 
   it('a failing handler ends the stream with its error, after what it sent', async () => {
     fail = async () => { throw new Unimplemented('not here yet'); };
