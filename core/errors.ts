@@ -59,3 +59,11 @@ export class ResourceExhausted extends MinicriError {
 export class Internal extends MinicriError {
   constructor(message: string, options?: Options) { super('internal', message, options); }
 }
+
+/** The first error in `err`'s cause chain (itself first) that `matches`: a system error under wrappers, say. */
+export function causeWhere(err: unknown, matches: (e: NodeJS.ErrnoException) => boolean): NodeJS.ErrnoException | undefined {
+  for (let e = err as (NodeJS.ErrnoException & { cause?: unknown }) | undefined; e; e = e.cause as typeof e) {
+    if (matches(e)) return e;
+  }
+  return undefined;
+}

@@ -5,7 +5,7 @@ import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
 import { faultPoint } from '../../core/faults.js';
-import { DeadlineExceeded, FailedPrecondition, InvalidArgument, MinicriError, NotFound, ResourceExhausted, Unavailable } from '../../core/errors.js';
+import { causeWhere, DeadlineExceeded, FailedPrecondition, InvalidArgument, MinicriError, NotFound, ResourceExhausted, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { ContentStore } from './content.js';
 import type { Transport } from './http.js';
@@ -78,10 +78,7 @@ const ID_PREFIX_RE = /^(?:sha256:)?([a-f0-9]{12,63})$/;
 
 /** The ENOSPC error behind `err` (directly or as a cause), if a full disk is what failed. */
 function noSpaceError(err: unknown): NodeJS.ErrnoException | undefined {
-  for (let e = err as (NodeJS.ErrnoException & { cause?: unknown }) | undefined; e; e = e.cause as typeof e) {
-    if (e.code === 'ENOSPC') return e;
-  }
-  return undefined;
+  return causeWhere(err, (e) => e.code === 'ENOSPC');
 }
 
 /** uid or username from an image config's User ("1000", "1000:1000", "nobody", "nobody:nogroup"). */

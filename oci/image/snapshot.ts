@@ -11,9 +11,8 @@ import { isMounted } from '../../mounter/mounter.js';
 import { idmapMount, MountError, mount, unmount, unmountIfMounted, type IdRange } from '../../mounter/mounter.js';
 import { hexOf } from './content.js';
 import { SingleFlight } from './flight.js';
-import { blobWriter } from './content.js';
-import { unpackLayer, type UnpackResult } from './unpack.js';
-import { unpackInWorker, type BlobToWrite } from './unpack-pool.js';
+import { unpackLayerKeepingBlob, type BlobToWrite } from './unpack.js';
+import { unpackInWorker } from './unpack-pool.js';
 
 /** Mount data must fit in one page; lowerdirs are given as short names relative to the link dir to stay under it. */
 const MAX_MOUNT_DATA = 4000;
@@ -118,7 +117,7 @@ export class LayerStore {
   async unpack(diffId: string, source: Readable, what: string, size: number, blob?: BlobToWrite, beforeCommit?: () => Promise<void>): Promise<void> {
     const tmp = join(this.tmpDir, `layer-${randomBytes(8).toString('hex')}`);
     try {
-      const { diffId: got } = size < SMALL_LAYER ? await this.unpackHere(source, tmp, what, blob) : await unpackInWorker(source, tmp, what, blob);
+      const { diffId: got } = size < SMALL_LAYER ? await unpackLayerKeepingBlob(source, tmp, what, this.log, blob) : await unpackInWorker(source, tmp, what, blob);
       if (got !== diffId) throw new InvalidArgument(`${what} unpacks to ${got}, but the image config says ${diffId}: the image is corrupt`);
       await beforeCommit?.();
       // Another pull may have put the same layer in place meanwhile: theirs is as good as ours.
@@ -127,19 +126,6 @@ export class LayerStore {
       });
     } finally {
       await rm(tmp, { recursive: true, force: true });
-    }
-  }
-
-  /** A small layer (the pause image's) is not worth a trip to the worker. */
-  private async unpackHere(source: Readable, dest: string, what: string, blob?: BlobToWrite): Promise<UnpackResult> {
-    if (!blob) return unpackLayer(source, dest, what, this.log);
-    const writer = blobWriter(blob.tmp, blob.digest, blob.size, what);
-    source.on('error', (err) => writer.stream.destroy(err)).pipe(writer.stream);
-    try {
-      return await unpackLayer(writer.stream, dest, what, this.log);
-    } finally {
-      writer.stream.destroy();
-      await writer.closed;
     }
   }
 

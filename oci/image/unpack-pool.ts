@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { Internal, InvalidArgument } from '../../core/errors.js';
-import type { UnpackResult } from './unpack.js';
+import type { BlobToWrite, UnpackResult } from './unpack.js';
 
 export type ToWorker =
   | { type: 'start'; id: number; dest: string; what: string; blob?: BlobToWrite }
@@ -18,8 +18,6 @@ export type FromWorker =
   | { type: 'done'; id: number; diffId: string; bytes: number }
   | { type: 'error'; id: number; code?: string; message: string; errno?: string; path?: string };
 
-/** Where and what the blob going by is, for the worker to write it and check its digest. */
-export interface BlobToWrite { tmp: string; digest: string; size?: number }
 
 /** Bytes the main thread gathers before it hands them to the worker in one message. */
 const BATCH = 1 << 20;

@@ -3,10 +3,9 @@
 // thread that serves CRI calls; for a download, the blob's own hash and file too.
 import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
-import { MinicriError } from '../../core/errors.js';
+import { causeWhere, MinicriError } from '../../core/errors.js';
 import { silentLogger } from '../../core/log.js';
-import { blobWriter } from './content.js';
-import { unpackLayer } from './unpack.js';
+import { unpackLayerKeepingBlob } from './unpack.js';
 import type { FromWorker, ToWorker } from './unpack-pool.js';
 
 const port = parentPort!;
@@ -18,10 +17,8 @@ function send(m: FromWorker): void {
 
 /** The system call error behind `err` (itself or a cause), so the main thread can tell a full disk from a bug. */
 function systemError(err: unknown): { errno?: string; path?: string } {
-  for (let e = err as (NodeJS.ErrnoException & { cause?: unknown }) | undefined; e; e = e.cause as typeof e) {
-    if (typeof e.code === 'string' && /^E[A-Z0-9]+$/.test(e.code)) return { errno: e.code, ...(e.path ? { path: e.path } : {}) };
-  }
-  return {};
+  const e = causeWhere(err, (c) => typeof c.code === 'string' && /^E[A-Z0-9]+$/.test(c.code));
+  return e ? { errno: e.code, ...(e.path ? { path: e.path } : {}) } : {};
 }
 
 port.on('message', (m: ToWorker) => {
@@ -31,18 +28,9 @@ port.on('message', (m: ToWorker) => {
       const s = new PassThrough({ highWaterMark: 1 << 20 });
       sources.set(m.id, s);
       // The blob's own file and digest check, here too, when the bytes come from the registry.
-      const writer = m.blob ? blobWriter(m.blob.tmp, m.blob.digest, m.blob.size, m.what) : undefined;
-      if (writer) s.on('error', (err) => writer.stream.destroy(err)).pipe(writer.stream);
-      unpackLayer(writer?.stream ?? s, m.dest, m.what, silentLogger).then(
-        async (r) => {
-          await writer?.closed;
-          send({ type: 'done', id: m.id, diffId: r.diffId, bytes: r.bytes });
-        },
-        async (err: Error) => {
-          writer?.stream.destroy();
-          await writer?.closed;
-          send({ type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: err.message, ...systemError(err) });
-        },
+      unpackLayerKeepingBlob(s, m.dest, m.what, silentLogger, m.blob).then(
+        (r) => send({ type: 'done', id: m.id, diffId: r.diffId, bytes: r.bytes }),
+        (err: Error) => send({ type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: err.message, ...systemError(err) }),
       ).finally(() => sources.delete(m.id));
       return;
     }

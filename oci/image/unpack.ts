@@ -13,6 +13,7 @@ import { execa } from 'execa';
 import tar from 'tar-stream';
 import { InvalidArgument, MinicriError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { blobWriter } from './content.js';
 import { FileSink } from './file-sink.js';
 import { classifyEntry, confine, symlinkTarget, xattrAllowed } from './layerpath.js';
 
@@ -83,6 +84,25 @@ export class Decompress extends Duplex {
 }
 
 export interface UnpackResult { diffId: string; bytes: number }
+
+/** Where a downloaded layer's bytes are also kept as its blob, and the digest they must have. */
+export interface BlobToWrite { tmp: string; digest: string; size?: number }
+
+/**
+ * Unpacks `source`; with `blob`, the same bytes also go to the blob's file on their way, and a wrong size or
+ * digest fails the unpack (content.ts's blobWriter checks them before the stream ends).
+ */
+export async function unpackLayerKeepingBlob(source: Readable, dest: string, what: string, log: Logger, blob?: BlobToWrite): Promise<UnpackResult> {
+  if (!blob) return unpackLayer(source, dest, what, log);
+  const writer = blobWriter(blob.tmp, blob.digest, blob.size, what);
+  source.on('error', (err) => writer.stream.destroy(err)).pipe(writer.stream);
+  try {
+    return await unpackLayer(writer.stream, dest, what, log);
+  } finally {
+    writer.stream.destroy();
+    await writer.closed;
+  }
+}
 
 /** Reads a stream to its end (or error), discarding the data. */
 function drain(stream: Readable): Promise<void> {
