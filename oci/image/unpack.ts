@@ -15,6 +15,7 @@ import { InvalidArgument, MinicriError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { blobWriter } from './content.js';
 import { FileSink } from './file-sink.js';
+import { zstdDecompress } from './zstd.js';
 import { classifyEntry, confine, symlinkTarget, xattrAllowed } from './layerpath.js';
 
 const MAX_SYMLINK_HOPS = 40;
@@ -35,13 +36,10 @@ function sniff(head: Buffer): Compression {
   return 'none';
 }
 
-/** node's zstd (22.15 and later); on older nodes the zstd tool does it, one process per zstd layer. */
-const zlibZstd = (zlib as { createZstdDecompress?: () => Duplex }).createZstdDecompress;
-
 function decompressor(compression: Compression): Duplex {
   // 64 KiB output pieces: under the daemon's malloc mmap threshold (see file-sink.ts).
   if (compression === 'gzip') return zlib.createGunzip({ chunkSize: 64 << 10 });
-  if (compression === 'zstd') return zlibZstd ? zlibZstd() : execa('zstd', ['-dcq'], { buffer: false }).duplex();
+  if (compression === 'zstd') return zstdDecompress();
   return new PassThrough();
 }
 
