@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { DeadlineExceeded, Internal, InvalidArgument, MinicriError, NotFound, PermissionDenied, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { retry } from '../../core/retry.js';
 import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from './auth.js';
 import { CredentialFile, requestAuthApplies } from './credentials.js';
 import { undiciTransport, type HttpAnswer, type HttpInit, type Transport } from './http.js';
@@ -65,6 +66,13 @@ export interface RegistryClientOptions {
   manifestTimeoutMs?: number;
   /** Injected for tests that record what is sent where; defaults to undici's request. */
   transport?: Transport;
+}
+
+/** An answer worth asking again for (HTTP 5xx, 429), carried through the retries; the last one is returned. */
+class BusyAnswer extends Error {
+  constructor(readonly res: HttpAnswer) {
+    super(`HTTP ${res.status}`);
+  }
 }
 
 /** Failure of one endpoint, kept to explain the whole attempt. */
@@ -248,35 +256,45 @@ export class RegistryClient {
     return this.transport(target, dispatcher ? { ...init, dispatcher } : init);
   }
 
+  /**
+   * `fn` again after HTTP 5xx/429 (the last such answer is returned) and transient network failures. At once:
+   * an EndpointError for a refused connection, an unknown host or an untrusted certificate; typed errors as
+   * they are (a bad certs.d); the signal's reason for a stall, a timeout or a cancelled pull.
+   */
   private async withRetries(url: string, fn: () => Promise<HttpAnswer>, signal?: AbortSignal): Promise<HttpAnswer> {
-    for (let attempt = 1; ; attempt++) {
-      let transient: string;
-      try {
+    try {
+      return await retry(async () => {
         const res = await fn();
-        if (!(res.status >= 500 || res.status === 429) || attempt >= this.attempts) return res;
-        transient = `HTTP ${res.status}`;
-        await res.discard().catch(() => undefined);
-      } catch (err) {
-        if (err instanceof EndpointError) throw err;
-        // A stall or a cancelled pull: no retry, the reason says what happened.
-        if (signal?.aborted && signal.reason instanceof MinicriError) throw signal.reason;
-        const reason = networkReason(err);
-        const e = err as { code?: string; cause?: { code?: string } };
-        const code = e.cause?.code ?? e.code ?? '';
-        if (TLS_TRUST_ERROR.test(code)) {
-          const host = new URL(url).host;
-          const where = this.opts.hosts.certsDir ? `${this.opts.hosts.certsDir}/${host}/ca.crt` : `a certs.d directory for ${host}`;
-          throw new EndpointError('unreachable', `TLS to ${host}: ${reason} (${code}): put the CA that signed its certificate in ${where}`);
-        }
-        // A refused connection or unknown host will not heal in a second; move on to the next endpoint.
-        if (attempt >= this.attempts || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(reason)) {
-          throw new EndpointError('unreachable', reason);
-        }
-        transient = reason;
+        if (res.status >= 500 || res.status === 429) throw new BusyAnswer(res);
+        return res;
+      }, {
+        attempts: this.attempts, signal,
+        retryable: (err) => err instanceof BusyAnswer || !(err instanceof EndpointError || err instanceof MinicriError || this.untrusted(err) || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(networkReason(err))),
+        onRetry: async (err) => {
+          if (err instanceof BusyAnswer) await err.res.discard().catch(() => undefined);
+          this.opts.log.debug({ url, reason: err instanceof BusyAnswer ? `HTTP ${err.res.status}` : networkReason(err) }, 'registry request failed, retrying');
+        },
+      });
+    } catch (err) {
+      if (err instanceof BusyAnswer) return err.res;
+      if (err instanceof EndpointError || err instanceof MinicriError) throw err;
+      const reason = networkReason(err);
+      const code = this.untrusted(err);
+      if (code) {
+        const host = new URL(url).host;
+        const where = this.opts.hosts.certsDir ? `${this.opts.hosts.certsDir}/${host}/ca.crt` : `a certs.d directory for ${host}`;
+        throw new EndpointError('unreachable', `TLS to ${host}: ${reason} (${code}): put the CA that signed its certificate in ${where}`);
       }
-      this.opts.log.debug({ url, attempt, reason: transient }, 'registry request failed, retrying');
-      await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
+      // A refused connection or unknown host will not heal in a second; the next endpoint is tried.
+      throw new EndpointError('unreachable', reason);
     }
+  }
+
+  /** The code of a certificate verification failure (retrying will not help, a CA in certs.d will), else undefined. */
+  private untrusted(err: unknown): string | undefined {
+    const e = err as { code?: string; cause?: { code?: string } };
+    const code = e?.cause?.code ?? e?.code ?? '';
+    return TLS_TRUST_ERROR.test(code) ? code : undefined;
   }
 
   /** Turns a 401 challenge into an Authorization header, or undefined when we have nothing to answer with. */
