@@ -77,7 +77,7 @@ class BusyAnswer extends Error {
 
 /** Failure of one endpoint, kept to explain the whole attempt. */
 class EndpointError extends Error {
-  constructor(readonly kind: 'notfound' | 'denied' | 'unreachable' | 'bad', message: string) {
+  constructor(readonly kind: 'notfound' | 'denied' | 'unreachable' | 'timeout' | 'bad', message: string) {
     super(message);
   }
 }
@@ -128,11 +128,14 @@ export class RegistryClient {
   async getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint, signal?: AbortSignal): Promise<ManifestFetch> {
     const endpoints = only ? [only] : this.endpoints(ref.registry);
     const failures: Array<{ endpoint: Endpoint; err: EndpointError }> = [];
+    const timeoutMs = this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS;
     for (const endpoint of endpoints) {
+      // Each endpoint has its own time: one that cannot answer in it is passed over, like a stalled blob download.
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(new DeadlineExceeded(`manifest ${reference} from ${endpoint.url}: no answer within ${timeoutMs / 1000} s`)), timeoutMs);
       try {
         const creds = this.credentials(endpoint, ref.registry, auth);
-        const timeout = AbortSignal.timeout(this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
-        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal ? AbortSignal.any([signal, timeout]) : timeout);
+        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal);
         const bytes = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference} from ${endpoint.url}`);
         const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
         if (reference.startsWith('sha256:') && digest !== reference) {
@@ -140,9 +143,14 @@ export class RegistryClient {
         }
         return { endpoint, digest, contentType: res.headers.get('content-type') ?? undefined, bytes };
       } catch (err) {
-        if (!(err instanceof EndpointError)) throw err;
-        this.opts.log.debug({ endpoint: endpoint.url, ref: formatReference(ref), err: err.message }, 'manifest fetch failed');
-        failures.push({ endpoint, err });
+        // The caller's deadline or cancel ends the pull; the endpoint's own time only this endpoint's try.
+        if (signal?.aborted) throw signal.reason;
+        const failure = deadline.signal.aborted ? new EndpointError('timeout', `no answer within ${timeoutMs / 1000} s for manifest ${reference}`) : err;
+        if (!(failure instanceof EndpointError)) throw err;
+        this.opts.log.debug({ endpoint: endpoint.url, ref: formatReference(ref), err: failure.message }, 'manifest fetch failed');
+        failures.push({ endpoint, err: failure });
+      } finally {
+        clearTimeout(timer);
       }
     }
     throw explain(ref, reference, failures, !only && this.opts.hosts.mirrors[ref.registry]?.mirrorsOnly === true);
@@ -409,7 +417,10 @@ function explain(ref: ImageRef, reference: string, failures: Array<{ endpoint: E
   if (denied) {
     return new PermissionDenied(`pulling "${name}" from registry ${ref.registry} was refused (tried ${tried})${suffix}: check the pull credentials`);
   }
-  if (failures.every((f) => f.err.kind === 'unreachable' || f.err.kind === 'notfound')) {
+  if (failures.every((f) => ['unreachable', 'timeout', 'notfound'].includes(f.err.kind))) {
+    if (failures.some((f) => f.err.kind === 'timeout')) {
+      return new DeadlineExceeded(`registry ${ref.registry} did not serve "${name}" in time (tried ${tried})${suffix}`);
+    }
     return new Unavailable(`cannot reach registry ${ref.registry} for "${name}" (tried ${tried})${suffix}`);
   }
   return new Internal(`pulling "${name}" from registry ${ref.registry} failed (tried ${tried})${suffix}`);
