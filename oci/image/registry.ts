@@ -127,6 +127,9 @@ export class RegistryClient {
    */
   async getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint, signal?: AbortSignal): Promise<ManifestFetch> {
     const endpoints = only ? [only] : this.endpoints(ref.registry);
+    // Resolving the image's own reference is where a pull starts talking to registries (containerd reads its
+    // hosts directory there too): certs.d is read afresh from here, once per host, not on every request.
+    if (!only && reference === (ref.digest ?? ref.tag)) this.tls.refresh();
     const failures: Array<{ endpoint: Endpoint; err: EndpointError }> = [];
     const timeoutMs = this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS;
     for (const endpoint of endpoints) {
@@ -258,9 +261,9 @@ export class RegistryClient {
   }
 
   /** A request with the TLS settings (certs.d, insecure) of the URL's host. */
-  private fetchTls(url: string | URL, init: HttpInit): Promise<HttpAnswer> {
+  private async fetchTls(url: string | URL, init: HttpInit): Promise<HttpAnswer> {
     const target = new URL(url);
-    const dispatcher = this.tls.for(target, listedInsecure(target.host, this.opts.hosts.insecure));
+    const dispatcher = await this.tls.for(target, listedInsecure(target.host, this.opts.hosts.insecure));
     return this.transport(target, dispatcher ? { ...init, dispatcher } : init);
   }
 
