@@ -134,8 +134,9 @@ export class RegistryClient {
     const timeoutMs = this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS;
     for (const endpoint of endpoints) {
       // Each endpoint has its own time: one that cannot answer in it is passed over, like a stalled blob download.
+      const late = `no answer within ${timeoutMs / 1000} s for manifest ${reference}`;
       const deadline = new AbortController();
-      const timer = setTimeout(() => deadline.abort(new DeadlineExceeded(`manifest ${reference} from ${endpoint.url}: no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+      const timer = setTimeout(() => deadline.abort(new DeadlineExceeded(`${endpoint.url}: ${late}`)), timeoutMs);
       try {
         const creds = this.credentials(endpoint, ref.registry, auth);
         const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal);
@@ -148,7 +149,7 @@ export class RegistryClient {
       } catch (err) {
         // The caller's deadline or cancel ends the pull; the endpoint's own time only this endpoint's try.
         if (signal?.aborted) throw signal.reason;
-        const failure = deadline.signal.aborted ? new EndpointError('timeout', `no answer within ${timeoutMs / 1000} s for manifest ${reference}`) : err;
+        const failure = deadline.signal.aborted ? new EndpointError('timeout', late) : err;
         if (!(failure instanceof EndpointError)) throw err;
         this.opts.log.debug({ endpoint: endpoint.url, ref: formatReference(ref), err: failure.message }, 'manifest fetch failed');
         failures.push({ endpoint, err: failure });
