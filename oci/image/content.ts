@@ -8,6 +8,7 @@ import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { MinicriError, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { retry } from '../../core/retry.js';
 import { FileSink } from './file-sink.js';
 import { SingleFlight } from './flight.js';
 
@@ -115,15 +116,11 @@ export class ContentStore {
     const bytes = await this.flights.do(digest, async (shared) => {
       if (await this.has(digest)) return 0;
       fetched = true;
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await this.ingest(digest, size, what, await open(shared));
-        } catch (err) {
-          if (err instanceof MinicriError || attempt >= attempts) throw err;
-          this.log.debug({ digest, attempt, err: (err as Error).message }, 'blob download interrupted, retrying');
-          await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
-        }
-      }
+      return retry(async () => this.ingest(digest, size, what, await open(shared)), {
+        attempts, signal: shared,
+        retryable: (err) => !(err instanceof MinicriError),
+        onRetry: (err, attempt) => this.log.debug({ digest, attempt, err: (err as Error).message }, 'blob download interrupted, retrying'),
+      });
     }, signal);
     // Callers that joined another's download report nothing, so a pull's byte count is what it fetched itself.
     return fetched ? bytes : 0;

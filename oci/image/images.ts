@@ -7,6 +7,7 @@ import tar from 'tar-stream';
 import { faultPoint } from '../../core/faults.js';
 import { causeWhere, DeadlineExceeded, FailedPrecondition, InvalidArgument, MinicriError, NotFound, ResourceExhausted, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { retry } from '../../core/retry.js';
 import { ContentStore } from './content.js';
 import type { Transport } from './http.js';
 import { Mutex, Semaphore, SingleFlight } from './flight.js';
@@ -388,8 +389,8 @@ export class Images {
   }
 
   /** One endpoint's try at a layer: connection resets are retried there, a few times. */
-  private async transferLayer(ref: ImageRef, e: Endpoint, layer: Descriptor, diffId: string, auth: AuthConfig | undefined, what: string, signal: AbortSignal, attempts = 3): Promise<number> {
-    for (let attempt = 1; ; attempt++) {
+  private transferLayer(ref: ImageRef, e: Endpoint, layer: Descriptor, diffId: string, auth: AuthConfig | undefined, what: string, signal: AbortSignal, attempts = 3): Promise<number> {
+    return retry(async () => {
       const body = await this.client.openBlob(e, ref, layer.digest, auth, { signal, stallMs: this.opts.stallTimeoutMs });
       const slot = this.content.slot(layer.digest);
       let received = 0;
@@ -402,16 +403,16 @@ export class Images {
         });
         faultPoint('pull-layer-unpacked');
         return received;
-      } catch (err) {
-        if (err instanceof MinicriError || signal.aborted || attempt >= attempts) throw err;
-        this.opts.log.debug({ digest: layer.digest, attempt, err: (err as Error).message }, 'layer download interrupted, retrying');
-        await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
       } finally {
         body.destroy();
         this.receiving.delete(layer.digest);
         await slot.discard();
       }
-    }
+    }, {
+      attempts, signal,
+      retryable: (err) => !(err instanceof MinicriError),
+      onRetry: (err, attempt) => this.opts.log.debug({ digest: layer.digest, attempt, err: (err as Error).message }, 'layer download interrupted, retrying'),
+    });
   }
 
   /** Stores the record, moving the tag off any image that had it. Runs under the mutex. */

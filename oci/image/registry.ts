@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { DeadlineExceeded, Internal, InvalidArgument, MinicriError, NotFound, PermissionDenied, Unavailable } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { retry } from '../../core/retry.js';
 import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from './auth.js';
 import { CredentialFile, requestAuthApplies } from './credentials.js';
 import { undiciTransport, type HttpAnswer, type HttpInit, type Transport } from './http.js';
@@ -67,9 +68,16 @@ export interface RegistryClientOptions {
   transport?: Transport;
 }
 
+/** An answer worth asking again for (HTTP 5xx, 429), carried through the retries; the last one is returned. */
+class BusyAnswer extends Error {
+  constructor(readonly res: HttpAnswer) {
+    super(`HTTP ${res.status}`);
+  }
+}
+
 /** Failure of one endpoint, kept to explain the whole attempt. */
 class EndpointError extends Error {
-  constructor(readonly kind: 'notfound' | 'denied' | 'unreachable' | 'bad', message: string) {
+  constructor(readonly kind: 'notfound' | 'denied' | 'unreachable' | 'timeout' | 'bad', message: string) {
     super(message);
   }
 }
@@ -119,12 +127,19 @@ export class RegistryClient {
    */
   async getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint, signal?: AbortSignal): Promise<ManifestFetch> {
     const endpoints = only ? [only] : this.endpoints(ref.registry);
+    // Resolving the image's own reference is where a pull starts talking to registries (containerd reads its
+    // hosts directory there too): certs.d is read afresh from here, once per host, not on every request.
+    if (!only && reference === (ref.digest ?? ref.tag)) this.tls.refresh();
     const failures: Array<{ endpoint: Endpoint; err: EndpointError }> = [];
+    const timeoutMs = this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS;
     for (const endpoint of endpoints) {
+      // Each endpoint has its own time: one that cannot answer in it is passed over, like a stalled blob download.
+      const late = `no answer within ${timeoutMs / 1000} s for manifest ${reference}`;
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(new DeadlineExceeded(`${endpoint.url}: ${late}`)), timeoutMs);
       try {
         const creds = this.credentials(endpoint, ref.registry, auth);
-        const timeout = AbortSignal.timeout(this.opts.manifestTimeoutMs ?? MANIFEST_TIMEOUT_MS);
-        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal ? AbortSignal.any([signal, timeout]) : timeout);
+        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal);
         const bytes = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference} from ${endpoint.url}`);
         const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
         if (reference.startsWith('sha256:') && digest !== reference) {
@@ -132,9 +147,14 @@ export class RegistryClient {
         }
         return { endpoint, digest, contentType: res.headers.get('content-type') ?? undefined, bytes };
       } catch (err) {
-        if (!(err instanceof EndpointError)) throw err;
-        this.opts.log.debug({ endpoint: endpoint.url, ref: formatReference(ref), err: err.message }, 'manifest fetch failed');
-        failures.push({ endpoint, err });
+        // The caller's deadline or cancel ends the pull; the endpoint's own time only this endpoint's try.
+        if (signal?.aborted) throw signal.reason;
+        const failure = deadline.signal.aborted ? new EndpointError('timeout', late) : err;
+        if (!(failure instanceof EndpointError)) throw err;
+        this.opts.log.debug({ endpoint: endpoint.url, ref: formatReference(ref), err: failure.message }, 'manifest fetch failed');
+        failures.push({ endpoint, err: failure });
+      } finally {
+        clearTimeout(timer);
       }
     }
     throw explain(ref, reference, failures, !only && this.opts.hosts.mirrors[ref.registry]?.mirrorsOnly === true);
@@ -242,41 +262,51 @@ export class RegistryClient {
   }
 
   /** A request with the TLS settings (certs.d, insecure) of the URL's host. */
-  private fetchTls(url: string | URL, init: HttpInit): Promise<HttpAnswer> {
+  private async fetchTls(url: string | URL, init: HttpInit): Promise<HttpAnswer> {
     const target = new URL(url);
-    const dispatcher = this.tls.for(target, listedInsecure(target.host, this.opts.hosts.insecure));
+    const dispatcher = await this.tls.for(target, listedInsecure(target.host, this.opts.hosts.insecure));
     return this.transport(target, dispatcher ? { ...init, dispatcher } : init);
   }
 
+  /**
+   * `fn` again after HTTP 5xx/429 (the last such answer is returned) and transient network failures. At once:
+   * an EndpointError for a refused connection, an unknown host or an untrusted certificate; typed errors as
+   * they are (a bad certs.d); the signal's reason for a stall, a timeout or a cancelled pull.
+   */
   private async withRetries(url: string, fn: () => Promise<HttpAnswer>, signal?: AbortSignal): Promise<HttpAnswer> {
-    for (let attempt = 1; ; attempt++) {
-      let transient: string;
-      try {
+    try {
+      return await retry(async () => {
         const res = await fn();
-        if (!(res.status >= 500 || res.status === 429) || attempt >= this.attempts) return res;
-        transient = `HTTP ${res.status}`;
-        await res.discard().catch(() => undefined);
-      } catch (err) {
-        if (err instanceof EndpointError) throw err;
-        // A stall or a cancelled pull: no retry, the reason says what happened.
-        if (signal?.aborted && signal.reason instanceof MinicriError) throw signal.reason;
-        const reason = networkReason(err);
-        const e = err as { code?: string; cause?: { code?: string } };
-        const code = e.cause?.code ?? e.code ?? '';
-        if (TLS_TRUST_ERROR.test(code)) {
-          const host = new URL(url).host;
-          const where = this.opts.hosts.certsDir ? `${this.opts.hosts.certsDir}/${host}/ca.crt` : `a certs.d directory for ${host}`;
-          throw new EndpointError('unreachable', `TLS to ${host}: ${reason} (${code}): put the CA that signed its certificate in ${where}`);
-        }
-        // A refused connection or unknown host will not heal in a second; move on to the next endpoint.
-        if (attempt >= this.attempts || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(reason)) {
-          throw new EndpointError('unreachable', reason);
-        }
-        transient = reason;
+        if (res.status >= 500 || res.status === 429) throw new BusyAnswer(res);
+        return res;
+      }, {
+        attempts: this.attempts, signal,
+        retryable: (err) => err instanceof BusyAnswer || !(err instanceof EndpointError || err instanceof MinicriError || this.untrusted(err) || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(networkReason(err))),
+        onRetry: async (err) => {
+          if (err instanceof BusyAnswer) await err.res.discard().catch(() => undefined);
+          this.opts.log.debug({ url, reason: err instanceof BusyAnswer ? `HTTP ${err.res.status}` : networkReason(err) }, 'registry request failed, retrying');
+        },
+      });
+    } catch (err) {
+      if (err instanceof BusyAnswer) return err.res;
+      if (err instanceof EndpointError || err instanceof MinicriError) throw err;
+      const reason = networkReason(err);
+      const code = this.untrusted(err);
+      if (code) {
+        const host = new URL(url).host;
+        const where = this.opts.hosts.certsDir ? `${this.opts.hosts.certsDir}/${host}/ca.crt` : `a certs.d directory for ${host}`;
+        throw new EndpointError('unreachable', `TLS to ${host}: ${reason} (${code}): put the CA that signed its certificate in ${where}`);
       }
-      this.opts.log.debug({ url, attempt, reason: transient }, 'registry request failed, retrying');
-      await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
+      // A refused connection or unknown host will not heal in a second; the next endpoint is tried.
+      throw new EndpointError('unreachable', reason);
     }
+  }
+
+  /** The code of a certificate verification failure (retrying will not help, a CA in certs.d will), else undefined. */
+  private untrusted(err: unknown): string | undefined {
+    const e = err as { code?: string; cause?: { code?: string } };
+    const code = e?.cause?.code ?? e?.code ?? '';
+    return TLS_TRUST_ERROR.test(code) ? code : undefined;
   }
 
   /** Turns a 401 challenge into an Authorization header, or undefined when we have nothing to answer with. */
@@ -391,7 +421,10 @@ function explain(ref: ImageRef, reference: string, failures: Array<{ endpoint: E
   if (denied) {
     return new PermissionDenied(`pulling "${name}" from registry ${ref.registry} was refused (tried ${tried})${suffix}: check the pull credentials`);
   }
-  if (failures.every((f) => f.err.kind === 'unreachable' || f.err.kind === 'notfound')) {
+  if (failures.every((f) => ['unreachable', 'timeout', 'notfound'].includes(f.err.kind))) {
+    if (failures.some((f) => f.err.kind === 'timeout')) {
+      return new DeadlineExceeded(`registry ${ref.registry} did not serve "${name}" in time (tried ${tried})${suffix}`);
+    }
     return new Unavailable(`cannot reach registry ${ref.registry} for "${name}" (tried ${tried})${suffix}`);
   }
   return new Internal(`pulling "${name}" from registry ${ref.registry} failed (tried ${tried})${suffix}`);

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FailedPrecondition } from '../../../core/errors.js';
 import { credentialHost, parseDockerConfig, requestAuthApplies } from '../../../oci/image/credentials.js';
-import { certsDirCandidates } from '../../../oci/image/tls.js';
 
 test('credential hosts drop scheme and path; Docker Hub aliases are one host', () => {
   assert.equal(credentialHost('https://index.docker.io/v1/'), 'docker.io');
@@ -28,9 +27,4 @@ test('a Docker config.json gives credentials per host', () => {
   assert.equal(parseDockerConfig('{}', '/f').size, 0);
   assert.throws(() => parseDockerConfig('{', '/f'), (e: Error) => e instanceof FailedPrecondition && e.message.includes('/f'));
   assert.throws(() => parseDockerConfig(JSON.stringify({ auths: { x: { auth: 'bm9jb2xvbg==' } } }), '/f'), /base64/);
-});
-
-test('certs.d directories: host:port, then the host; Docker Hub\'s API host also as docker.io', () => {
-  assert.deepEqual(certsDirCandidates('127.0.0.1:5000'), ['127.0.0.1:5000', '127.0.0.1']);
-  assert.deepEqual(certsDirCandidates('registry-1.docker.io'), ['registry-1.docker.io', 'docker.io']);
 });
