@@ -12,13 +12,11 @@ import { idmapMount, MountError, mount, unmount, unmountIfMounted, type IdRange 
 import { hexOf } from './content.js';
 import { SingleFlight } from './flight.js';
 import { unpackLayerKeepingBlob, type BlobToWrite } from './unpack.js';
-import { unpackInWorker } from './unpack-pool.js';
+import { unpackInWorker, unpacksInWorker } from './unpack-pool.js';
 
 /** Mount data must fit in one page; lowerdirs are given as short names relative to the link dir to stay under it. */
 const MAX_MOUNT_DATA = 4000;
 const LINK_LEN = 16;
-/** Layers smaller than this are unpacked on the main thread. */
-const SMALL_LAYER = 128 << 10;
 const KEY_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 export interface RootfsMount { type: 'overlay'; source: 'overlay'; options: string[] }
@@ -117,7 +115,7 @@ export class LayerStore {
   async unpack(diffId: string, source: Readable, what: string, size: number, blob?: BlobToWrite, beforeCommit?: () => Promise<void>): Promise<void> {
     const tmp = join(this.tmpDir, `layer-${randomBytes(8).toString('hex')}`);
     try {
-      const { diffId: got } = size < SMALL_LAYER ? await unpackLayerKeepingBlob(source, tmp, what, this.log, blob) : await unpackInWorker(source, tmp, what, blob);
+      const { diffId: got } = unpacksInWorker(size) ? await unpackInWorker(source, tmp, what, blob) : await unpackLayerKeepingBlob(source, tmp, what, this.log, blob);
       if (got !== diffId) throw new InvalidArgument(`${what} unpacks to ${got}, but the image config says ${diffId}: the image is corrupt`);
       await beforeCommit?.();
       // Another pull may have put the same layer in place meanwhile: theirs is as good as ours.

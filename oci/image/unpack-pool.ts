@@ -64,6 +64,13 @@ function forget(w: UnpackWorker): void {
   if (i >= 0) running.splice(i, 1);
 }
 
+/** Layers smaller than this unpack on the main thread: a message round trip would cost more than the work. */
+const WORKER_MIN_BYTES = 128 << 10;
+
+export function unpacksInWorker(layerBytes: number): boolean {
+  return layerBytes >= WORKER_MIN_BYTES;
+}
+
 /** Starts the worker ahead of the first layer, so its start overlaps the layer requests. */
 export function warmUnpackWorker(): void {
   const w = worker();
