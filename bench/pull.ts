@@ -1,5 +1,6 @@
-// Pull benchmark: a ~100 MB image of random data in several layers from a local docker-registry, pulled cold
-// (empty store) and warm (everything present), through a CRI endpoint's PullImage. Run on its own
+// Pull benchmark: a ~100 MB image of random data in 5 layers, and a 5-layer image of many small text files
+// (what a distribution's base image looks like), from a local docker-registry, each pulled cold (empty store)
+// and warm (everything present), through a CRI endpoint's PullImage. Run on its own
 // (`node dist/bench/pull.js`) it pulls with minicri's image service in-process, without a daemon, and prints JSON.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -17,6 +18,10 @@ import { now, round, since } from './lib/stats.js';
 const LAYERS = 5;
 const FILES_PER_LAYER = 4;
 const FILE_BYTES = 5 << 20;
+/** The small-files image: per layer, directories of files from 64 B to 16 KiB of words (about 3:1 under gzip). */
+const SMALL_DIRS = 40;
+const SMALL_FILES_PER_DIR = 50;
+const WORDS = ['node', 'pod', 'layer', 'image', 'mount', 'cgroup', 'runtime', 'network', 'sandbox', 'kernel', 'socket', 'config'];
 
 export interface BigImage {
   ref: string;
@@ -40,6 +45,27 @@ export async function pushBigImage(reg: TestRegistry): Promise<BigImage> {
   const img = await buildImage(layers, { Cmd: ['/bin/true'] });
   await pushImage(reg, 'bench/random', ['v1'], img);
   return { ref: `${reg.host}/bench/random:v1`, layers: LAYERS, bytes: [...img.blobs.values()].reduce((a, b) => a + b.length, 0) };
+}
+
+/** Pushes the 5-layer image of many small files to `reg`; the same bytes every run (a fixed-seed generator). */
+export async function pushManyFilesImage(reg: TestRegistry): Promise<BigImage> {
+  let seed = 1;
+  const next = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+  const text = (bytes: number) => {
+    const words: string[] = [];
+    for (let n = 0; n < bytes; n += 8) words.push(WORDS[Math.floor(next() * WORDS.length)]!);
+    return Buffer.from(words.join(' ')).subarray(0, bytes);
+  };
+  const layers = Array.from({ length: LAYERS }, (_, l) => ({
+    entries: Array.from({ length: SMALL_DIRS }, (_, d) => [
+      { name: `usr/l${l}/d${d}/`, type: 'directory' as const },
+      ...Array.from({ length: SMALL_FILES_PER_DIR }, (_, f) => ({ name: `usr/l${l}/d${d}/f${f}`, data: text(64 + Math.floor(next() * 16 * 1024)) })),
+    ]).flat(),
+    compression: 'gzip' as const,
+  }));
+  const img = await buildImage(layers, { Cmd: ['/bin/true'] });
+  await pushImage(reg, 'bench/files', ['v1'], img);
+  return { ref: `${reg.host}/bench/files:v1`, layers: LAYERS, bytes: [...img.blobs.values()].reduce((a, b) => a + b.length, 0) };
 }
 
 function result(image: BigImage, coldMs: number, warmMs: number): PullResult {

@@ -157,7 +157,7 @@ async function main(): Promise<void> {
         if (bench === 'lifecycle') record('lifecycle', name, round, await lifecycleBench(t.client, env.busybox, logRoot, lifecycleN));
         if (bench === 'rpc') record('rpc', name, round, await rpcBench(t.client, env.busybox, logRoot, rpcSamples));
         if (bench === 'multinet') record('multinet', name, round, await multinetBench(t.client, logRoot, multinetN));
-        if (bench === 'pull') record('pull', name, round, await pullBench(t.client, env.big));
+        if (bench === 'pull') record('pull', name, round, { big: await pullBench(t.client, env.big), files: await pullBench(t.client, env.files) });
         if (bench === 'storm') for (const n of stormSizes) record(`storm${n}`, name, round, await stormBench(t.client, env.busybox, logRoot, n));
         if (bench === 'restart') for (const n of restartSizes) record(`restart${n}`, name, round, await restartBench(t, env.busybox, logRoot, n));
         if (bench === 'relist') {
@@ -235,9 +235,11 @@ function rows(): Row[] {
   r.push({ metric: `events ${eventsPods} pods: errors (all rounds)`, bench: 'events', path: 'errors' });
   for (const count of SECONDARY_COUNTS) r.push({ metric: `RunPodSandbox with ${count} secondary networks p50 (ms)`, bench: 'multinet', path: `run.secondary${count}.p50` });
   r.push({ metric: 'multinet errors (all rounds)', bench: 'multinet', path: 'errors' });
-  r.push({ metric: 'pull cold (s)', bench: 'pull', path: 'cold.seconds' });
-  r.push({ metric: 'pull cold (MB/s)', bench: 'pull', path: 'cold.mbPerSecond' });
-  r.push({ metric: 'pull warm (s)', bench: 'pull', path: 'warm.seconds' });
+  for (const [image, what] of [['big', '~100 MB image'], ['files', '5 layers of small files']] as const) {
+    r.push({ metric: `pull ${what}, cold (s)`, bench: 'pull', path: `${image}.cold.seconds` });
+    r.push({ metric: `pull ${what}, cold (MB/s)`, bench: 'pull', path: `${image}.cold.mbPerSecond` });
+    r.push({ metric: `pull ${what}, warm (s)`, bench: 'pull', path: `${image}.warm.seconds` });
+  }
   return r;
 }
 

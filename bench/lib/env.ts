@@ -1,16 +1,17 @@
-// The bench environment shared by every target: a temp dir, a local registry holding busybox, minicri's pause
-// and a ~100 MB image, a private CNI bridge network (mcri-bench0 on 10.235.0.0/16, no route out), and two
-// secondary ones defined as NetworkAttachmentDefinitions (mcri-bench1 and 2 on 10.241 and 10.242.0.0/16).
+// The bench environment shared by every target: a temp dir on a fresh filesystem, a local registry holding
+// busybox, minicri's pause, a ~100 MB image and one of many small files, a private CNI bridge network
+// (mcri-bench0 on 10.235.0.0/16, no route out), and two secondary ones defined as NetworkAttachmentDefinitions
+// (mcri-bench1 and 2 on 10.241 and 10.242.0.0/16).
 // `cleanup` removes all of it, plus whatever a crashed target left under the temp dir (mounts, cgroups).
 import { mkdir, mkdtemp, readFile, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { execa } from 'execa';
 import { PAUSE_BINARY } from '../../pod/pause-image.js';
 import { unmountUnder } from '../../test/support/daemon.js';
 import { startRegistry, type TestRegistry } from '../../test/support/registry.js';
 import { buildImage, pushImage, type TarEntry } from '../../test/support/test-images.js';
-import { pushBigImage, type BigImage } from '../pull.js';
+import { pushBigImage, pushManyFilesImage, type BigImage } from '../pull.js';
 
 export const BRIDGE = 'mcri-bench0';
 export const SUBNET = '10.235.0.0/16';
@@ -38,6 +39,8 @@ export interface BenchEnv {
   busybox: string;
   pause: string;
   big: BigImage;
+  /** 5 layers of 2,000 small files each. */
+  files: BigImage;
   /** The bridge plugin's configuration as the conflist holds it (the floor runs it by hand). */
   bridgeConf: Record<string, unknown>;
   /** The same for each secondary network, by name. */
@@ -64,8 +67,23 @@ async function busyboxEntries(): Promise<TarEntry[]> {
   ];
 }
 
+/**
+ * Puts `dir` on a fresh ext4 with a journal, in a sparse file, as a node's /var/lib would be. This VM's root
+ * filesystem has no journal, and ext4 without one skips inodes freed in the last minutes when it allocates:
+ * where the test suite or an earlier round just deleted thousands of files, each new file cost up to half a
+ * millisecond, in /tmp more than elsewhere, so whichever daemon's directory landed there lost the pull.
+ */
+async function freshFilesystem(dir: string): Promise<string> {
+  const image = join('/var/tmp', `${basename(dir)}.ext4`);
+  await execa('truncate', ['-s', '20G', image]);
+  await execa('mkfs.ext4', ['-q', '-F', image]);
+  await execa('mount', ['-o', 'loop', image, dir]);
+  return image;
+}
+
 export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv> {
   const base = await mkdtemp(join(tmpdir(), 'minicri-bench-'));
+  let image: string | undefined;
   let registry: TestRegistry | undefined;
   const confDir = join(base, 'net.d');
   const ipamDir = join(base, 'ipam');
@@ -81,11 +99,13 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
     await removeCgroups(CGROUP_PARENT);
     await registry?.stop();
     await rm(base, { recursive: true, force: true });
+    if (image) await rm(image, { force: true });
   };
   try {
+    image = await freshFilesystem(base);
     registry = await startRegistry();
     const host = registry.host;
-    log(`registry at ${registry.url}; pushing busybox, pause and a ~100 MB image`);
+    log(`registry at ${registry.url}; pushing busybox, pause, a ~100 MB image and one of many small files`);
     const bb = await buildImage([{ entries: await busyboxEntries() }], { Env: ['PATH=/bin'], Cmd: ['sh'], StopSignal: 'SIGKILL' });
     await pushImage(registry, 'bench/busybox', ['bench'], bb);
     const pause = await buildImage(
@@ -94,6 +114,7 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
     );
     await pushImage(registry, 'minicri/pause', ['bench'], pause);
     const big = await pushBigImage(registry);
+    const files = await pushManyFilesImage(registry);
     await mkdir(confDir, { recursive: true });
     // No gateway and no masquerade: pods reach each other over the bridge and nothing else.
     const bridge = (name: string, subnet: string) => ({ type: 'bridge', bridge: name, isGateway: false, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet }]], dataDir: ipamDir } });
@@ -109,7 +130,7 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
         spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: s.name, ...secondaryConfs[s.name] }) },
       })),
     }));
-    return { base, registry, confDir, ipamDir, networksDir, busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, bridgeConf, secondaryConfs, cleanup };
+    return { base, registry, confDir, ipamDir, networksDir, busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, files, bridgeConf, secondaryConfs, cleanup };
   } catch (err) {
     await cleanup();
     throw err;
