@@ -274,21 +274,25 @@ export class RegistryClient {
    * they are (a bad certs.d); the signal's reason for a stall, a timeout or a cancelled pull.
    */
   private async withRetries(url: string, fn: () => Promise<HttpAnswer>, signal?: AbortSignal): Promise<HttpAnswer> {
+    // A busy answer not yet discarded: a cancel that ends the retrying must not leave its connection held.
+    let busy: HttpAnswer | undefined;
     try {
       return await retry(async () => {
         const res = await fn();
-        if (res.status >= 500 || res.status === 429) throw new BusyAnswer(res);
+        if (res.status >= 500 || res.status === 429) throw new BusyAnswer(busy = res);
         return res;
       }, {
         attempts: this.attempts, signal,
         retryable: (err) => err instanceof BusyAnswer || !(err instanceof EndpointError || err instanceof MinicriError || this.untrusted(err) || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(networkReason(err))),
         onRetry: async (err) => {
           if (err instanceof BusyAnswer) await err.res.discard().catch(() => undefined);
+          busy = undefined;
           this.opts.log.debug({ url, reason: err instanceof BusyAnswer ? `HTTP ${err.res.status}` : networkReason(err) }, 'registry request failed, retrying');
         },
       });
     } catch (err) {
       if (err instanceof BusyAnswer) return err.res;
+      await busy?.discard().catch(() => undefined);
       if (err instanceof EndpointError || err instanceof MinicriError) throw err;
       const reason = networkReason(err);
       const code = this.untrusted(err);

@@ -17,14 +17,13 @@ export interface HostTls {
 }
 
 /**
- * The directories tried for `hostPort`, in order, as containerd's hosts directory has them: "host:port" exactly
- * (also spelled "host_port_"), so a directory for "example.com" is not one for "example.com:5000" (CRI-O's
+ * The directories tried for `hostPort`, in order, as containerd's hosts directory has them: "host_port_", then
+ * "host:port" exactly, so a directory for "example.com" is not one for "example.com:5000" (CRI-O's
  * containers/image reads only "host:port" too); Docker Hub's API hosts also as "docker.io"; then "_default".
  */
 export function certsDirCandidates(hostPort: string): string[] {
-  const out = [hostPort];
   const port = /^(.+):(\d+)$/.exec(hostPort);
-  if (port) out.push(`${port[1]}_${port[2]}_`);
+  const out = port ? [`${port[1]}_${port[2]}_`, hostPort] : [hostPort];
   if (hostPort === 'registry-1.docker.io' || hostPort === 'index.docker.io') out.push('docker.io');
   out.push('_default');
   return out;
@@ -42,7 +41,10 @@ export async function readHostTls(certsDir: string, hostPort: string): Promise<H
       if (code === 'ENOENT' || code === 'ENOTDIR') continue;
       throw new FailedPrecondition(`cannot read certs.d directory ${dir}: ${(err as Error).message}`);
     }
-    const read = (f: string) => readFile(join(dir, f), 'utf8');
+    // A file that cannot be read (a dangling link, no permission) is a broken setting, not a network failure.
+    const read = (f: string) => readFile(join(dir, f), 'utf8').catch((err: Error) => {
+      throw new FailedPrecondition(`cannot read ${join(dir, f)} in certs.d: ${err.message}`);
+    });
     const tls: HostTls = { dir, ca: await Promise.all(files.filter((f) => f.endsWith('.crt')).map(read)) };
     const certs = files.filter((f) => f.endsWith('.cert'));
     for (const c of certs) {

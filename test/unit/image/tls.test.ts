@@ -1,7 +1,7 @@
 // certs.d as containerd and CRI-O read it: a directory belongs to one host:port, and it is read when a pull
 // begins, once per host, so an edited file counts from the next pull on.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -24,10 +24,10 @@ async function certsDir(t: { after(fn: () => Promise<void>): void }, hosts: Reco
 const CLIENT = { 'client.cert': 'CERT', 'client.key': 'KEY', 'ca.crt': 'CA' };
 
 test('certs.d directories: host:port exactly (also as host_port_), Docker Hub\'s API hosts as docker.io, then _default', () => {
-  assert.deepEqual(certsDirCandidates('127.0.0.1:5000'), ['127.0.0.1:5000', '127.0.0.1_5000_', '_default']);
+  assert.deepEqual(certsDirCandidates('127.0.0.1:5000'), ['127.0.0.1_5000_', '127.0.0.1:5000', '_default']);
   assert.deepEqual(certsDirCandidates('example.com'), ['example.com', '_default']);
   assert.deepEqual(certsDirCandidates('registry-1.docker.io'), ['registry-1.docker.io', 'docker.io', '_default']);
-  assert.deepEqual(certsDirCandidates('[::1]:5000'), ['[::1]:5000', '[::1]_5000_', '_default']);
+  assert.deepEqual(certsDirCandidates('[::1]:5000'), ['[::1]_5000_', '[::1]:5000', '_default']);
 });
 
 test('a directory for a host is not one for the same host on another port', async (t) => {
@@ -47,6 +47,13 @@ test('a client certificate without its key is FailedPrecondition naming both', a
   const dir = await certsDir(t, { 'example.com': { 'client.cert': 'CERT' } });
   await assert.rejects(readHostTls(dir, 'example.com'), (e: Error) =>
     e instanceof FailedPrecondition && e.message.includes(join(dir, 'example.com', 'client.cert')) && e.message.includes('no key client.key beside it'));
+});
+
+test('a certs.d file that cannot be read is FailedPrecondition naming it', async (t) => {
+  const dir = await certsDir(t, { 'example.com': {} });
+  await symlink('/nonexistent/ca.crt', join(dir, 'example.com', 'ca.crt'));
+  await assert.rejects(readHostTls(dir, 'example.com'), (e: Error) =>
+    e instanceof FailedPrecondition && e.message.includes(join(dir, 'example.com', 'ca.crt')));
 });
 
 test('dispatchers read a host\'s directory once until the next refresh (a pull beginning)', async (t) => {
