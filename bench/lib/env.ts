@@ -73,36 +73,43 @@ async function busyboxEntries(): Promise<TarEntry[]> {
  * where the test suite or an earlier round just deleted thousands of files, each new file cost up to half a
  * millisecond, in /tmp more than elsewhere, so whichever daemon's directory landed there lost the pull.
  */
-async function freshFilesystem(dir: string): Promise<string> {
-  const image = join('/var/tmp', `${basename(dir)}.ext4`);
-  await execa('truncate', ['-s', '20G', image]);
-  await execa('mkfs.ext4', ['-q', '-F', image]);
-  await execa('mount', ['-o', 'loop', image, dir]);
-  return image;
+async function freshFilesystem(dir: string, image: string): Promise<void> {
+  try {
+    await execa('truncate', ['-s', '20G', image]);
+    await execa('mkfs.ext4', ['-q', '-F', image]);
+    await execa('mount', ['-o', 'loop', image, dir]);
+  } catch (err) {
+    await rm(image, { force: true });
+    throw err;
+  }
 }
 
 export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv> {
   const base = await mkdtemp(join(tmpdir(), 'minicri-bench-'));
-  let image: string | undefined;
+  const image = join('/var/tmp', `${basename(base)}.ext4`);
   let registry: TestRegistry | undefined;
   const confDir = join(base, 'net.d');
   const ipamDir = join(base, 'ipam');
   const networksDir = join(base, 'networks.d');
   const cleanup = async () => {
-    // What an interrupted floor run left: its containers and namespaces.
-    await removeRuncState(join(base, 'floor', 'runc'));
-    for (const ns of await readdir('/var/run/netns').catch(() => [] as string[])) {
-      if (ns.startsWith(FLOOR_NETNS_PREFIX)) await execa('ip', ['netns', 'del', ns], { reject: false });
+    try {
+      // What an interrupted floor run left: its containers and namespaces.
+      await removeRuncState(join(base, 'floor', 'runc'));
+      for (const ns of await readdir('/var/run/netns').catch(() => [] as string[])) {
+        if (ns.startsWith(FLOOR_NETNS_PREFIX)) await execa('ip', ['netns', 'del', ns], { reject: false });
+      }
+      for (const bridge of [BRIDGE, ...SECONDARY_NETWORKS.map((s) => s.bridge)]) await execa('ip', ['link', 'del', bridge], { reject: false });
+      await removeCgroups(CGROUP_PARENT);
+      await registry?.stop();
+    } finally {
+      // The filesystem goes whatever failed above: the loop mount, the dir and the sparse file.
+      await unmountUnder(base);
+      await rm(base, { recursive: true, force: true });
+      await rm(image, { force: true });
     }
-    for (const bridge of [BRIDGE, ...SECONDARY_NETWORKS.map((s) => s.bridge)]) await execa('ip', ['link', 'del', bridge], { reject: false });
-    await unmountUnder(base);
-    await removeCgroups(CGROUP_PARENT);
-    await registry?.stop();
-    await rm(base, { recursive: true, force: true });
-    if (image) await rm(image, { force: true });
   };
   try {
-    image = await freshFilesystem(base);
+    await freshFilesystem(base, image);
     registry = await startRegistry();
     const host = registry.host;
     log(`registry at ${registry.url}; pushing busybox, pause, a ~100 MB image and one of many small files`);
