@@ -418,7 +418,8 @@ function explain(ref: ImageRef, reference: string, failures: Array<{ endpoint: E
   const tried = failures.map(({ endpoint, err }) => `${endpoint.mirror ? 'mirror ' : ''}${endpoint.url}: ${err.message}`).join('; ');
   const suffix = mirrorsOnly ? ` (registry ${ref.registry} is served by its mirrors only)` : '';
   if (failures.length === 0) return new InvalidArgument(`no endpoint configured for registry ${ref.registry}: add a mirror or allow the registry itself`);
-  if (failures.every((f) => f.err.kind === 'notfound')) {
+  // The registry itself saying it has no such image settles it, whatever a mirror did.
+  if (failures.every((f) => f.err.kind === 'notfound') || failures.some((f) => !f.endpoint.mirror && f.err.kind === 'notfound')) {
     return new NotFound(`image "${name}" not found in registry ${ref.registry} (tried ${tried})${suffix}: check the name and tag`);
   }
   const denied = failures.find((f) => f.err.kind === 'denied');

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
-import { Cancelled, DeadlineExceeded } from '../../../core/errors.js';
+import { Cancelled, DeadlineExceeded, NotFound } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import type { HttpAnswer, HttpInit, Transport } from '../../../oci/image/http.js';
 import { parseReference } from '../../../oci/image/reference.js';
@@ -67,4 +67,10 @@ test('the caller cancelling ends the fetch with its reason, without trying the n
   const { client: c, asked } = client((_url, init) => { setImmediate(() => controller.abort(reason)); return hang(init); }, false);
   await assert.rejects(c.getManifest(ref, 'v1', undefined, undefined, controller.signal), (e) => e === reason);
   assert.deepEqual(asked, [MIRROR]);
+});
+
+test('a mirror out of time and the registry itself without the image: NotFound, not a timeout', async () => {
+  const { client: c, asked } = client((url, init) => (url.origin === MIRROR ? hang(init) : Promise.resolve(answer(404, Buffer.from('{}')))), false);
+  await assert.rejects(c.getManifest(ref, 'v1'), (e: Error) => e instanceof NotFound && e.message.includes('not found'));
+  assert.deepEqual(asked, [MIRROR, `http://${REGISTRY}`]);
 });
