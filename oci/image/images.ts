@@ -14,7 +14,7 @@ import { Mutex, Semaphore, SingleFlight } from './flight.js';
 import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
 import { formatPlatform, HOST_PLATFORM, runsOn, selectPlatform } from './platform.js';
 import { PullProgress } from './progress.js';
-import { unpacksInWorker, warmUnpackWorker } from './unpack-pool.js';
+import { unpacksInWorker, warmUnpackWorkers } from './unpack-pool.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
 import { RegistryClient, type Endpoint } from './registry.js';
 import { diskUsage, LayerStore, type Rootfs, type RootfsOptions } from './snapshot.js';
@@ -248,7 +248,7 @@ export class Images {
       // The worker starts while the first layer requests go out; a pull whose missing layers are all small (the
       // pause image) needs none, and the daemon stays as small as it was.
       const missing = await Promise.all(manifest.layers.map(async (l, i) => !(await this.layers.has(diffIds[i]!)) && unpacksInWorker(l.size)));
-      if (missing.some(Boolean)) warmUnpackWorker();
+      warmUnpackWorkers(missing.filter(Boolean).length);
       progress = new PullProgress(manifest.layers, {
         log, intervalMs: this.opts.progressIntervalMs ?? 10_000, slowAfterMs: this.opts.stallTimeoutMs ?? 60_000,
         receiving: (digest) => this.receiving.get(digest)?.(),

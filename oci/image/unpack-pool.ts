@@ -42,6 +42,10 @@ function worker(): UnpackWorker {
     clearTimeout(least.idle);
     return least;
   }
+  return start();
+}
+
+function start(): UnpackWorker {
   // A young generation of its own size: the daemon runs with a tiny one to stay small when idle, which would
   // make streaming 100 MB through a layer mostly garbage collection.
   const w = new Worker(new URL('./unpack-worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 48 } });
@@ -71,10 +75,10 @@ export function unpacksInWorker(layerBytes: number): boolean {
   return layerBytes >= WORKER_MIN_BYTES;
 }
 
-/** Starts the worker ahead of the first layer, so its start overlaps the layer requests. */
-export function warmUnpackWorker(): void {
-  const w = worker();
-  if (w.jobs.size === 0) idleLater(w);
+/** Starts workers (one per layer, up to WORKERS) ahead of the first layer, so their start overlaps the layer requests. */
+export function warmUnpackWorkers(layers: number): void {
+  for (const w of running) if (w.jobs.size === 0) idleLater(w);
+  for (let i = running.length; i < Math.min(layers, WORKERS); i++) idleLater(start());
 }
 
 function idleLater(w: UnpackWorker): void {

@@ -9,7 +9,6 @@ import { Duplex, PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as zlib from 'node:zlib';
 import { setAttribute } from '@napi-rs/xattr';
-import { execa } from 'execa';
 import tar from 'tar-stream';
 import { InvalidArgument, MinicriError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
@@ -19,6 +18,12 @@ import { zstdDecompress } from './zstd.js';
 import { classifyEntry, confine, symlinkTarget, xattrAllowed } from './layerpath.js';
 
 const MAX_SYMLINK_HOPS = 40;
+
+/** execa is loaded on first use: whiteouts and device entries are rare, and loading it took an unpack worker 0.1 s. */
+async function run(cmd: string, args: string[]): Promise<void> {
+  const { execa } = await import('execa');
+  await execa(cmd, args);
+}
 /** Files up to this size are written in one call; larger ones stream. */
 const SMALL_FILE = 1 << 20;
 
@@ -36,7 +41,7 @@ function sniff(head: Buffer): Compression {
   return 'none';
 }
 
-function decompressor(compression: Compression): Duplex {
+function decompressor(compression: Compression): Duplex | Promise<Duplex> {
   // 64 KiB output pieces: under the daemon's malloc mmap threshold (see file-sink.ts).
   if (compression === 'gzip') return zlib.createGunzip({ chunkSize: 64 << 10 });
   if (compression === 'zstd') return zstdDecompress();
@@ -50,8 +55,7 @@ function decompressor(compression: Compression): Duplex {
 export class Decompress extends Duplex {
   private inner: Duplex | undefined;
 
-  private start(head: Buffer): Duplex {
-    const inner = decompressor(sniff(head));
+  private attach(inner: Duplex): Duplex {
     inner.on('data', (d: Buffer) => { if (!this.push(d)) inner.pause(); });
     inner.on('end', () => this.push(null));
     inner.on('error', (err) => this.destroy(err));
@@ -60,9 +64,17 @@ export class Decompress extends Duplex {
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    const inner = this.inner ?? this.start(chunk);
-    if (inner.write(chunk)) cb();
-    else inner.once('drain', () => cb());
+    const write = (inner: Duplex) => {
+      if (inner.write(chunk)) cb();
+      else inner.once('drain', () => cb());
+    };
+    if (this.inner) return write(this.inner);
+    const made = decompressor(sniff(chunk));
+    if (!(made instanceof Promise)) return write(this.attach(made));
+    made.then((inner) => {
+      if (this.destroyed) inner.destroy();
+      else write(this.attach(inner));
+    }, cb);
   }
 
   override _final(cb: (err?: Error | null) => void): void {
@@ -90,7 +102,7 @@ export interface BlobToWrite { tmp: string; digest: string; size?: number }
  * Unpacks `source`; with `blob`, the same bytes also go to the blob's file on their way, and a wrong size or
  * digest fails the unpack (content.ts's blobWriter checks them before the stream ends).
  */
-export async function unpackLayerKeepingBlob(source: Readable, dest: string, what: string, log: Logger, blob?: BlobToWrite): Promise<UnpackResult> {
+export async function unpackLayerKeepingBlob(source: Readable, dest: string, what: string, log: Logger | undefined, blob?: BlobToWrite): Promise<UnpackResult> {
   if (!blob) return unpackLayer(source, dest, what, log);
   const writer = blobWriter(blob.tmp, blob.digest, blob.size, what);
   source.on('error', (err) => writer.stream.destroy(err)).pipe(writer.stream);
@@ -118,7 +130,7 @@ function drain(stream: Readable): Promise<void> {
  * place). Returns the digest of the uncompressed stream so the caller can check it against the image config's
  * diff id. `source` may be the download itself: the blob's own digest is the caller's to check.
  */
-export async function unpackLayer(source: Readable, dest: string, what: string, log: Logger): Promise<UnpackResult> {
+export async function unpackLayer(source: Readable, dest: string, what: string, log?: Logger): Promise<UnpackResult> {
   const started = Date.now();
   await mkdir(dest, { mode: 0o755 });
   const hash = createHash('sha256');
@@ -155,7 +167,7 @@ export async function unpackLayer(source: Readable, dest: string, what: string, 
     throw new InvalidArgument(`${what} cannot be unpacked: ${(err as Error).message}`, { cause: err });
   }
   const diffId = `sha256:${hash.digest('hex')}`;
-  log.debug({ layer: what, bytes, ms: Date.now() - started }, 'layer unpacked');
+  log?.debug({ layer: what, bytes, ms: Date.now() - started }, 'layer unpacked');
   return { diffId, bytes };
 }
 
@@ -185,7 +197,7 @@ class Unpacker {
     if (c.kind === 'whiteout') {
       const path = join(this.resolve(c.dir, true), c.name);
       this.clear(path, false);
-      await execa('mknod', ['-m', '0000', path, 'c', '0', '0']);
+      await run('mknod', ['-m', '0000', path, 'c', '0', '0']);
       return;
     }
     if (c.path.length === 0) {
@@ -232,8 +244,8 @@ class Unpacker {
       case 'fifo': {
         this.clear(path, false);
         const m = mode.toString(8);
-        if (h.type === 'fifo') await execa('mkfifo', ['-m', m, path]);
-        else await execa('mknod', ['-m', m, path, h.type === 'block-device' ? 'b' : 'c', String(h.devmajor ?? 0), String(h.devminor ?? 0)]);
+        if (h.type === 'fifo') await run('mkfifo', ['-m', m, path]);
+        else await run('mknod', ['-m', m, path, h.type === 'block-device' ? 'b' : 'c', String(h.devmajor ?? 0), String(h.devminor ?? 0)]);
         await this.meta(path, h, false);
         return;
       }

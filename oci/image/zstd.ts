@@ -4,11 +4,12 @@
 // gigabytes neither blocks a thread nor fills memory; a pure-JS decoder (fzstd) did both.
 import type { Duplex } from 'node:stream';
 import * as zlib from 'node:zlib';
-import { execa } from 'execa';
 
 const zlibZstd = (zlib as { createZstdDecompress?: (o?: zlib.ZlibOptions) => Duplex }).createZstdDecompress;
 
-export function zstdDecompress(): Duplex {
+/** Node's decoder at once, or (execa loaded on first use, as an unpack worker rarely needs it) the tool's. */
+export function zstdDecompress(): Duplex | Promise<Duplex> {
   // 64 KiB output pieces, as for gzip: under the daemon's malloc mmap threshold (see file-sink.ts).
-  return zlibZstd ? zlibZstd({ chunkSize: 64 << 10 }) : execa('zstd', ['-dcq'], { buffer: false }).duplex();
+  if (zlibZstd) return zlibZstd({ chunkSize: 64 << 10 });
+  return import('execa').then(({ execa }) => execa('zstd', ['-dcq'], { buffer: false }).duplex());
 }

@@ -9,10 +9,10 @@ import { zstdDecompress } from '../../../oci/image/zstd.js';
 const zstd = async (input: Buffer, ...args: string[]) => (await execa('zstd', ['-c', '-q', ...args], { input, encoding: 'buffer' })).stdout as Buffer;
 
 /** Feeds `data` in pieces of `piece` bytes, so frame and block headers are split across writes. */
-const decode = (data: Buffer, piece: number) => {
+const decode = async (data: Buffer, piece: number) => {
   const pieces = [];
   for (let i = 0; i < data.length; i += piece) pieces.push(data.subarray(i, i + piece));
-  return buffer(Readable.from(pieces).pipe(zstdDecompress()));
+  return buffer(Readable.from(pieces).pipe(await zstdDecompress()));
 };
 
 // A skippable frame (magic 0x184D2A50..5F, then a 4-byte length), as zstd:chunked layers carry their index in.
