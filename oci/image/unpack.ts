@@ -18,14 +18,14 @@ import { zstdDecompress } from './zstd.js';
 import { classifyEntry, confine, symlinkTarget, xattrAllowed } from './layerpath.js';
 
 const MAX_SYMLINK_HOPS = 40;
+/** Files up to this size are written in one call; larger ones stream. */
+const SMALL_FILE = 1 << 20;
 
 /** execa is loaded on first use: whiteouts and device entries are rare, and loading it took an unpack worker 0.1 s. */
 async function run(cmd: string, args: string[]): Promise<void> {
   const { execa } = await import('execa');
   await execa(cmd, args);
 }
-/** Files up to this size are written in one call; larger ones stream. */
-const SMALL_FILE = 1 << 20;
 
 async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
   const chunks: Buffer[] = [];
