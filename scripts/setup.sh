@@ -9,14 +9,14 @@ case "$mode" in start|test|install) ;; *) echo "usage: $0 start|test|install" >&
 [ "$(id -u)" = 0 ] || { echo "setup.sh: run as root (minicri manages namespaces, mounts and containers)" >&2; exit 1; }
 
 # What the daemon runs: the OCI runtime, the container monitor, CRIU (for CheckpointContainer), CNI plugins,
-# namespace and firewall tools, zstd (zstd layers on a Node without its own), a C toolchain for the built-in
-# pause binary, and make, g++ and python3 for npm's native addons (better-sqlite3).
-# The tests add a registry and busybox for test images.
-runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables util-linux zstd gcc libc6-dev musl-tools ca-certificates make g++ python3)
+# namespace and firewall tools, a C toolchain for the built-in pause binary and (with libzstd's headers) the
+# zstd addon, and make, g++ and python3 for npm's native addons (better-sqlite3).
+# The tests add a registry, busybox and zstd for test images.
+runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables util-linux gcc libc6-dev libzstd-dev musl-tools ca-certificates make g++ python3)
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
 # systemd-container: the unit test boots the shipped unit under a real systemd (systemd-nspawn). kubectl for the
 # streaming interop tests: Debian's kubernetes-client, unless a kubectl is on PATH already (their files collide).
-test_packages=(docker-registry busybox openssl apache2-utils systemd systemd-container e2fsprogs $(command -v kubectl >/dev/null || echo kubernetes-client))
+test_packages=(docker-registry busybox openssl zstd apache2-utils systemd systemd-container e2fsprogs $(command -v kubectl >/dev/null || echo kubernetes-client))
 # With systemd as PID 1, the systemd cgroup driver (runc's and conmon's) talks to it over D-Bus.
 [ -d /run/systemd/system ] && runtime_packages+=(dbus)
 # The kind-style node test (test/node/) builds a Debian 12 node with debootstrap and boots it with systemd-nspawn.

@@ -41,7 +41,7 @@ function sniff(head: Buffer): Compression {
   return 'none';
 }
 
-function decompressor(compression: Compression): Duplex | Promise<Duplex> {
+function decompressor(compression: Compression): Duplex {
   // 64 KiB output pieces: under the daemon's malloc mmap threshold (see file-sink.ts).
   if (compression === 'gzip') return zlib.createGunzip({ chunkSize: 64 << 10 });
   if (compression === 'zstd') return zstdDecompress();
@@ -64,17 +64,9 @@ export class Decompress extends Duplex {
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    const write = (inner: Duplex) => {
-      if (inner.write(chunk)) cb();
-      else inner.once('drain', () => cb());
-    };
-    if (this.inner) return write(this.inner);
-    const made = decompressor(sniff(chunk));
-    if (!(made instanceof Promise)) return write(this.attach(made));
-    made.then((inner) => {
-      if (this.destroyed) inner.destroy();
-      else write(this.attach(inner));
-    }, cb);
+    const inner = this.inner ?? this.attach(decompressor(sniff(chunk)));
+    if (inner.write(chunk)) cb();
+    else inner.once('drain', () => cb());
   }
 
   override _final(cb: (err?: Error | null) => void): void {

@@ -9,10 +9,10 @@ import { zstdDecompress } from '../../../oci/image/zstd.js';
 const zstd = async (input: Buffer, ...args: string[]) => (await execa('zstd', ['-c', '-q', ...args], { input, encoding: 'buffer' })).stdout as Buffer;
 
 /** Feeds `data` in pieces of `piece` bytes, so frame and block headers are split across writes. */
-const decode = async (data: Buffer, piece: number) => {
+const decode = (data: Buffer, piece: number) => {
   const pieces = [];
   for (let i = 0; i < data.length; i += piece) pieces.push(data.subarray(i, i + piece));
-  return buffer(Readable.from(pieces).pipe(await zstdDecompress()));
+  return buffer(Readable.from(pieces).pipe(zstdDecompress()));
 };
 
 // A skippable frame (magic 0x184D2A50..5F, then a 4-byte length), as zstd:chunked layers carry their index in.
@@ -34,4 +34,25 @@ test('zstd: a cut-off stream, a foreign one, and a frame asking for a window ove
   // From stdin zstd does not know the size, so the frame keeps the 2 GiB window --long=31 asks for.
   const huge = (await execa('sh', ['-c', 'head -c 4096 /dev/zero | zstd -q -c --long=31 -'], { encoding: 'buffer' })).stdout as Buffer;
   await assert.rejects(decode(huge, 4096));
+});
+
+test('zstd: output comes only as fast as it is read, however far the input inflates', async () => {
+  // 1 GiB of zeros: a few dozen KiB of zstd.
+  const bomb = (await execa('sh', ['-c', 'head -c 1073741824 /dev/zero | zstd -q -c -'], { encoding: 'buffer' })).stdout as Buffer;
+  const d = zstdDecompress();
+  let taken = false;
+  d.write(bomb, () => { taken = true; });
+  await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setImmediate(r));
+  assert.ok(d.readableLength <= 256 << 10, `nothing reads, yet ${d.readableLength} bytes were decoded`);
+  assert.equal(taken, false, 'the input is not taken before its output is read');
+  // Reading lets it go on: zeros, a piece at a time.
+  let n = 0;
+  let pieces = 0;
+  for await (const piece of d) {
+    assert.ok((piece as Buffer).every((b) => b === 0));
+    n += (piece as Buffer).length;
+    if (++pieces === 64) break;
+  }
+  assert.ok(n > 0 && n <= 64 * (64 << 10), `${n} bytes in 64 pieces`);
 });
