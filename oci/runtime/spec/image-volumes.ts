@@ -1,6 +1,6 @@
 // Image volumes (KEP 4639): an image, already pulled, mounted as a volume. The edge mounts the image's
-// read-only view on the host; here it becomes a bind mount that is read-only, noexec, nosuid and nodev (the
-// conservative defaults the KEP asks of runtimes), of the image's root or of a directory inside it.
+// read-only view on the host; here it becomes a bind mount that is read-only, nosuid and nodev, of the image's
+// root or of a directory inside it. Not noexec: since cri-api v0.36 binaries shipped in an image volume must run.
 import path from 'node:path';
 import { InvalidArgument } from '../../../core/errors.js';
 import type { SpecOpt } from './opts.js';
@@ -36,7 +36,7 @@ export function withImageVolumes(volumes: readonly ImageVolumeMount[]): SpecOpt 
     // An image volume replaces whatever else was to be mounted at the same place.
     spec.mounts = (spec.mounts ?? []).filter((m) => !taken.has(path.posix.resolve(m.destination)));
     for (const v of volumes) {
-      spec.mounts.push({ destination: v.destination, type: 'bind', source: v.source, options: ['rbind', 'ro', 'nosuid', 'nodev', 'noexec', 'rprivate'] });
+      spec.mounts.push({ destination: v.destination, type: 'bind', source: v.source, options: ['rbind', 'ro', 'nosuid', 'nodev', 'rprivate'] });
     }
   };
 }

@@ -1,4 +1,4 @@
-// Image volumes in the spec: the sub path kept inside the image, and the read-only, noexec bind mount.
+// Image volumes in the spec: the sub path kept inside the image, and the read-only bind mount binaries can run from.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { InvalidArgument } from '../../../core/errors.js';
@@ -15,12 +15,12 @@ test('an image sub path is relative and stays inside the image', () => {
   }
 });
 
-test('an image volume is a read-only, noexec bind mount replacing whatever else was at its place', () => {
+test('an image volume is a read-only, nosuid, nodev bind mount (not noexec) replacing whatever else was at its place', () => {
   const spec = baseSpec('/rootfs');
   spec.mounts = [{ destination: '/data', source: '/x', options: ['bind'] }, { destination: '/other', source: '/y', options: ['bind'] }];
   applyOpts(spec, [withImageVolumes([{ destination: '/data/', source: '/views/img/merged/etc' }])]);
   assert.deepEqual(spec.mounts.filter((m) => m.destination.startsWith('/data')), [
-    { destination: '/data/', type: 'bind', source: '/views/img/merged/etc', options: ['rbind', 'ro', 'nosuid', 'nodev', 'noexec', 'rprivate'] },
+    { destination: '/data/', type: 'bind', source: '/views/img/merged/etc', options: ['rbind', 'ro', 'nosuid', 'nodev', 'rprivate'] },
   ]);
   assert.ok(spec.mounts.some((m) => m.destination === '/other'));
 });
