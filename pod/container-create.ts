@@ -25,20 +25,25 @@ import { markContainerCreated } from './state.js';
 import { stopSignalInForce } from './stop-signal.js';
 import { checkContainerConfig } from './validation.js';
 
-/** Creates a container in the sandbox with that id or unique prefix; returns its id. */
+/**
+ * Creates a container in the sandbox with that id or unique prefix; returns its id. `stopSignal` is the config's
+ * stop_signal as its CRI number, which the edge decodes (the enum's names change between cri-api versions).
+ */
 export async function createContainer(
   ctx: PodContext, sandboxIdOrPrefix: string, config: ContainerConfig__Output | null, sandboxConfig: PodSandboxConfig__Output | null, log: Logger,
+  stopSignal = 0,
 ): Promise<string> {
   checkContainerConfig(config);
   // Under the sandbox's lock: a pod being stopped or removed meanwhile would miss this container.
   const sandboxId = ctx.tables.sandboxes.find(sandboxIdOrPrefix).id;
-  return ctx.locks.run(sandboxId, () => createInSandbox(ctx, sandboxId, config, sandboxConfig, log));
+  return ctx.locks.run(sandboxId, () => createInSandbox(ctx, sandboxId, config, sandboxConfig, log, stopSignal));
 }
 
 type CheckedConfig = ContainerRecord['config'];
 
 async function createInSandbox(
   ctx: PodContext, sandboxId: string, config: CheckedConfig, requestSandboxConfig: PodSandboxConfig__Output | null, parentLog: Logger,
+  stopSignal: number,
 ): Promise<string> {
   const t = new Timeline();
   const begun = performance.now();
@@ -71,7 +76,7 @@ async function createInSandbox(
     id, sandboxId: sandbox.id, state: 'CONTAINER_CREATED', creating: true, createdAt: nowNanos(), startedAt: '0', finishedAt: '0',
     exitCode: 0, reason: '', message: '', config,
     image: { id: image.id, name: config.image!.image, ref: image.repoDigests[0] ?? image.id },
-    dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: stopSignalInForce(config.stop_signal, imageConfig.StopSignal),
+    dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: stopSignalInForce(stopSignal, imageConfig.StopSignal),
     ...(imageVolumes.length ? { imageVolumes } : {}),
   };
   // Under the sandbox's lock already (so no two creations in a pod overlap); the id lock makes a

@@ -1,31 +1,51 @@
 // Which signal StopContainer sends first: the container config's stop_signal (kubelet 1.33+), else the
-// image's StopSignal, else SIGTERM; and the CRI Signal name that reports it. Pure.
+// image's StopSignal, else SIGTERM; and the CRI Signal value that reports it. Pure.
+//
+// The CRI Signal enum is read by number only: its numbers are the contract, its names are not (cri-api v0.37
+// prefixes every name with SIGNAL_). The edge turns the name the wire decoder gives into its number with the
+// loaded proto's own table (criSignalNumberOf), so a proto sync changes nothing here.
 import { InvalidArgument } from '../core/errors.js';
-import { Signal } from '../gen/runtime/v1/Signal.js';
-import type { Signal__Output } from '../gen/runtime/v1/Signal.js';
 import { signalNumber } from '../oci/runtime/runc.js';
 
-/** CRI names that are other names of the same Linux signal. */
-const ALIASES: Record<string, string> = { SIGCLD: 'SIGCHLD', SIGPOLL: 'SIGIO', SIGIOT: 'SIGABRT' };
+/** The Linux signal of each CRI Signal number (the index); 0, RUNTIME_DEFAULT, names none. */
+const LINUX_BY_CRI_NUMBER: readonly (string | undefined)[] = [
+  undefined,
+  'SIGABRT', 'SIGALRM', 'SIGBUS', 'SIGCHLD', 'SIGCHLD' /* SIGCLD */, 'SIGCONT', 'SIGFPE', 'SIGHUP', 'SIGILL', 'SIGINT',
+  'SIGIO', 'SIGABRT' /* SIGIOT */, 'SIGKILL', 'SIGPIPE', 'SIGIO' /* SIGPOLL */, 'SIGPROF', 'SIGPWR', 'SIGQUIT', 'SIGSEGV',
+  'SIGSTKFLT', 'SIGSTOP', 'SIGSYS', 'SIGTERM', 'SIGTRAP', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGURG', 'SIGUSR1', 'SIGUSR2',
+  'SIGVTALRM', 'SIGWINCH', 'SIGXCPU', 'SIGXFSZ',
+  // 35..65: SIGRTMIN, SIGRTMIN+1..+15, SIGRTMAX-14..-1, SIGRTMAX.
+  'SIGRTMIN', ...Array.from({ length: 15 }, (_, i) => `SIGRTMIN+${i + 1}`),
+  ...Array.from({ length: 14 }, (_, i) => `SIGRTMAX-${14 - i}`), 'SIGRTMAX',
+];
 
-/** The Linux signal name of a CRI Signal value ("SIGRTMINPLUS3" is "SIGRTMIN+3"); undefined for RUNTIME_DEFAULT. */
-export function criSignalName(value: Signal__Output | number | string): string | undefined {
-  if (value === 'RUNTIME_DEFAULT' || value === 0 || value === '') return undefined;
-  const name = typeof value === 'number' ? Object.keys(Signal)[value] : value;
-  if (typeof name !== 'string' || !(name in Signal)) {
-    throw new InvalidArgument(`stop_signal ${JSON.stringify(value)} is not a signal of the CRI: use a name such as SIGTERM or SIGUSR1`);
-  }
-  const rt = /^SIGRT(MIN|MAX)(?:(PLUS|MINUS)(\d+))?$/.exec(name);
-  if (rt) return `SIGRT${rt[1]}${rt[2] ? `${rt[2] === 'PLUS' ? '+' : '-'}${rt[3]}` : ''}`;
-  return ALIASES[name] ?? name;
+/**
+ * The CRI number of a Signal value as the wire decoder hands it: the number itself (proto3 enums are open, so an
+ * unknown value arrives as its number), or a name looked up in `numbers`, the enum's table from the loaded proto.
+ */
+export function criSignalNumberOf(value: string | number | undefined, numbers: ReadonlyMap<string, number>): number {
+  if (value === undefined || value === '') return 0;
+  if (typeof value === 'number') return value;
+  const n = numbers.get(value);
+  if (n === undefined) throw new InvalidArgument(`stop_signal "${value}" is not a signal of the CRI: use a name such as SIGTERM or SIGUSR1`);
+  return n;
+}
+
+/** The Linux signal name of a CRI Signal number ("SIGRTMIN+3" for 38); undefined for 0, RUNTIME_DEFAULT. */
+export function criSignalName(value: number): string | undefined {
+  if (value === 0) return undefined;
+  const name = Number.isInteger(value) ? LINUX_BY_CRI_NUMBER[value] : undefined;
+  if (name === undefined) throw new InvalidArgument(`stop_signal ${value} is not a signal of the CRI: use a name such as SIGTERM or SIGUSR1`);
+  return name;
 }
 
 /**
- * The signal in force for a container: the config's stop_signal wins over the image's StopSignal; SIGTERM when
- * neither names one. An image signal Linux lacks is refused here, at creation, rather than at the first stop.
+ * The signal in force for a container: the config's stop_signal (its CRI number) wins over the image's
+ * StopSignal; SIGTERM when neither names one. An image signal Linux lacks is refused here, at creation, rather
+ * than at the first stop.
  */
-export function stopSignalInForce(configSignal: Signal__Output | number | undefined, imageStopSignal: string | undefined): string {
-  const fromConfig = criSignalName(configSignal ?? 'RUNTIME_DEFAULT');
+export function stopSignalInForce(configSignal: number | undefined, imageStopSignal: string | undefined): string {
+  const fromConfig = criSignalName(configSignal ?? 0);
   if (fromConfig) return fromConfig;
   if (!imageStopSignal) return 'SIGTERM';
   try {
@@ -36,25 +56,17 @@ export function stopSignalInForce(configSignal: Signal__Output | number | undefi
   return imageStopSignal;
 }
 
-/** The CRI Signal value reporting a signal given by name or number, as a record keeps it. */
-export function criSignalOf(signal: string): Signal__Output {
-  let number: number;
-  try {
-    number = signalNumber(signal);
-  } catch {
-    return 'RUNTIME_DEFAULT';
-  }
-  for (const name of Object.keys(Signal) as Signal__Output[]) {
-    if (name === 'RUNTIME_DEFAULT' || name in ALIASES) continue;
-    const linux = criSignalName(name);
-    if (linux && numberOr0(linux) === number) return name;
-  }
-  return 'RUNTIME_DEFAULT';
-}
+/** Linux signal number → CRI number; the first one naming it: SIGCHLD (4) rather than its other name SIGCLD (5). */
+const CRI_BY_LINUX_NUMBER = new Map<number, number>();
+LINUX_BY_CRI_NUMBER.forEach((linux, cri) => {
+  const n = linux && signalNumber(linux);
+  if (n && !CRI_BY_LINUX_NUMBER.has(n)) CRI_BY_LINUX_NUMBER.set(n, cri);
+});
 
-function numberOr0(signal: string): number {
+/** The CRI Signal number reporting a signal given by name or number, as a record keeps it; 0 when none fits. */
+export function criSignalOf(signal: string): number {
   try {
-    return signalNumber(signal);
+    return CRI_BY_LINUX_NUMBER.get(signalNumber(signal)) ?? 0;
   } catch {
     return 0;
   }

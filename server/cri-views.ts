@@ -58,7 +58,8 @@ export function containerStatus(r: ContainerRecord): ContainerStatus {
     mounts: r.config.mounts, log_path: r.logPath,
     resources: r.config.linux?.resources ? { linux: r.config.linux.resources } : null,
     user: r.user ? { linux: { uid: String(r.user.uid), gid: String(r.user.gid), supplemental_groups: r.user.additionalGids.map(String) } } : null,
-    stop_signal: criSignalOf(r.stopSignal),
+    // By number, which every cri-api version's names encode alike.
+    stop_signal: criSignalOf(r.stopSignal) as ContainerStatus['stop_signal'],
   };
 }
 

@@ -15,7 +15,23 @@ export const LOADER_OPTIONS: protoLoader.Options = {
   oneofs: true,
 };
 
+let loaded: protoLoader.PackageDefinition | undefined;
+
+function definition(): protoLoader.PackageDefinition {
+  return (loaded ??= protoLoader.loadSync(PROTO_PATH, LOADER_OPTIONS));
+}
+
 export function loadCri(): ProtoGrpcType['runtime']['v1'] {
-  const definition = protoLoader.loadSync(PROTO_PATH, LOADER_OPTIONS);
-  return (grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType).runtime.v1;
+  return (grpc.loadPackageDefinition(definition()) as unknown as ProtoGrpcType).runtime.v1;
+}
+
+/**
+ * The numbers of a CRI enum's names as the loaded proto declares them (`Signal` for runtime.v1.Signal): the
+ * wire decoder hands enums over by name, and the names of some change between cri-api versions.
+ */
+export function criEnumNumbers(name: string): ReadonlyMap<string, number> {
+  const found = definition()[`runtime.v1.${name}`] as protoLoader.EnumTypeDefinition | undefined;
+  if (found?.format !== 'Protocol Buffer 3 EnumDescriptorProto') throw new Error(`runtime.v1.${name} is no enum of the CRI proto`);
+  const values = (found.type as { value: { name: string; number: number }[] }).value;
+  return new Map(values.map((v) => [v.name, v.number]));
 }
