@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { dirname, join } from 'node:path';
-import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
+import { FailedPrecondition } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { nowNanos } from '../core/time.js';
@@ -22,16 +22,15 @@ import { sandboxReservation, type SandboxRecord } from './records.js';
 import { refreshSandbox } from './sandbox-refresh.js';
 import { readSeccompProfiles } from './seccomp-profile.js';
 import { markSandboxReady } from './state.js';
-import { checkPodSandboxConfig } from './validation.js';
+import { checkPodSandboxConfig, runtimeHandlerNamed } from './validation.js';
 
 /** Makes a sandbox for `config` under `runtimeHandler` (empty: the default one); returns its id. */
 export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Output | null, runtimeHandler: string, parentLog: Logger): Promise<string> {
   checkPodSandboxConfig(config);
   const t = new Timeline();
   const begun = performance.now();
-  const handler = runtimeHandler || ctx.settings.default_runtime;
-  const runtime = ctx.runtimes.get(handler);
-  if (!runtime) throw new InvalidArgument(`runtime handler "${handler}" is not configured (have: ${[...ctx.runtimes.keys()].join(', ')})`);
+  const handler = runtimeHandlerNamed(runtimeHandler, ctx.settings.default_runtime, ctx.runtimes.keys());
+  const runtime = ctx.runtimes.get(handler)!;
   const modes = podNamespaceModes(config);
   const userns = podUserNamespace(config);
   if (userns) checkUsernsSupport(ctx, handler);

@@ -7,6 +7,17 @@ import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfi
 import type { PodSandboxMetadata__Output } from '../gen/runtime/v1/PodSandboxMetadata.js';
 import { InvalidArgument, Unimplemented } from '../core/errors.js';
 
+/**
+ * The runtime handler a request names, the default one for '' (RunPodSandbox, and ImageSpec.runtime_handler of the
+ * image RPCs); one not configured is refused, as the CRI asks, naming those that are.
+ */
+export function runtimeHandlerNamed(requested: string, defaultHandler: string, configured: Iterable<string>): string {
+  const handler = requested || defaultHandler;
+  const known = [...configured];
+  if (!known.includes(handler)) throw new InvalidArgument(`runtime handler "${handler}" is not configured (have: ${known.join(', ')})`);
+  return handler;
+}
+
 /** Kubernetes object names are DNS subdomains: at most 253 characters. */
 const MAX_NAME = 253;
 /** kubelet refuses labels plus annotations over 256 KiB; so do we. */

@@ -5,6 +5,9 @@ import { OciRuntime } from '../oci/runtime/runc.js';
 import { runtimeRoot, type Config } from './config.js';
 import { resolveExecutable } from '../core/executables.js';
 import type { Logger } from '../core/log.js';
+import type { ImageSpec__Output } from '../gen/runtime/v1/ImageSpec.js';
+import { runtimeHandlerNamed } from '../pod/validation.js';
+import type { Edge } from './edge.js';
 
 export async function openRuntimes(config: Config, log: Logger): Promise<Map<string, OciRuntime>> {
   const conmonPath = resolveExecutable(config.conmon_path) ?? config.conmon_path;
@@ -13,4 +16,12 @@ export async function openRuntimes(config: Config, log: Logger): Promise<Map<str
     stateDir: join(config.state_dir, 'runtime', handler), log: log.child({ module: 'runtime', handler }), cgroupManager: config.cgroup_driver,
   })] as const));
   return new Map(entries);
+}
+
+/**
+ * Refuses an ImageSpec whose runtime_handler is not configured ('' is the default), as the CRI asks of PullImage
+ * and the other image RPCs. All handlers share one image store, so a known handler changes nothing else.
+ */
+export function checkImageRuntimeHandler(edge: Edge, spec: ImageSpec__Output | null | undefined): void {
+  runtimeHandlerNamed(spec?.runtime_handler ?? '', edge.config.default_runtime, edge.pods.runtimes.keys());
 }

@@ -1,12 +1,14 @@
 // PullImage: fetch an image (or find it present) and answer its id.
 import { InvalidArgument } from '../../core/errors.js';
 import type { Edge } from '../edge.js';
+import { checkImageRuntimeHandler } from '../runtimes.js';
 import type { ImageRpc } from '../service.js';
 
 export function PullImage(edge: Edge): ImageRpc<'PullImage'> {
   return async (request, call) => {
     const reference = request.image?.image ?? '';
     if (!reference) throw new InvalidArgument('PullImage needs an image reference');
+    checkImageRuntimeHandler(edge, request.image);
     const a = request.auth;
     const auth = a ? {
       username: a.username || undefined, password: a.password || undefined, auth: a.auth || undefined,

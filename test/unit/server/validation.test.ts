@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandboxConfig.js';
 import { InvalidArgument, Unimplemented } from '../../../core/errors.js';
-import { checkContainerConfig, checkPodSandboxConfig } from '../../../pod/validation.js';
+import { checkContainerConfig, checkPodSandboxConfig, runtimeHandlerNamed } from '../../../pod/validation.js';
 import { containerConfig, mount } from '../spec/fixtures.js';
 
 function config(change: (c: PodSandboxConfig__Output) => void = () => {}): PodSandboxConfig__Output {
@@ -61,5 +61,16 @@ describe('container config validation', () => {
   it('refuses an image that is a checkpoint archive path: restore is not supported', () => {
     const archive = containerConfig({ image: { image: '/var/lib/kubelet/checkpoints/c.tar', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' } });
     assert.throws(() => checkContainerConfig(archive), (err) => err instanceof Unimplemented && /checkpoint archive.*does not restore/.test(err.message));
+  });
+});
+
+describe('runtime handler of a request', () => {
+  it('is the default for an empty one, itself when configured, and refused naming the configured ones otherwise', () => {
+    const configured = ['runc', 'crun'];
+    assert.equal(runtimeHandlerNamed('', 'runc', configured), 'runc');
+    assert.equal(runtimeHandlerNamed('crun', 'runc', configured), 'crun');
+    assert.throws(() => runtimeHandlerNamed('kata', 'runc', configured),
+      (err) => err instanceof InvalidArgument && err.message === 'runtime handler "kata" is not configured (have: runc, crun)');
+    assert.throws(() => runtimeHandlerNamed('', 'gone', configured), (err) => err instanceof InvalidArgument && /"gone"/.test(err.message));
   });
 });
