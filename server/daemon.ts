@@ -20,6 +20,7 @@ import type { PodContext } from '../pod/context.js';
 import { podEvents } from '../pod/events.js';
 import { recordExitsAsTheyHappen } from '../pod/exits.js';
 import { hostMechanics } from '../pod/host.js';
+import { imageUsedBy } from '../pod/image-users.js';
 import { NetworkChecks } from '../pod/network-checks.js';
 import { pauseImageSource } from '../pod/pause-image.js';
 import { Retrier } from '../pod/pending.js';
@@ -85,9 +86,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       stallTimeoutMs: config.registries.stall_timeout_seconds * 1000,
       progressIntervalMs: config.registries.progress_interval_seconds * 1000,
       log: log.child({ module: 'images' }),
-      // A removed container still being cleaned up holds its image's layers mounted.
-      inUse: (imageId) => [...tables.containers.list(), ...tables.containerCleanups.list()].some((c) => c.image.id === imageId || c.imageVolumes?.some((v) => v.imageId === imageId))
-        || tables.sandboxes.list().some((s) => s.pauseImage.id === imageId),
+      usedBy: (imageId) => imageUsedBy(tables, imageId),
     });
     t.mark('images');
     if (store.getMeta('first_started_at') === undefined) {

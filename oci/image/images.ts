@@ -26,8 +26,8 @@ export interface ImagesOptions {
   repo: ImageRepository;
   registries: RegistryHostsConfig;
   log: Logger;
-  /** True when a container uses the image: such an image cannot be removed. */
-  inUse?: (imageId: string) => boolean;
+  /** Who uses the image (a container, a pause), said with what to do about it: such an image cannot be removed. */
+  usedBy?: (imageId: string) => string | undefined;
   /** Layers downloaded (and unpacked) at once, across all pulls. */
   maxConcurrentDownloads?: number;
   /** For tests that watch requests; defaults to undici's request. */
@@ -150,16 +150,11 @@ export class Images {
     return this.opts.repo.list();
   }
 
-  /** The image a reference or id names, or undefined. Malformed references are InvalidArgument. */
+  /** The image a reference, id or unique id prefix names, or undefined. Malformed references are InvalidArgument. */
   status(refOrId: string): ImageRecord | undefined {
-    return this.lookup(refOrId)?.record;
-  }
-
-  /** Finds the image and says how it was named: by id, by a repo tag or by a repo digest. */
-  private lookup(refOrId: string): { record: ImageRecord; by: 'id' } | { record: ImageRecord; by: 'tag' | 'digest'; name: string } | undefined {
     const id = ID_RE.exec(refOrId);
     const byId = id && this.opts.repo.get(`sha256:${id[1]}`);
-    if (byId) return { record: byId, by: 'id' };
+    if (byId) return byId;
     let ref: ImageRef | undefined;
     try {
       ref = parseReference(refOrId);
@@ -169,18 +164,16 @@ export class Images {
     const all = this.opts.repo.list();
     if (ref?.digest) {
       const name = `${refName(ref)}@${ref.digest}`;
-      const found = all.find((r) => r.repoDigests.includes(name));
-      if (found) return { record: found, by: 'digest', name };
-      const config = this.opts.repo.get(ref.digest);
-      if (config) return { record: config, by: 'id' };
+      const found = all.find((r) => r.repoDigests.includes(name)) ?? this.opts.repo.get(ref.digest);
+      if (found) return found;
     } else if (ref) {
       const name = `${refName(ref)}:${ref.tag}`;
       const found = all.find((r) => r.repoTags.includes(name));
-      if (found) return { record: found, by: 'tag', name };
+      if (found) return found;
     }
     const prefix = ID_PREFIX_RE.exec(refOrId);
     const matches = prefix ? all.filter((r) => r.id.startsWith(`sha256:${prefix[1]}`)) : [];
-    return matches.length === 1 ? { record: matches[0]!, by: 'id' } : undefined;
+    return matches.length === 1 ? matches[0] : undefined;
   }
 
   /** Like status, but a missing image is NotFound. */
@@ -485,27 +478,16 @@ export class Images {
   // ---- remove ----
 
   /**
-   * Removes by id (the whole image), by tag (that tag; the image goes with its last tag) or by digest reference
-   * (that repo digest). Idempotent: an unknown image is not an error.
+   * Removes the image an id, a tag or a digest reference names, with all its tags and digests: the CRI (1.36)
+   * says removing an image by one of its tags removes every tag, across repositories too. Idempotent: an unknown
+   * image is not an error. An image still in use is refused, naming who uses it.
    */
   async remove(refOrId: string): Promise<void> {
     await this.mutex.lock(() => {
-      const found = this.lookup(refOrId);
-      if (!found) return;
-      const r = found.record;
-      if (found.by !== 'id') {
-        const rest = found.by === 'tag'
-          ? { ...r, repoTags: r.repoTags.filter((t) => t !== found.name) }
-          : { ...r, repoDigests: r.repoDigests.filter((d) => d !== found.name) };
-        const keep = found.by === 'tag' ? rest.repoTags.length > 0 : rest.repoTags.length + rest.repoDigests.length > 0;
-        if (keep) {
-          this.opts.repo.put(rest);
-          return;
-        }
-      }
-      if (this.opts.inUse?.(r.id)) {
-        throw new FailedPrecondition(`image ${r.id} (${r.repoTags.join(', ') || 'untagged'}) is used by a container: remove the container first`);
-      }
+      const r = this.status(refOrId);
+      if (!r) return;
+      const user = this.opts.usedBy?.(r.id);
+      if (user) throw new FailedPrecondition(`image ${r.id} (${r.repoTags.join(', ') || 'untagged'}) is used by ${user}`);
       this.opts.repo.delete(r.id);
     });
     await this.gc();

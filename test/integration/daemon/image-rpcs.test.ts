@@ -87,14 +87,30 @@ describe('image service RPCs', () => {
     await assert.rejects(daemon.client.image.call('PullImage', { image: { image: `${registry.host}/test/app:nope` } }), isCode(grpc.status.NOT_FOUND, /test\/app:nope/));
   });
 
-  it('removes by tag (the image stays under its other tags), then by id, idempotently', async () => {
+  it('refuses an ImageSpec naming a runtime handler that is not configured, and takes the configured one', async () => {
+    const ref = `${registry.host}/test/app:1`;
+    const unknown = isCode(grpc.status.INVALID_ARGUMENT, /^runtime handler "kata" is not configured \(have: runc\)$/);
+    await assert.rejects(daemon.client.image.call('PullImage', { image: { image: ref, runtime_handler: 'kata' } }), unknown);
+    await assert.rejects(daemon.client.image.call('ImageStatus', { image: { image: ref, runtime_handler: 'kata' } }), unknown);
+    await assert.rejects(daemon.client.image.call('ListImages', { filter: { image: { image: ref, runtime_handler: 'kata' } } }), unknown);
+    await assert.rejects(daemon.client.image.call('RemoveImage', { image: { image: ref, runtime_handler: 'kata' } }), unknown);
+    assert.equal((await daemon.client.image.call('ImageStatus', { image: { image: ref, runtime_handler: 'runc' } })).image?.id, image.configDigest,
+      'the refused RemoveImage removed nothing');
+    const { image_ref } = await daemon.client.image.call('PullImage', { image: { image: ref, runtime_handler: 'runc' } });
+    assert.equal(image_ref, image.configDigest);
+  });
+
+  it('removes by one tag the image with all its tags and digests (CRI 1.36), idempotently', async () => {
+    const names = [`${registry.host}/test/app:1`, `${registry.host}/test/app:latest`, 'registry.k8s.io/test/app:1', `${secured.host}/private/app:1`];
+    const before = await daemon.client.image.call('ImageStatus', { image: { image: image.configDigest } });
+    assert.deepEqual([...before.image!.repo_tags].sort(), [...names].sort());
     await daemon.client.image.call('RemoveImage', { image: { image: `${registry.host}/test/app:latest` } });
-    const status = await daemon.client.image.call('ImageStatus', { image: { image: image.configDigest } });
-    assert.ok(status.image, 'the image is kept while other names point at it');
-    assert.ok(!status.image.repo_tags.includes(`${registry.host}/test/app:latest`));
+    for (const name of [image.configDigest, ...names, ...before.image!.repo_digests]) {
+      assert.equal((await daemon.client.image.call('ImageStatus', { image: { image: name } })).image, null, name);
+    }
+    assert.ok(!(await daemon.client.image.call('ListImages', {})).images.some((i) => i.id === image.configDigest));
+    await daemon.client.image.call('RemoveImage', { image: { image: `${registry.host}/test/app:latest` } });
     await daemon.client.image.call('RemoveImage', { image: { image: image.configDigest } });
-    await daemon.client.image.call('RemoveImage', { image: { image: image.configDigest } });
-    assert.equal((await daemon.client.image.call('ImageStatus', { image: { image: image.configDigest } })).image, null);
   });
 
   it('reports the bytes and inodes the image store uses', async () => {

@@ -129,7 +129,7 @@ describe('image pull from a local registry', () => {
     });
   }
 
-  test('list, status, remove by tag and by id keep shared layers; fsInfo counts', async (t) => {
+  test('list, status, remove by one tag (the image with all its tags) and by id keep shared layers; fsInfo counts', async (t) => {
     const { images, rootDir } = await imageEnv(t);
     const b = await images.pull(`${reg.host}/test/base:1.0`);
     await images.pull(`${reg.host}/test/base:latest`);
@@ -140,10 +140,10 @@ describe('image pull from a local registry', () => {
     assert.equal(info1.mountpoint, rootDir);
     assert.ok(info1.usedBytes > 1_000_000 && info1.inodesUsed > 10, JSON.stringify(info1));
 
+    assert.deepEqual(images.status(b.id)?.repoTags, [`${reg.host}/test/base:1.0`, `${reg.host}/test/base:latest`]);
     await images.remove(`${reg.host}/test/base:1.0`);
-    assert.deepEqual(images.status(b.id)?.repoTags, [`${reg.host}/test/base:latest`], 'tag removed, image kept');
-    await images.remove(b.id);
-    assert.equal(images.status(b.id), undefined);
+    assert.equal(images.status(b.id), undefined, 'one tag removes the image with its other tags');
+    assert.equal(images.status(`${reg.host}/test/base:latest`), undefined);
     await images.remove(b.id); // idempotent
     await images.remove(`${reg.host}/test/base:latest`);
     // The busybox layer is shared with app and must stay.
@@ -161,10 +161,10 @@ describe('image pull from a local registry', () => {
 
   test('an image used by a rootfs keeps its layers after removal; in-use images cannot be removed', async (t) => {
     let used = '';
-    const { images, rootDir } = await imageEnv(t, undefined, { inUse: (id) => id === used });
+    const { images, rootDir } = await imageEnv(t, undefined, { usedBy: (id) => (id === used ? 'container "app" (c0ffee): remove the container first' : undefined) });
     const a = await images.pull(`${reg.host}/test/app:v1`);
     used = a.id;
-    await assert.rejects(images.remove(a.id), /used by a container/);
+    await assert.rejects(images.remove(`${reg.host}/test/app:v1`), /is used by container "app" \(c0ffee\): remove the container first/);
     used = '';
     const fs = await images.prepareRootfs('keep-layers', a.id);
     await images.remove(a.id);
