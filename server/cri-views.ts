@@ -5,6 +5,7 @@ import type { Image } from '../gen/runtime/v1/Image.js';
 import type { PodSandbox } from '../gen/runtime/v1/PodSandbox.js';
 import type { PodSandboxStatus } from '../gen/runtime/v1/PodSandboxStatus.js';
 import { imageUser } from '../oci/image/images.js';
+import { parseReference, refName } from '../oci/image/reference.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import type { ContainerRecord, SandboxRecord } from '../pod/records.js';
 import { criSignalOf } from '../pod/stop-signal.js';
@@ -48,11 +49,36 @@ export function containerSummary(r: ContainerRecord): Container {
   };
 }
 
-export function containerStatus(r: ContainerRecord): ContainerStatus {
+/**
+ * The image a pod's status shows, as containerd and CRI-O answer it rather than the id kubelet created the container
+ * with: the image's first repo tag; for an image pulled by digest only, its repo digest (the one the pod spec named,
+ * when it is one of them); once the image is gone, the name the container was created with.
+ */
+export function statusImageName(r: ContainerRecord, image: ImageRecord | undefined): string {
+  if (!image) return r.image.name;
+  if (image.repoTags[0]) return image.repoTags[0];
+  const asked = digestReference(r.config.image?.user_specified_image ?? '');
+  return (asked && image.repoDigests.includes(asked) ? asked : image.repoDigests[0]) ?? r.image.name;
+}
+
+/** `name@digest` as repo digests are kept, for a reference naming a digest; undefined for anything else. */
+function digestReference(reference: string): string | undefined {
+  try {
+    const ref = parseReference(reference);
+    return ref.digest ? `${refName(ref)}@${ref.digest}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Where ContainerStatus finds the container's image record as it is now (the image service). */
+export interface ImageRecords { status(id: string): ImageRecord | undefined }
+
+export function containerStatus(r: ContainerRecord, images: ImageRecords): ContainerStatus {
   return {
     id: r.id, metadata: r.config.metadata, state: r.state,
     created_at: r.createdAt, started_at: r.startedAt, finished_at: r.finishedAt, exit_code: r.exitCode,
-    image: imageSpec(r),
+    image: { ...imageSpec(r), image: statusImageName(r, images.status(r.image.id)) },
     image_ref: r.image.ref, image_id: r.image.id, reason: r.reason, message: r.message,
     labels: r.config.labels, annotations: r.config.annotations,
     mounts: r.config.mounts, log_path: r.logPath,

@@ -5,14 +5,14 @@
 import { ResourceExhausted, Unavailable } from '../../core/errors.js';
 import type { PodEvent } from '../../pod/events.js';
 import type { ContainerEventResponse } from '../../gen/runtime/v1/ContainerEventResponse.js';
-import { containerStatus, sandboxStatus } from '../cri-views.js';
+import { containerStatus, sandboxStatus, type ImageRecords } from '../cri-views.js';
 import type { Edge } from '../edge.js';
 import type { RuntimeRpc } from '../service.js';
 
-function containerEvent(e: PodEvent): ContainerEventResponse {
+function containerEvent(e: PodEvent, images: ImageRecords): ContainerEventResponse {
   return {
     container_id: e.containerId, container_event_type: e.type, created_at: e.createdAt,
-    pod_sandbox_status: sandboxStatus(e.sandbox), containers_statuses: e.containers.map(containerStatus),
+    pod_sandbox_status: sandboxStatus(e.sandbox), containers_statuses: e.containers.map((c) => containerStatus(c, images)),
   };
 }
 
@@ -27,7 +27,7 @@ export function GetContainerEvents(edge: Edge): RuntimeRpc<'GetContainerEvents'>
     try {
       // The hub queues what comes while the client's buffer is full, and ends the subscription past its bound.
       for (let e = await events.next(); e; e = await events.next()) {
-        if (!emit(containerEvent(e))) await Promise.race([stream.drained(), events.done]);
+        if (!emit(containerEvent(e, edge.images))) await Promise.race([stream.drained(), events.done]);
       }
     } finally {
       stream.cancelled.removeEventListener('abort', leave);

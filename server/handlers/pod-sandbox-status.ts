@@ -31,6 +31,6 @@ export function PodSandboxStatus(edge: Edge): RuntimeRpc<'PodSandboxStatus'> {
       });
     }
     const containers = await sandboxContainers(edge.pods, record.id);
-    return { status: sandboxStatus(record), info, containers_statuses: containers.map(containerStatus), timestamp };
+    return { status: sandboxStatus(record), info, containers_statuses: containers.map((c) => containerStatus(c, edge.images)), timestamp };
   };
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import type { ContainerConfig } from '../../../gen/runtime/v1/ContainerConfig.js';
-import { APP_GID, APP_UID, EXTRA_GID } from '../../support/busybox-image.js';
+import { APP_GID, APP_UID, busyboxImageLayer, EXTRA_GID } from '../../support/busybox-image.js';
 import { cgroupHierarchies, removeCgroupDir } from '../../../oci/runtime/cgroups.js';
 import { buildImage, pushImage } from '../../support/test-images.js';
 import { ContainerEnv, sleep } from './env.js';
@@ -75,6 +75,31 @@ describe('the CRI of current kubelets', () => {
       assert.equal(s.exit_code, code);
       assert.match(await readFile(s.log_path, 'utf8'), new RegExp(`stdout F ${line}`));
     }
+  });
+
+  it('names the image in ContainerStatus by its tag, or by the digest reference of a digest-only pull, as kubelet shows it', async (t) => {
+    const pod = await env.runPod(t, 'imgname');
+    // As kubelet creates containers: the id PullImage answered, the pod spec's image as user_specified_image.
+    const root = (await env.rt.image.call('ImageStatus', { image: { image: env.images.root } })).image!;
+    const tagged = await env.run(pod, 'tagged', ['sleep', '1000'], (c) => { c.image = { image: root.id, user_specified_image: env.images.root }; }, root.id);
+    const byTag = await env.status(tagged);
+    assert.equal(byTag.image?.image, env.images.root, 'the first repo tag, not the id');
+    assert.equal(byTag.image_ref, root.repo_digests[0], 'image_ref stays the repo digest');
+    assert.equal(byTag.image_id, root.id);
+
+    const built = await buildImage([await busyboxImageLayer()], { Env: ['PATH=/bin'], Labels: { pulled: 'by digest only' } });
+    await pushImage(env.registry, 'test/digest-only', ['unused'], built);
+    const digestRef = `${env.registry.host}/test/digest-only@${built.manifestDigest}`;
+    const { image_ref: id } = await env.rt.image.call('PullImage', { image: { image: digestRef } });
+    t.after(() => env.rt.image.call('RemoveImage', { image: { image: id } }));
+    const pinned = await env.run(pod, 'pinned', ['sleep', '1000'], (c) => { c.image = { image: id, user_specified_image: digestRef }; }, id);
+    const byDigest = await env.status(pinned);
+    assert.equal(byDigest.image?.image, digestRef, 'the digest reference the pod named');
+    assert.equal(byDigest.image_ref, digestRef);
+    assert.equal(byDigest.image_id, id);
+    // What kubelet lists (ListContainers) keeps the id it created the container with.
+    const listed = (await env.rt.runtime.call('ListContainers', { filter: { id: pinned } })).containers[0]!;
+    assert.equal(listed.image?.image, id);
   });
 
   it('refuses a stop_signal that is no CRI signal and leaves nothing behind', async (t) => {
@@ -194,7 +219,8 @@ describe('the CRI of current kubelets', () => {
     const r = await env.exec(first, 'cat /vol/etc/passwd >/dev/null && echo readable; touch /vol/new 2>&1 || echo refused; /vol/bin/busybox echo ran from the volume');
     assert.match(r.stdout, /^readable\n.*Read-only file system\nrefused\nran from the volume\n$/s);
     assert.match((await env.exec(second, 'ls /vol')).stdout, /passwd/, 'the sub path is what is mounted');
-    await assert.rejects(env.rt.image.call('RemoveImage', { image: { image: env.images.usr1 } }), grpcCode(grpc.status.FAILED_PRECONDITION, /used by a container/));
+    await assert.rejects(env.rt.image.call('RemoveImage', { image: { image: env.images.usr1 } }),
+      grpcCode(grpc.status.FAILED_PRECONDITION, new RegExp(`is used by container "first" \\(${first}\\) of pod minicri-test/imgvol: remove the container first`)));
 
     await env.restartDaemon();
     assert.equal((await env.exec(first, 'cat /vol/etc/passwd >/dev/null && echo still')).stdout, 'still\n');
