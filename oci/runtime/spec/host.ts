@@ -14,9 +14,10 @@ export interface HostFacts {
   boundingCaps: string[];
   /** Device nodes under the host's /dev. */
   devices: HostDevice[];
-  /** AppArmor is enabled on this node, and the profile RuntimeDefault maps to. */
-  apparmor: boolean;
-  apparmorDefaultProfile?: string;
+  /** AppArmor, when the node enforces it; without it no profile is applied and a named one is refused. */
+  apparmor?: ApparmorFacts;
+  /** SELinux is enabled on this node (/sys/fs/selinux/enforce exists): label requests are refused, not dropped. */
+  selinux?: boolean;
   /** Localhost seccomp profiles the edge read, keyed by the requested localhost_ref. */
   seccompProfiles?: Record<string, string>;
   /** For PID namespace mode TARGET: the target container's init pid. */
@@ -31,4 +32,13 @@ export interface HostFacts {
   swapAccounting?: boolean;
   /** runc and the kernel support recursive read-only ("rro") bind mounts. */
   recursiveReadOnly?: boolean;
+}
+
+export interface ApparmorFacts {
+  /** The profile RuntimeDefault (and a request naming none) maps to: config key apparmor_profile. */
+  defaultProfile: string;
+  /** What a pod needing the default profile is told when the kernel does not list it: why, and what to do. */
+  defaultMissing: string;
+  /** The profiles the kernel holds now (/sys/kernel/security/apparmor/profiles), in any mode. */
+  loaded: ReadonlySet<string>;
 }
