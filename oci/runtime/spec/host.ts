@@ -1,6 +1,6 @@
 // Facts about the node that spec building needs but must not read itself: the edge gathers
 // them (from /proc, /dev, uname, the rootfs...) and passes them in.
-import type { HostDevice } from './security.js';
+import type { ApparmorFacts, HostDevice } from './security.js';
 
 export interface HostFacts {
   /** The container's own /etc/passwd and /etc/group text (from its rootfs), if present. */
@@ -32,13 +32,4 @@ export interface HostFacts {
   swapAccounting?: boolean;
   /** runc and the kernel support recursive read-only ("rro") bind mounts. */
   recursiveReadOnly?: boolean;
-}
-
-export interface ApparmorFacts {
-  /** The profile RuntimeDefault (and a request naming none) maps to: config key apparmor_profile. */
-  defaultProfile: string;
-  /** What a pod needing the default profile is told when the kernel does not list it: why, and what to do. */
-  defaultMissing: string;
-  /** The profiles the kernel holds now (/sys/kernel/security/apparmor/profiles), in any mode. */
-  loaded: ReadonlySet<string>;
 }

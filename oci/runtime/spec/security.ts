@@ -4,7 +4,6 @@ import path from 'node:path';
 import { FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
 import type { SecurityProfile__Output } from '../../../gen/runtime/v1/SecurityProfile.js';
 import type { SELinuxOption__Output } from '../../../gen/runtime/v1/SELinuxOption.js';
-import type { ApparmorFacts } from './host.js';
 import type { SpecOpt } from './opts.js';
 import { linuxOf, processOf, resourcesOf } from './opts.js';
 import { cleanPath } from './mounts.js';
@@ -132,6 +131,16 @@ export function withPrivileged(hostDevices: readonly HostDevice[]): SpecOpt {
     resourcesOf(spec).devices = [{ allow: true, access: 'rwm' }];
     withoutMaskedPaths()(spec);
   };
+}
+
+/** AppArmor on a node that enforces it, as the edge found it (see HostFacts.apparmor). */
+export interface ApparmorFacts {
+  /** The profile RuntimeDefault (and a request naming none) maps to: config key apparmor_profile. */
+  defaultProfile: string;
+  /** What a pod needing the default profile is told when the kernel does not list it: why, and what to do. */
+  defaultMissing: string;
+  /** The profiles the kernel holds now (/sys/kernel/security/apparmor/profiles), in any mode. */
+  loaded: ReadonlySet<string>;
 }
 
 export type ProfileChoice =

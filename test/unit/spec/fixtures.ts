@@ -6,9 +6,9 @@ import type { LinuxSandboxSecurityContext__Output } from '../../../gen/runtime/v
 import type { Mount__Output } from '../../../gen/runtime/v1/Mount.js';
 import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandboxConfig.js';
 import type { ContainerSpecInput } from '../../../oci/runtime/spec/container.js';
-import type { ApparmorFacts, HostFacts } from '../../../oci/runtime/spec/host.js';
+import type { HostFacts } from '../../../oci/runtime/spec/host.js';
 import type { PauseSpecInput } from '../../../oci/runtime/spec/pause.js';
-import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from '../../../oci/runtime/spec/security.js';
+import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS, type ApparmorFacts } from '../../../oci/runtime/spec/security.js';
 
 export function resources(over: Partial<LinuxContainerResources__Output> = {}): LinuxContainerResources__Output {
   return {
