@@ -128,7 +128,8 @@ export async function setUpApparmor(
       opts.log.error({ profile: plan.profile }, `AppArmor default profile "${plan.profile}" is not loaded: ${plan.problem}; pods that ask for RuntimeDefault (or name no profile) will be refused`);
       return setup(plan.problem, false);
     case 'load': {
-      const problem = await loadProfile(file, plan.text, plan.parser, paths);
+      const problem = await loadProfile(file, plan.text, plan.parser, paths)
+        .catch((err: Error) => `could not write ${file}.next: ${err.message}`);
       if (problem) {
         opts.log.error({ profile: plan.profile, file }, `AppArmor default profile "${plan.profile}" could not be loaded: ${problem}; pods that ask for RuntimeDefault (or name no profile) will be refused`);
         return setup(problem, false);

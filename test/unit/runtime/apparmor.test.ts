@@ -130,6 +130,15 @@ describe('setUpApparmor', () => {
     await assert.rejects(readFile(profileFile(n.stateDir)), { code: 'ENOENT' });
   });
 
+  it('says so when the state dir cannot take the file, rather than stopping the daemon', async () => {
+    const n = await fakeNode('Y\n');
+    await writeFile(n.stateDir, 'not a directory');
+    const setup = await setUpApparmor({ profile: MINICRI_PROFILE, stateDir: n.stateDir, log, paths: n.paths, parser: n.parser });
+    assert.equal(setup.loadedAtStart, false);
+    assert.match(setup.defaultMissing, /^could not write .*minicri-default\.next: /);
+    assert.deepEqual(await n.calledWith(), []);
+  });
+
   it('does nothing on a node without AppArmor', async () => {
     const n = await fakeNode('N\n');
     assert.deepEqual(await n.setUp(), { enabled: false, defaultProfile: MINICRI_PROFILE, loadedAtStart: false, defaultMissing: 'AppArmor is not enabled on this node' });
