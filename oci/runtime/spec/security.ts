@@ -290,12 +290,12 @@ export function refuseSelinuxLabels(
   mounts: readonly { container_path: string; selinux_relabel: boolean }[] = [],
 ): void {
   if (!hostSelinux) return;
-  const set = options ? (['user', 'role', 'type', 'level'] as const).filter((k) => options[k] !== '') : [];
+  const labels = (['user', 'role', 'type', 'level'] as const).flatMap((k) => (options?.[k] ? [`${k} "${options[k]}"`] : []));
   const relabel = mounts.find((m) => m.selinux_relabel);
-  if (set.length === 0 && !relabel) return;
-  const asked = set.length > 0
-    ? `selinux_options (${set.map((k) => `${k} "${options![k]}"`).join(', ')})`
-    : `selinux_relabel on the mount at "${relabel!.container_path}"`;
+  let asked: string;
+  if (labels.length > 0) asked = `selinux_options (${labels.join(', ')})`;
+  else if (relabel) asked = `selinux_relabel on the mount at "${relabel.container_path}"`;
+  else return;
   throw new FailedPrecondition(`the request sets ${asked}, but SELinux is enabled on this node and minicri does not apply SELinux labels: `
     + 'run the pod on a node without SELinux enabled');
 }
