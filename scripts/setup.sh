@@ -10,9 +10,10 @@ case "$mode" in start|test|install) ;; *) echo "usage: $0 start|test|install" >&
 
 # What the daemon runs: the OCI runtime, the container monitor, CRIU (for CheckpointContainer), CNI plugins,
 # namespace and firewall tools, a C toolchain for the built-in pause binary and (with libzstd's headers) the
-# zstd addon, and make, g++ and python3 for npm's native addons (better-sqlite3).
+# zstd addon, make, g++ and python3 for npm's native addons (better-sqlite3), and apparmor_parser, which loads
+# minicri's default AppArmor profile (and which the unit tests compile it with, AppArmor in the kernel or not).
 # The tests add a registry, busybox and zstd for test images.
-runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables util-linux gcc libc6-dev libzstd-dev musl-tools ca-certificates make g++ python3)
+runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables util-linux gcc libc6-dev libzstd-dev musl-tools ca-certificates make g++ python3 apparmor)
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
 # systemd-container: the unit test boots the shipped unit under a real systemd (systemd-nspawn). kubectl for the
 # streaming interop tests: Debian's kubernetes-client, unless a kubectl is on PATH already (their files collide).

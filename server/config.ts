@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
+import { MINICRI_PROFILE } from '../oci/runtime/apparmor/profile.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/minicri/minicri.toml';
 
@@ -40,6 +41,9 @@ const schema = z.strictObject({
   default_runtime: z.string().min(1).default('runc'),
   runtimes: z.record(z.string(), runtimeHandler).default({ runc: { path: 'runc' } }),
   pod_subnet: cidr.default('10.88.0.0/16'),
+  // The AppArmor profile RuntimeDefault (and a pod naming none) gets. minicri loads its own at start; another
+  // name is used as it is and must be loaded by the operator.
+  apparmor_profile: z.string().regex(/^[^\s()]+$/, 'must be an AppArmor profile name (no spaces or parentheses)').default(MINICRI_PROFILE),
   cni: z.strictObject({
     conf_dir: absolutePath.default('/etc/cni/net.d'),
     bin_dirs: z.array(absolutePath).min(1).default(['/opt/cni/bin', '/usr/lib/cni']),

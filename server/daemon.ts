@@ -14,6 +14,7 @@ import { Images, type PullIntent } from '../oci/image/images.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import { unifiedCgroups } from '../oci/runtime/cgroups.js';
 import { probeHandlerFeatures, probeKernelFeatures } from '../oci/runtime/features.js';
+import { setUpApparmor } from '../oci/runtime/apparmor/loader.js';
 import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
 import { usernsStagingDir } from '../oci/runtime/userns.js';
 import type { PodContext } from '../pod/context.js';
@@ -111,8 +112,10 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     mkdirSync(stagingDir, { recursive: true, mode: 0o711 });
     chmodSync(stagingDir, 0o711);
     // What each handler supports is probed once here; Status and CreateContainer read the answer.
-    const [node, runtimeFeatures] = await Promise.all([
-      gatherNodeFacts(log),
+    const apparmorReady = setUpApparmor({ profile: config.apparmor_profile, stateDir: config.state_dir, log: log.child({ module: 'apparmor' }) });
+    const [apparmor, node, runtimeFeatures] = await Promise.all([
+      apparmorReady,
+      apparmorReady.then((a) => gatherNodeFacts(log, a)),
       probeKernelFeatures(config.root_dir, stagingDir, log).then((kernel) =>
         probeHandlerFeatures(new Map([...runtimes].map(([h, r]) => [h, { runtimePath: r.commandLine().path }])), kernel, log)),
     ]);
@@ -149,7 +152,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     });
     const lists = listEncoders(cri.RuntimeService.service);
-    const edge = { config, version: VERSION, pods, networkChecks, images, meta: store, streaming, lists };
+    const edge = { config, version: VERSION, pods, networkChecks, images, meta: store, streaming, lists, apparmor };
     server.addService(withListEncoders(cri.RuntimeService.service, lists), bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(edge), log, metrics?.observe));
     server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(edge), log, metrics?.observe));
     const listener = await listenUnix(server, config.socket);

@@ -1,6 +1,7 @@
 // What the RPC handlers are given: the pod domain, the image service, and what only the edge has
 // (the configuration, the streaming server's URLs, the relist encoders).
 import type { Images } from '../oci/image/images.js';
+import type { ApparmorSetup } from '../oci/runtime/apparmor/loader.js';
 import type { PodContext } from '../pod/context.js';
 import type { NetworkChecks } from '../pod/network-checks.js';
 import type { PodCidrStore } from '../pod/runtime-status.js';
@@ -22,4 +23,6 @@ export interface Edge {
   streaming: StreamingEndpoint;
   /** Encodes the relist answers item by item; the list handlers keep them warm. */
   lists: ListEncoders;
+  /** AppArmor as start found it and left it (the default profile loaded or why not). */
+  apparmor: ApparmorSetup;
 }

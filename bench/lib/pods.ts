@@ -1,6 +1,7 @@
 // The pods and containers every benchmark asks for, the same for every target: what kubelet would send.
 import type { ContainerConfig } from '../../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig } from '../../gen/runtime/v1/PodSandboxConfig.js';
+import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from '../../oci/runtime/spec/security.js';
 import { CGROUP_PARENT } from './env.js';
 
 /**
@@ -30,6 +31,7 @@ export function benchContainer(name: string, image: string): ContainerConfig {
     command: SLEEPER,
     log_path: `${name}/0.log`,
     labels: { container: name },
-    linux: { resources: {}, security_context: {} },
+    // kubelet's masks, as it sends them (empty lists would ask for an unmasked /proc).
+    linux: { resources: {}, security_context: { masked_paths: [...DEFAULT_MASKED_PATHS], readonly_paths: [...DEFAULT_READONLY_PATHS] } },
   };
 }

@@ -1,11 +1,12 @@
 // Gathers the node facts spec building needs (the spec functions themselves stay pure): the
-// capability bounding set, host devices, AppArmor, the oom_score_adj floor, mountinfo, and the
-// passwd/group files of a container's rootfs, read without following links out of it.
+// capability bounding set, host devices, AppArmor's loaded profiles, SELinux, the oom_score_adj floor,
+// mountinfo, and the passwd/group files of a container's rootfs, read without following links out of it.
 import { access, readdir, readFile, stat } from 'node:fs/promises';
 import { readlinkSync } from 'node:fs';
 import { release } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../../core/log.js';
+import { loadedProfiles, type ApparmorSetup } from './apparmor/loader.js';
 import { KNOWN_CAPABILITIES } from './spec/capabilities.js';
 import { secureJoin, type HostDevice, type HostFacts } from './spec/index.js';
 import { readOomScoreLimits } from './oom.js';
@@ -49,12 +50,16 @@ export interface NodeFacts {
   forRootfs(rootfs: string): Promise<HostFacts>;
 }
 
-/** Reads what does not change while the daemon runs once; mountinfo and rootfs files per call. */
-export async function gatherNodeFacts(log: Logger): Promise<NodeFacts> {
-  const [status, oom, apparmor, devices, swapAccounting] = await Promise.all([
+/**
+ * Reads what does not change while the daemon runs once; mountinfo, rootfs files and the loaded AppArmor
+ * profiles (an operator may load one for a pod at any time) per call. `apparmor` is what start found and did.
+ */
+export async function gatherNodeFacts(log: Logger, apparmor: ApparmorSetup): Promise<NodeFacts> {
+  const [status, oom, selinux, devices, swapAccounting] = await Promise.all([
     readFile('/proc/self/status', 'utf8'),
     readOomScoreLimits(),
-    readFile('/sys/module/apparmor/parameters/enabled', 'utf8').then((s) => s.trim() === 'Y', () => false),
+    // Present whenever SELinux is enabled, enforcing or permissive.
+    access('/sys/fs/selinux/enforce').then(() => true, () => false),
     hostDevices(),
     // cgroup v1 limits swap only with swap accounting on (memory.memsw.*); v2 always can.
     access('/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes').then(() => true, () => access('/sys/fs/cgroup/cgroup.controllers').then(() => true, () => false)),
@@ -67,14 +72,16 @@ export async function gatherNodeFacts(log: Logger): Promise<NodeFacts> {
   const kernelRelease = release();
   return {
     forRootfs: async (rootfs) => {
-      const [mountinfo, passwd, group] = await Promise.all([
+      const [mountinfo, passwd, group, profiles] = await Promise.all([
         readFile('/proc/self/mountinfo', 'utf8'),
         readInRootfs(rootfs, '/etc/passwd'),
         readInRootfs(rootfs, '/etc/group'),
+        apparmor.enabled ? loadedProfiles() : undefined,
       ]);
       return {
         passwd, group, mountinfo, oomScoreAdjMin: oom.minAllowed, boundingCaps, devices,
-        apparmor, kernelRelease, swapAccounting,
+        apparmor: profiles && { defaultProfile: apparmor.defaultProfile, defaultMissing: apparmor.defaultMissing, loaded: new Set(profiles.keys()) },
+        selinux, kernelRelease, swapAccounting,
       };
     },
   };

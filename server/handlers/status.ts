@@ -1,6 +1,7 @@
 // Status: RuntimeReady and NetworkReady, as kubelet's node-ready check reads them; each runtime handler
-// with what it supports on this node (probed once at start); verbose adds the configuration and the
-// work still pending.
+// with what it supports on this node (probed once at start); verbose adds the configuration, the
+// work still pending and whether AppArmor confines containers.
+import { apparmorStatus, loadedProfiles } from '../../oci/runtime/apparmor/loader.js';
 import { podCidr, pendingWork, runtimeConditions, runtimeHandlers } from '../../pod/runtime-status.js';
 import type { Edge } from '../edge.js';
 import type { RuntimeRpc } from '../service.js';
@@ -27,6 +28,8 @@ export function Status(edge: Edge): RuntimeRpc<'Status'> {
       info.runtimeHandlerFeatures = JSON.stringify(Object.fromEntries(handlers.filter((h) => h.name).map((h) => [h.name, h])));
       // The CDI devices containers may ask for, and the spec files that could not be read.
       info.cdi = JSON.stringify(await edge.pods.cdi.inventory());
+      // Whether containers are confined: the CRI Status has no field for it.
+      info.apparmor = JSON.stringify(apparmorStatus(edge.apparmor, edge.apparmor.enabled ? await loadedProfiles() : new Map()));
     }
     return { status: { conditions }, info, runtime_handlers, features };
   };

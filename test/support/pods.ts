@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VERSION } from '../../server/daemon.js';
+import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from '../../oci/runtime/spec/security.js';
 import { builtinPauseName } from '../../pod/pause-image.js';
 import type { ContainerConfig } from '../../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig } from '../../gen/runtime/v1/PodSandboxConfig.js';
@@ -33,6 +34,9 @@ export function containerConfig(name: string, image: string, command: string[], 
     command,
     log_path: `${name}/0.log`,
     labels: { container: name },
+    // kubelet's /proc and /sys masks, which it sends for every container but a procMount Unmasked one (minicri
+    // reads empty lists as no masks).
+    linux: { security_context: { masked_paths: [...DEFAULT_MASKED_PATHS], readonly_paths: [...DEFAULT_READONLY_PATHS] } },
   };
   change(config);
   return config;

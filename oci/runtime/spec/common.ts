@@ -79,22 +79,26 @@ export function localhostSeccompRef(sc: SecurityContextFields | null): string | 
   return choice.ref;
 }
 
-/** Seccomp filter and AppArmor profile; privileged processes get neither. */
+/**
+ * Seccomp filter and AppArmor profile. Privileged processes get no seccomp and no default AppArmor
+ * profile, but an AppArmor profile they name explicitly (containerd's rule).
+ */
 export function confinementFor(
   sc: SecurityContextFields | null,
   caps: readonly string[],
   host: HostFacts,
 ): { seccomp?: LinuxSeccomp; apparmor?: string } {
-  if (sc?.privileged) return {};
+  const privileged = sc?.privileged ?? false;
+  const apparmor = apparmorProfileName(
+    chooseProfile('apparmor', sc?.apparmor ?? null, sc?.apparmor_profile ?? ''),
+    privileged,
+    host.apparmor,
+  );
+  if (privileged) return { apparmor };
   const seccomp = seccompProfileFor(chooseProfile('seccomp', sc?.seccomp ?? null, sc?.seccomp_profile_path ?? ''), caps, {
     arch: host.arch ?? process.arch,
     kernelRelease: host.kernelRelease,
     seccompProfiles: host.seccompProfiles,
   });
-  const apparmor = apparmorProfileName(
-    chooseProfile('apparmor', sc?.apparmor ?? null, sc?.apparmor_profile ?? ''),
-    host.apparmor,
-    host.apparmorDefaultProfile,
-  );
   return { seccomp, apparmor };
 }

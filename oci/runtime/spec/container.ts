@@ -23,7 +23,7 @@ import {
 } from './process.js';
 import { int64, withOomScoreAdj, withResources } from './resources.js';
 import {
-  withApparmorProfile, withDevices, withMaskedPaths, withNoNewPrivileges, withPrivileged, withSeccomp,
+  refuseSelinuxLabels, withApparmorProfile, withDevices, withMaskedPaths, withNoNewPrivileges, withPrivileged, withSeccomp,
 } from './security.js';
 import type { POSIXRlimit, Spec } from './types.js';
 import { withUser } from './user.js';
@@ -78,6 +78,7 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   if ((sc?.capabilities?.add_ambient_capabilities.length ?? 0) > 0) {
     throw new InvalidArgument('ambient capabilities are not supported by this runtime: remove add_ambient_capabilities');
   }
+  refuseSelinuxLabels(host.selinux ?? false, sc?.selinux_options, config.mounts);
 
   const podModes = podNamespaceModes(sandboxConfig);
   const userns = podUserNamespace(sandboxConfig);

@@ -1,6 +1,6 @@
 // Facts about the node that spec building needs but must not read itself: the edge gathers
 // them (from /proc, /dev, uname, the rootfs...) and passes them in.
-import type { HostDevice } from './security.js';
+import type { ApparmorFacts, HostDevice } from './security.js';
 
 export interface HostFacts {
   /** The container's own /etc/passwd and /etc/group text (from its rootfs), if present. */
@@ -14,9 +14,10 @@ export interface HostFacts {
   boundingCaps: string[];
   /** Device nodes under the host's /dev. */
   devices: HostDevice[];
-  /** AppArmor is enabled on this node, and the profile RuntimeDefault maps to. */
-  apparmor: boolean;
-  apparmorDefaultProfile?: string;
+  /** AppArmor, when the node enforces it; without it no profile is applied and a named one is refused. */
+  apparmor?: ApparmorFacts;
+  /** SELinux is enabled on this node (/sys/fs/selinux/enforce exists): label requests are refused, not dropped. */
+  selinux?: boolean;
   /** Localhost seccomp profiles the edge read, keyed by the requested localhost_ref. */
   seccompProfiles?: Record<string, string>;
   /** For PID namespace mode TARGET: the target container's init pid. */

@@ -4,7 +4,7 @@ export { buildContainerSpec, containerSpecOpts, type ContainerSpecInput, type Sa
 export type { ImageInfo } from './common.js';
 export { buildPauseSpec, pauseSpecOpts, type PauseSpecInput, type PauseHostFacts, PAUSE_OOM_SCORE_ADJ } from './pause.js';
 export type { HostFacts } from './host.js';
-export type { HostDevice } from './security.js';
+export type { ApparmorFacts, HostDevice } from './security.js';
 export type { ImageConfig } from './process.js';
 export type { CgroupDriver } from './cgroups.js';
 export { cgroupsPath, SYSTEMD_SCOPE_PREFIX } from './cgroups.js';

@@ -13,7 +13,10 @@ import { applyOpts, baseSpec, type SpecOpt } from './opts.js';
 import { splitSysctls, withHostname, withSysctls } from './pod.js';
 import { processArgs, processEnv, withArgs, withEnv } from './process.js';
 import { withCpuShares, withOomScoreAdj, withResources } from './resources.js';
-import { withApparmorProfile, withMaskedPaths, withNoNewPrivileges, withSeccomp, withoutMaskedPaths } from './security.js';
+import {
+  DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS, refuseSelinuxLabels, withApparmorProfile, withMaskedPaths, withNoNewPrivileges,
+  withSeccomp, withoutMaskedPaths,
+} from './security.js';
 import type { Spec } from './types.js';
 import { withUser } from './user.js';
 import { podUserNamespace, withUserNamespace } from './userns.js';
@@ -50,6 +53,7 @@ export function pauseSpecOpts(input: PauseSpecInput): SpecOpt[] {
   }
   const sc = config.linux?.security_context ?? null;
   const privileged = sc?.privileged ?? false;
+  refuseSelinuxLabels(host.selinux ?? false, sc?.selinux_options);
   const modes = podNamespaceModes(config);
   const userns = podUserNamespace(config);
   const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
@@ -68,7 +72,8 @@ export function pauseSpecOpts(input: PauseSpecInput): SpecOpt[] {
     withDefaultMounts(),
     withPodShm(input.shmPath),
     withReadonlyRootfs(input.rootfsShared || (sc?.readonly_rootfs ?? false)),
-    withMaskedPaths([], []),
+    // The pause runs no workload: it keeps the default masks whatever the pod's containers ask for.
+    withMaskedPaths(DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS),
     ...(privileged ? [withoutMaskedPaths(), withWritableSysfs()] : []),
     withSeccomp(seccomp),
     withApparmorProfile(apparmor),

@@ -1,8 +1,9 @@
 // Security settings: masked/read-only /proc and /sys paths, seccomp and AppArmor profile
 // selection, devices, and what "privileged" lifts.
 import path from 'node:path';
-import { InvalidArgument } from '../../../core/errors.js';
+import { FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
 import type { SecurityProfile__Output } from '../../../gen/runtime/v1/SecurityProfile.js';
+import type { SELinuxOption__Output } from '../../../gen/runtime/v1/SELinuxOption.js';
 import type { SpecOpt } from './opts.js';
 import { linuxOf, processOf, resourcesOf } from './opts.js';
 import { cleanPath } from './mounts.js';
@@ -34,14 +35,15 @@ export const DEFAULT_READONLY_PATHS: readonly string[] = [
 ];
 
 /**
- * The config's lists when given, else the defaults. An empty list cannot be told from an unset
- * one on the wire, so empty means defaults (as in containerd); privileged clears both later.
+ * Exactly the lists given; privileged clears both later. kubelet always sends its default lists and sends
+ * them empty for procMount Unmasked; on the wire empty cannot be told from unset, so empty means no masks,
+ * as in containerd and CRI-O: a CRI client that leaves them out gets an unmasked /proc.
  */
 export function withMaskedPaths(masked: readonly string[], readonly: readonly string[]): SpecOpt {
   return (spec) => {
     const linux = linuxOf(spec);
-    linux.maskedPaths = [...(masked.length > 0 ? masked : DEFAULT_MASKED_PATHS)];
-    linux.readonlyPaths = [...(readonly.length > 0 ? readonly : DEFAULT_READONLY_PATHS)];
+    linux.maskedPaths = [...masked];
+    linux.readonlyPaths = [...readonly];
   };
 }
 
@@ -129,6 +131,16 @@ export function withPrivileged(hostDevices: readonly HostDevice[]): SpecOpt {
     resourcesOf(spec).devices = [{ allow: true, access: 'rwm' }];
     withoutMaskedPaths()(spec);
   };
+}
+
+/** AppArmor on a node that enforces it, as the edge found it (see HostFacts.apparmor). */
+export interface ApparmorFacts {
+  /** The profile RuntimeDefault (and a request naming none) maps to: config key apparmor_profile. */
+  defaultProfile: string;
+  /** What a pod needing the default profile is told when the kernel does not list it: why, and what to do. */
+  defaultMissing: string;
+  /** The profiles the kernel holds now (/sys/kernel/security/apparmor/profiles), in any mode. */
+  loaded: ReadonlySet<string>;
 }
 
 export type ProfileChoice =
@@ -239,20 +251,53 @@ export function withApparmorProfile(name: string | undefined): SpecOpt {
 }
 
 /**
- * The AppArmor profile name to apply, or undefined. On a host without AppArmor, RuntimeDefault
- * and Unconfined mean nothing, but a named profile cannot be honoured and is refused.
+ * The AppArmor profile to apply, or undefined for none. Without AppArmor on the node, RuntimeDefault and
+ * Unconfined mean nothing and a named profile cannot be honoured. A privileged process gets no default
+ * profile but the one it names (as containerd does). A profile must be loaded in the kernel: runc would
+ * otherwise fail the start with a message that names neither the profile nor the remedy.
  */
-export function apparmorProfileName(choice: ProfileChoice, hostHasApparmor: boolean, defaultProfile: string | undefined): string | undefined {
+export function apparmorProfileName(choice: ProfileChoice, privileged: boolean, apparmor: ApparmorFacts | undefined): string | undefined {
   if (choice.kind === 'unconfined') return undefined;
-  if (!hostHasApparmor) {
+  if (!apparmor) {
     if (choice.kind === 'localhost') {
       throw new InvalidArgument(`AppArmor profile "${choice.ref}" was requested but AppArmor is not enabled on this node`);
     }
     return undefined;
   }
-  if (choice.kind === 'localhost') return choice.ref;
-  if (!defaultProfile) throw new InvalidArgument('AppArmor RuntimeDefault was requested but the runtime has no default AppArmor profile configured');
-  return defaultProfile;
+  if (choice.kind === 'localhost') {
+    // kubelet sends the bare name; the legacy form's prefix is tolerated here too.
+    const name = choice.ref.startsWith(LOCALHOST_PREFIX) ? choice.ref.slice(LOCALHOST_PREFIX.length) : choice.ref;
+    if (!apparmor.loaded.has(name)) {
+      throw new InvalidArgument(`AppArmor profile "${name}" is not loaded on this node: load it with "apparmor_parser -r <file>" `
+        + `(the file that defines profile ${name}; it then shows in /sys/kernel/security/apparmor/profiles), or use RuntimeDefault`);
+    }
+    return name;
+  }
+  if (privileged) return undefined;
+  if (!apparmor.loaded.has(apparmor.defaultProfile)) {
+    throw new FailedPrecondition(`AppArmor RuntimeDefault needs the default profile "${apparmor.defaultProfile}", which is not loaded on this node: ${apparmor.defaultMissing}`);
+  }
+  return apparmor.defaultProfile;
+}
+
+/**
+ * minicri applies no SELinux labels. Where SELinux is enabled, a request for them is refused rather than
+ * run unlabelled; elsewhere they mean nothing and are ignored, as containerd and CRI-O ignore them.
+ */
+export function refuseSelinuxLabels(
+  hostSelinux: boolean,
+  options: SELinuxOption__Output | null | undefined,
+  mounts: readonly { container_path: string; selinux_relabel: boolean }[] = [],
+): void {
+  if (!hostSelinux) return;
+  const labels = (['user', 'role', 'type', 'level'] as const).flatMap((k) => (options?.[k] ? [`${k} "${options[k]}"`] : []));
+  const relabel = mounts.find((m) => m.selinux_relabel);
+  let asked: string;
+  if (labels.length > 0) asked = `selinux_options (${labels.join(', ')})`;
+  else if (relabel) asked = `selinux_relabel on the mount at "${relabel.container_path}"`;
+  else return;
+  throw new FailedPrecondition(`the request sets ${asked}, but SELinux is enabled on this node and minicri does not apply SELinux labels: `
+    + 'run the pod on a node without SELinux enabled');
 }
 
 export interface SeccompHost {

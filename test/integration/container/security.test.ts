@@ -1,11 +1,13 @@
 // What a container sees of itself through the real daemon: users and groups, bind mounts and their
-// propagation, capabilities, privileged mode, the default seccomp profile and PID namespace modes.
+// propagation, capabilities, privileged mode, the default seccomp profile, /proc masks (procMount),
+// AppArmor as verbose Status reports it, and PID namespace modes.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { execa } from 'execa';
+import { MINICRI_PROFILE_VERSION } from '../../../oci/runtime/apparmor/profile.js';
 import { APP_GID, APP_UID, EXTRA_GID } from '../../support/busybox-image.js';
 import { ContainerEnv } from './env.js';
 
@@ -114,6 +116,24 @@ describe('container identity and confinement', () => {
       c.linux = { security_context: { seccomp: { profile_type: 'Unconfined' } } };
     });
     assert.equal(unconfined, 'allowed');
+  });
+
+  it('masks /proc as kubelet\'s lists say, and not at all for procMount Unmasked (empty lists)', async (t) => {
+    const pod = await env.runPod(t, 'procmount');
+    const script = 'echo keys=$(grep -c " /proc/keys " /proc/mounts); echo sys=$(awk \'$2 == "/proc/sys" { split($4, o, ","); print o[1] }\' /proc/mounts)';
+    assert.equal(await env.output(pod, 'masked', script), 'keys=1\nsys=ro');
+    assert.equal(await env.output(pod, 'unmasked', script, (c) => {
+      c.linux = { security_context: { masked_paths: [], readonly_paths: [] } };
+    }), 'keys=0\nsys=');
+  });
+
+  it('says in verbose Status whether AppArmor confines containers', async () => {
+    const enabled = await readFile('/sys/module/apparmor/parameters/enabled', 'utf8').then((s) => s.trim() === 'Y', () => false);
+    const r = await env.rt.runtime.call('Status', { verbose: true });
+    const apparmor = JSON.parse(r.info.apparmor!);
+    assert.deepEqual(apparmor, enabled
+      ? { enabled: true, defaultProfile: 'minicri-default', loaded: true, mode: 'enforce', version: MINICRI_PROFILE_VERSION }
+      : { enabled: false, defaultProfile: 'minicri-default', loaded: false, version: MINICRI_PROFILE_VERSION });
   });
 
   it('shares the pause in a POD PID namespace and keeps a CONTAINER one to itself', async (t) => {

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../core/errors.js';
+import { FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
+import type { SecurityProfile__Output } from '../../../gen/runtime/v1/SecurityProfile.js';
 import { DEFAULT_CAPABILITIES } from '../../../oci/runtime/spec/capabilities.js';
 import { buildContainerSpec } from '../../../oci/runtime/spec/container.js';
 import { DEFAULT_MASKED_PATHS } from '../../../oci/runtime/spec/security.js';
 import {
-  BOUNDING, containerConfig, containerInput, hostFacts, mount, resources, sandboxConfig,
+  apparmorFacts, BOUNDING, containerConfig, containerInput, hostFacts, mount, resources, sandboxConfig, securityContext,
 } from './fixtures.js';
 
 describe('buildContainerSpec', () => {
@@ -100,7 +101,7 @@ describe('buildContainerSpec', () => {
         capabilities: { add_capabilities: [], drop_capabilities: ['ALL'], add_ambient_capabilities: [] },
       }),
       sandboxConfig: sandboxConfig({}, { privileged: true }),
-      host: hostFacts({ apparmor: true, apparmorDefaultProfile: 'minicri-default' }),
+      host: hostFacts({ apparmor: apparmorFacts() }),
     }));
     assert.deepEqual(s.process?.capabilities?.bounding, BOUNDING);
     assert.equal(s.linux?.devices?.length, 3);
@@ -118,8 +119,63 @@ describe('buildContainerSpec', () => {
   });
 
   it('AppArmor RuntimeDefault by default when the host has it', () => {
-    const s = buildContainerSpec(containerInput({ host: hostFacts({ apparmor: true, apparmorDefaultProfile: 'minicri-default' }) }));
+    const s = buildContainerSpec(containerInput({ host: hostFacts({ apparmor: apparmorFacts() }) }));
     assert.equal(s.process?.apparmorProfile, 'minicri-default');
+  });
+
+  it('AppArmor per request field, on a node with AppArmor', () => {
+    const host = hostFacts({ apparmor: apparmorFacts('k8s-nginx') });
+    const profileOf = (over: Parameters<typeof securityContext>[0], privileged = false) => buildContainerSpec(containerInput({
+      config: containerConfig({}, { privileged, ...over }),
+      sandboxConfig: sandboxConfig({}, { privileged }),
+      host,
+    })).process?.apparmorProfile;
+    const rd = { profile_type: 'RuntimeDefault', localhost_ref: '' } as const;
+    const local = { profile_type: 'Localhost', localhost_ref: 'k8s-nginx' } as const;
+    const unconfined = { profile_type: 'Unconfined', localhost_ref: '' } as const;
+    assert.equal(profileOf({}), 'minicri-default');
+    assert.equal(profileOf({ apparmor: rd }), 'minicri-default');
+    assert.equal(profileOf({ apparmor: local }), 'k8s-nginx');
+    assert.equal(profileOf({ apparmor: unconfined }), undefined);
+    // The structured field wins over the deprecated string.
+    assert.equal(profileOf({ apparmor: unconfined, apparmor_profile: 'localhost/k8s-nginx' }), undefined);
+    assert.equal(profileOf({ apparmor_profile: 'localhost/k8s-nginx' }), 'k8s-nginx');
+    assert.equal(profileOf({ apparmor_profile: 'runtime/default' }), 'minicri-default');
+    assert.equal(profileOf({ apparmor_profile: 'unconfined' }), undefined);
+    // Privileged: no default profile, but the one it names.
+    assert.equal(profileOf({}, true), undefined);
+    assert.equal(profileOf({ apparmor: rd }, true), undefined);
+    assert.equal(profileOf({ apparmor: local }, true), 'k8s-nginx');
+    assert.throws(() => profileOf({ apparmor: { profile_type: 'Localhost', localhost_ref: 'not-loaded' } }),
+      (err: Error) => err instanceof InvalidArgument && /"not-loaded" is not loaded on this node: load it with "apparmor_parser -r <file>"/.test(err.message));
+  });
+
+  it('AppArmor on a node without it: no profile, a named one refused', () => {
+    const build = (apparmor: SecurityProfile__Output | null) =>
+      buildContainerSpec(containerInput({ config: containerConfig({}, { apparmor }), host: hostFacts() })).process?.apparmorProfile;
+    assert.equal(build(null), undefined);
+    assert.equal(build({ profile_type: 'RuntimeDefault', localhost_ref: '' }), undefined);
+    assert.throws(() => build({ profile_type: 'Localhost', localhost_ref: 'k8s-nginx' }), /not enabled on this node/);
+  });
+
+  it('procMount Unmasked: empty lists mean no masks', () => {
+    const s = buildContainerSpec(containerInput({ config: containerConfig({}, { masked_paths: [], readonly_paths: [] }) }));
+    assert.deepEqual(s.linux?.maskedPaths, []);
+    assert.deepEqual(s.linux?.readonlyPaths, []);
+  });
+
+  it('SELinux labels: refused where SELinux is enabled, ignored elsewhere', () => {
+    const labelled = containerConfig({}, { selinux_options: { user: '', role: '', type: 'spc_t', level: '' } });
+    const relabel = containerConfig({ mounts: [mount({ container_path: '/data', host_path: '/mnt/shared/data', selinux_relabel: true })] });
+    for (const config of [labelled, relabel]) {
+      assert.ok(buildContainerSpec(containerInput({ config })));
+      assert.throws(() => buildContainerSpec(containerInput({ config, host: hostFacts({ selinux: true }) })),
+        (err: Error) => err instanceof FailedPrecondition && /SELinux is enabled on this node and minicri does not apply SELinux labels/.test(err.message));
+    }
+    assert.throws(() => buildContainerSpec(containerInput({ config: labelled, host: hostFacts({ selinux: true }) })), /selinux_options \(type "spc_t"\)/);
+    assert.throws(() => buildContainerSpec(containerInput({ config: relabel, host: hostFacts({ selinux: true }) })), /selinux_relabel on the mount at "\/data"/);
+    // Nothing asked: nothing refused.
+    assert.ok(buildContainerSpec(containerInput({ host: hostFacts({ selinux: true }) })));
   });
 
   it('seccomp Localhost and legacy path', () => {

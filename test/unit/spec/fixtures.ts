@@ -8,6 +8,7 @@ import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandbo
 import type { ContainerSpecInput } from '../../../oci/runtime/spec/container.js';
 import type { HostFacts } from '../../../oci/runtime/spec/host.js';
 import type { PauseSpecInput } from '../../../oci/runtime/spec/pause.js';
+import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS, type ApparmorFacts } from '../../../oci/runtime/spec/security.js';
 
 export function resources(over: Partial<LinuxContainerResources__Output> = {}): LinuxContainerResources__Output {
   return {
@@ -21,7 +22,9 @@ export function securityContext(over: Partial<LinuxContainerSecurityContext__Out
   return {
     capabilities: null, privileged: false, namespace_options: null, selinux_options: null, run_as_user: null,
     run_as_username: '', readonly_rootfs: false, supplemental_groups: [], apparmor_profile: '', seccomp_profile_path: '',
-    no_new_privs: false, run_as_group: null, masked_paths: [], readonly_paths: [], seccomp: null, apparmor: null,
+    // kubelet's lists, which it sends unless the pod asks for procMount Unmasked.
+    no_new_privs: false, run_as_group: null, masked_paths: [...DEFAULT_MASKED_PATHS], readonly_paths: [...DEFAULT_READONLY_PATHS],
+    seccomp: null, apparmor: null,
     supplemental_groups_policy: 'Merge',
     ...over,
   };
@@ -105,11 +108,15 @@ export function hostFacts(over: Partial<HostFacts> = {}): HostFacts {
       { path: '/dev/snd/pcmC0D0p', type: 'c', major: 116, minor: 16, fileMode: 0o660, uid: 0, gid: 29 },
       { path: '/dev/snd/controlC0', type: 'c', major: 116, minor: 0, fileMode: 0o660, uid: 0, gid: 29 },
     ],
-    apparmor: false,
     arch: 'x64',
     kernelRelease: '6.1.0-13-amd64',
     ...over,
   };
+}
+
+/** A node with AppArmor, minicri's profile loaded, and `loaded` besides. */
+export function apparmorFacts(...loaded: string[]): ApparmorFacts {
+  return { defaultProfile: 'minicri-default', defaultMissing: 'restart minicri to load it again', loaded: new Set(['minicri-default', ...loaded]) };
 }
 
 export function containerInput(over: Partial<ContainerSpecInput> = {}): ContainerSpecInput {

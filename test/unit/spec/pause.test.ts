@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../core/errors.js';
+import { FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
 import { buildPauseSpec } from '../../../oci/runtime/spec/pause.js';
-import { hostFacts, pauseInput, resources, sandboxConfig } from './fixtures.js';
+import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from '../../../oci/runtime/spec/security.js';
+import { apparmorFacts, hostFacts, pauseInput, resources, sandboxConfig } from './fixtures.js';
 
 describe('buildPauseSpec', () => {
   it('builds the pod\'s pause spec', () => {
@@ -59,6 +60,28 @@ describe('buildPauseSpec', () => {
     assert.equal(p.linux?.seccomp, undefined);
     assert.deepEqual(p.linux?.maskedPaths, []);
     assert.ok(!p.mounts?.find((m) => m.destination === '/sys')?.options?.includes('ro'));
+  });
+
+  it('keeps the default masks: the pod\'s containers choose theirs', () => {
+    const s = buildPauseSpec(pauseInput());
+    assert.deepEqual(s.linux?.maskedPaths, DEFAULT_MASKED_PATHS);
+    assert.deepEqual(s.linux?.readonlyPaths, DEFAULT_READONLY_PATHS);
+  });
+
+  it('AppArmor per the sandbox security context', () => {
+    const host = hostFacts({ apparmor: apparmorFacts('k8s-pod') });
+    const profile = (over: Parameters<typeof sandboxConfig>[1]) => buildPauseSpec(pauseInput({ config: sandboxConfig({}, over), host })).process?.apparmorProfile;
+    assert.equal(profile({}), 'minicri-default');
+    assert.equal(profile({ apparmor: { profile_type: 'Unconfined', localhost_ref: '' } }), undefined);
+    assert.equal(profile({ apparmor: { profile_type: 'Localhost', localhost_ref: 'k8s-pod' } }), 'k8s-pod');
+    assert.equal(profile({ privileged: true }), undefined);
+  });
+
+  it('refuses pod SELinux options on a node with SELinux, ignores them elsewhere', () => {
+    const config = sandboxConfig({}, { selinux_options: { user: '', role: '', type: '', level: 's0:c123,c456' } });
+    assert.ok(buildPauseSpec(pauseInput({ config })));
+    assert.throws(() => buildPauseSpec(pauseInput({ config, host: hostFacts({ selinux: true }) })),
+      (err: Error) => err instanceof FailedPrecondition && /selinux_options \(level "s0:c123,c456"\)/.test(err.message));
   });
 
   it('copes with an absent linux section', () => {

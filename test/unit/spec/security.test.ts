@@ -1,21 +1,24 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidArgument } from '../../../core/errors.js';
+import { FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
 import { applyOpts, baseSpec } from '../../../oci/runtime/spec/opts.js';
 import {
-  apparmorProfileName, chooseProfile, DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS, parseSeccompProfile,
+  apparmorProfileName, chooseProfile, refuseSelinuxLabels, DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS, parseSeccompProfile,
   seccompProfileFor, withApparmorProfile, withDevices, withMaskedPaths, withNoNewPrivileges, withPrivileged, withSeccomp,
 } from '../../../oci/runtime/spec/security.js';
-import { hostFacts } from './fixtures.js';
+import { apparmorFacts, hostFacts } from './fixtures.js';
 
 const devices = hostFacts().devices;
 
 describe('masked and read-only paths', () => {
-  it('defaults when the config gives none', () => {
+  it('none when the config gives none (procMount Unmasked, as containerd and CRI-O read it)', () => {
     const s = applyOpts(baseSpec('/r'), [withMaskedPaths([], [])]);
-    assert.deepEqual(s.linux?.maskedPaths, DEFAULT_MASKED_PATHS);
-    assert.deepEqual(s.linux?.readonlyPaths, DEFAULT_READONLY_PATHS);
-    assert.ok(DEFAULT_MASKED_PATHS.includes('/proc/kcore') && DEFAULT_READONLY_PATHS.includes('/proc/sys'));
+    assert.deepEqual(s.linux?.maskedPaths, []);
+    assert.deepEqual(s.linux?.readonlyPaths, []);
+  });
+  it('the defaults are what kubelet sends', () => {
+    const s = applyOpts(baseSpec('/r'), [withMaskedPaths(DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS)]);
+    assert.ok(s.linux?.maskedPaths?.includes('/proc/kcore') && s.linux?.readonlyPaths?.includes('/proc/sys'));
   });
   it('uses the config\'s lists when given', () => {
     const s = applyOpts(baseSpec('/r'), [withMaskedPaths(['/proc/x'], ['/proc/y'])]);
@@ -126,19 +129,55 @@ describe('seccompProfileFor / parseSeccompProfile', () => {
 });
 
 describe('AppArmor', () => {
-  it('applies the runtime default or the named profile when the host has AppArmor', () => {
-    assert.equal(apparmorProfileName({ kind: 'runtime-default' }, true, 'minicri-default'), 'minicri-default');
-    assert.equal(apparmorProfileName({ kind: 'localhost', ref: 'k8s-nginx' }, true, 'minicri-default'), 'k8s-nginx');
-    assert.equal(apparmorProfileName({ kind: 'unconfined' }, true, 'minicri-default'), undefined);
-    assert.throws(() => apparmorProfileName({ kind: 'runtime-default' }, true, undefined), InvalidArgument);
+  const node = apparmorFacts('k8s-nginx');
+  it('applies the runtime default or a loaded named profile when the host has AppArmor', () => {
+    assert.equal(apparmorProfileName({ kind: 'runtime-default' }, false, node), 'minicri-default');
+    assert.equal(apparmorProfileName({ kind: 'localhost', ref: 'k8s-nginx' }, false, node), 'k8s-nginx');
+    assert.equal(apparmorProfileName({ kind: 'localhost', ref: 'localhost/k8s-nginx' }, false, node), 'k8s-nginx');
+    assert.equal(apparmorProfileName({ kind: 'unconfined' }, false, node), undefined);
+  });
+  it('privileged: no default profile, but a named one', () => {
+    assert.equal(apparmorProfileName({ kind: 'runtime-default' }, true, node), undefined);
+    assert.equal(apparmorProfileName({ kind: 'localhost', ref: 'k8s-nginx' }, true, node), 'k8s-nginx');
+  });
+  it('refuses a named profile the kernel does not hold, saying how to load it', () => {
+    assert.throws(() => apparmorProfileName({ kind: 'localhost', ref: 'k8s-other' }, false, node), (err: Error) => err instanceof InvalidArgument
+      && err.message === 'AppArmor profile "k8s-other" is not loaded on this node: load it with "apparmor_parser -r <file>" '
+        + '(the file that defines profile k8s-other; it then shows in /sys/kernel/security/apparmor/profiles), or use RuntimeDefault');
+  });
+  it('refuses RuntimeDefault when the default profile is not loaded, with the reason start found', () => {
+    const failed = { ...node, loaded: new Set(['k8s-nginx']), defaultMissing: 'apparmor_parser -r /run/minicri/apparmor/minicri-default.next failed: syntax error' };
+    assert.throws(() => apparmorProfileName({ kind: 'runtime-default' }, false, failed), (err: Error) => err instanceof FailedPrecondition
+      && /default profile "minicri-default", which is not loaded on this node: apparmor_parser -r .* failed: syntax error$/.test(err.message));
+    // Unconfined and privileged pods do not need it.
+    assert.equal(apparmorProfileName({ kind: 'unconfined' }, false, failed), undefined);
+    assert.equal(apparmorProfileName({ kind: 'runtime-default' }, true, failed), undefined);
   });
   it('without AppArmor: defaults mean nothing, a named profile is refused', () => {
     assert.equal(apparmorProfileName({ kind: 'runtime-default' }, false, undefined), undefined);
+    assert.equal(apparmorProfileName({ kind: 'unconfined' }, false, undefined), undefined);
     assert.throws(() => apparmorProfileName({ kind: 'localhost', ref: 'x' }, false, undefined), /not enabled/);
   });
   it('withApparmorProfile and withNoNewPrivileges', () => {
     const s = applyOpts(baseSpec('/r'), [withApparmorProfile('p'), withNoNewPrivileges(true)]);
     assert.equal(s.process?.apparmorProfile, 'p');
     assert.equal(s.process?.noNewPrivileges, true);
+  });
+});
+
+describe('SELinux labels', () => {
+  const spc = { user: '', role: '', type: 'spc_t', level: '' };
+  it('are ignored on a node without SELinux', () => {
+    refuseSelinuxLabels(false, spc, [{ container_path: '/d', selinux_relabel: true }]);
+  });
+  it('are refused on a node with SELinux, naming what was asked', () => {
+    assert.throws(() => refuseSelinuxLabels(true, { user: 'system_u', role: '', type: 'spc_t', level: 's0:c1' }), (err: Error) => err instanceof FailedPrecondition
+      && /^the request sets selinux_options \(user "system_u", type "spc_t", level "s0:c1"\), but SELinux is enabled/.test(err.message));
+    assert.throws(() => refuseSelinuxLabels(true, null, [{ container_path: '/a', selinux_relabel: false }, { container_path: '/d', selinux_relabel: true }]),
+      (err: Error) => err instanceof FailedPrecondition && /selinux_relabel on the mount at "\/d"/.test(err.message));
+  });
+  it('empty options and no relabel pass on a node with SELinux', () => {
+    refuseSelinuxLabels(true, { user: '', role: '', type: '', level: '' }, [{ container_path: '/a', selinux_relabel: false }]);
+    refuseSelinuxLabels(true, null);
   });
 });
