@@ -1,12 +1,14 @@
 // Pods in their own user namespace (hostUsers: false) through the real daemon and runc: the mappings
-// kubelet allocates, a root inside that is an unprivileged id on the host, a root filesystem and volumes
-// that show their owners through id-mapped mounts, and bad mappings refused leaving nothing behind.
+// kubelet allocates (and critest's below 65536), a root inside that is an unprivileged id on the host, a
+// root filesystem and volumes that show their owners through id-mapped mounts (with the mappings kubelet
+// puts on each mount, ext4 and tmpfs sources, image volumes), and bad mappings refused leaving nothing behind.
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { execa } from 'execa';
 import type { PodSandboxConfig } from '../../../gen/runtime/v1/PodSandboxConfig.js';
 import { APP_UID } from '../../support/busybox-image.js';
 import { makeDaemonDirs, removeDirs, runMinicri, TestDaemon } from '../../support/daemon.js';
@@ -110,11 +112,11 @@ describe('pods in their own user namespace', () => {
     const again = await env.exec(id, 'id -u; cat /data/new');
     assert.deepEqual([again.exitCode, again.stdout], [0, '0\nwritten\n'], again.stderr);
 
-    // An image volume (a shared overlay, which cannot be id-mapped) is bound as it is: readable, its owners the overflow id.
-    const image = await env.output(pod, 'image-volume', 'cat /iv/etc/group | head -1; stat -c %u /iv/etc/group', (c) => {
+    // An image volume is an overlay of id-mapped layers with the pod's mappings: its files show their image owners.
+    const image = await env.output(pod, 'image-volume', 'cat /iv/etc/group | head -1; stat -c %u:%g /iv/etc/group /iv/home/app', (c) => {
       c.mounts = [{ container_path: '/iv', image: { image: env.images.root }, readonly: true }];
     });
-    assert.deepEqual(image.split('\n'), ['root:x:0:', '65534']);
+    assert.deepEqual(image.split('\n'), ['root:x:0:', '0:0', `${APP_UID}:${APP_UID}`]);
 
     // A mount with propagation cannot be id-mapped privately: refused, and nothing of the creation stays.
     await assert.rejects(env.create(pod, 'propagating', ['true'], (c) => {
@@ -125,10 +127,89 @@ describe('pods in their own user namespace', () => {
     assert.deepEqual((await readdir(staging)).sort(), [pod.id, ...containers.map((c) => c.id)].sort(), 'no staging entry of the refused container');
   });
 
-  it('refuses malformed, overlapping, split and TARGET mappings with a message, and leaves nothing behind', async (t) => {
+  it('takes the mappings kubelet puts on every mount: on-disk owners show as themselves inside, on ext4 and tmpfs, image volumes too; nothing stays mounted', async (t) => {
+    const kubelet = { uidMappings: [mapping(HOST_BASE)], gidMappings: [mapping(HOST_BASE)] };
+    // A hostPath on the host's disk: a file of uid 1000 as the container knows it (as kubelet's fsGroup chown
+    // leaves files), and one of the host id the pod's 1000 is (which only a plain bind would show as 1000).
+    const volume = await mkdtemp(join(tmpdir(), 'minicri-idmap-vol-'));
+    t.after(() => rm(volume, { recursive: true, force: true }));
+    await chmod(volume, 0o777);
+    for (const [name, id] of [['own', APP_UID], ['host-id', HOST_BASE + APP_UID]] as const) {
+      await writeFile(join(volume, name), `${name}\n`);
+      await chown(join(volume, name), id, id);
+    }
+    // A tmpfs, as kubelet writes Secrets and service-account tokens: it can be id-mapped from Linux 6.3 on.
+    const secrets = await mkdtemp(join(tmpdir(), 'minicri-idmap-tmpfs-'));
+    t.after(async () => {
+      await execa('umount', [secrets], { reject: false });
+      await rm(secrets, { recursive: true, force: true });
+    });
+    await execa('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0755', 'tmpfs', secrets]);
+    await mkdir(join(secrets, 'serviceaccount'));
+    await writeFile(join(secrets, 'serviceaccount', 'token'), 'a-token\n', { mode: 0o640 });
+    await chown(join(secrets, 'serviceaccount', 'token'), 0, APP_UID);
+
+    const pod = await env.runPod(t, 'userns-idmap', userns());
+    const id = await env.run(pod, 'kubelet-mounts', ['sleep', '300'], (c) => {
+      c.mounts = [
+        { container_path: '/data', host_path: volume, readonly: false, propagation: 'PROPAGATION_PRIVATE', ...kubelet },
+        { container_path: '/var/run/secrets/kubernetes.io', host_path: secrets, readonly: true, propagation: 'PROPAGATION_PRIVATE', ...kubelet },
+        { container_path: '/iv', image: { image: env.images.root }, readonly: true, ...kubelet },
+      ];
+    });
+    const inside = await env.exec(id, [
+      'stat -c "%u:%g %n" /data/own /data/host-id /var/run/secrets/kubernetes.io/serviceaccount/token /iv/etc/group /iv/home/app',
+      'cat /var/run/secrets/kubernetes.io/serviceaccount/token',
+      'touch /data/by-root && chown 1000:1000 /data/by-root && echo chowned',
+    ].join('; '));
+    assert.equal(inside.exitCode, 0, inside.stderr);
+    assert.deepEqual(inside.stdout.trim().split('\n'), [
+      `${APP_UID}:${APP_UID} /data/own`,
+      // Outside the pod's range once mapped: the overflow id, as for any id the namespace does not map.
+      '65534:65534 /data/host-id',
+      `0:${APP_UID} /var/run/secrets/kubernetes.io/serviceaccount/token`,
+      '0:0 /iv/etc/group',
+      `${APP_UID}:${APP_UID} /iv/home/app`,
+      'a-token',
+      'chowned',
+    ]);
+    // What the container owns as 1000 is 1000's on disk: the mount maps back.
+    const byRoot = await stat(join(volume, 'by-root'));
+    assert.deepEqual([byRoot.uid, byRoot.gid], [APP_UID, APP_UID]);
+    // Its view of the image is one for the pod's mapping.
+    const rootfsDir = join(env.dirs.rootDir, 'images', 'rootfs');
+    const views = (await readdir(rootfsDir)).filter((k) => k.startsWith('imgvol-'));
+    assert.deepEqual(views.filter((k) => k.endsWith(`-u${HOST_BASE}x${RANGE}-g${HOST_BASE}x${RANGE}`)).length, 1, views.join(' '));
+
+    // A mapping that is not the pod's is refused before anything is made.
+    await assert.rejects(env.create(pod, 'other-mapping', ['true'], (c) => {
+      c.mounts = [{ container_path: '/data', host_path: volume, readonly: false, propagation: 'PROPAGATION_PRIVATE', uidMappings: [mapping(HOST_BASE + RANGE)], gidMappings: [mapping(HOST_BASE + RANGE)] }];
+    }), grpcCode(grpc.status.INVALID_ARGUMENT, new RegExp(`mount "/data" asks for uid mapping 0:${HOST_BASE + RANGE}:${RANGE}, not its pod's 0:${HOST_BASE}:${RANGE}`)));
+    const staging = `${env.dirs.stateDir}-userns`;
+    assert.deepEqual((await readdir(staging)).sort(), [id, pod.id].sort(), 'no staging entry of the refused container');
+
+    // Once the pod is gone, nothing of its mounts is: no staged mount, no image view, nothing over the sources.
+    await env.rt.runtime.call('StopPodSandbox', { pod_sandbox_id: pod.id });
+    await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod.id });
+    const deadline = Date.now() + 10_000;
+    const left = async () => (await readFile('/proc/self/mountinfo', 'utf8')).split('\n')
+      .filter((l) => l.includes(staging) || l.includes(volume) || l.includes(`${secrets}/`) || l.includes(`-u${HOST_BASE}x`));
+    while ((await left()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(await left(), []);
+    assert.deepEqual(await readdir(staging), []);
+    assert.deepEqual((await readdir(rootfsDir)).filter((k) => k.endsWith(`-u${HOST_BASE}x${RANGE}-g${HOST_BASE}x${RANGE}`)), []);
+  });
+
+  it('runs critest\'s pod mapped onto host ids from 1000 (0:1000:100000), with a warning in the log', async (t) => {
+    const low = [mapping(1000, 100000)];
+    const pod = await env.runPod(t, 'userns-low-ids', userns(low, low));
+    assert.equal(await env.output(pod, 'uid-map', 'cat /proc/self/uid_map | tr -s " " | sed "s/^ //"; id -u; stat -c %u:%g /etc/passwd'), '0 1000 100000\n0\n0:0');
+    assert.match(env.daemon.log(), /uid mapping 0:1000:100000 and gid mapping 0:1000:100000 \(container:host:length\) overlaps the host's own ids \(0-65535\)/);
+  });
+
+  it('refuses malformed, split and TARGET mappings with a message, and leaves nothing behind', async (t) => {
     const before = (await env.rt.runtime.call('ListPodSandbox', {})).items.length;
     const run = (name: string, change: (c: PodSandboxConfig) => void) => env.runPod(t, name, change);
-    await assert.rejects(run('overlap', userns([mapping(1000)], [mapping(1000)])), grpcCode(grpc.status.INVALID_ARGUMENT, /overlaps the host's own ids/));
     await assert.rejects(run('split', userns([mapping(HOST_BASE, 1000), mapping(HOST_BASE + 2000, 1000, 1000)])), grpcCode(grpc.status.INVALID_ARGUMENT, /one contiguous range/));
     await assert.rejects(run('empty', userns([mapping(HOST_BASE, 0)])), grpcCode(grpc.status.INVALID_ARGUMENT, /length must be at least 1/));
     await assert.rejects(run('no-root', userns([mapping(HOST_BASE, RANGE, 1)])), grpcCode(grpc.status.INVALID_ARGUMENT, /container id 0/));
