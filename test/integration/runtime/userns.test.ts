@@ -187,6 +187,21 @@ describe('pods in their own user namespace', () => {
     }), grpcCode(grpc.status.INVALID_ARGUMENT, new RegExp(`mount "/data" asks for uid mapping 0:${HOST_BASE + RANGE}:${RANGE}, not its pod's 0:${HOST_BASE}:${RANGE}`)));
     const staging = `${env.dirs.stateDir}-userns`;
     assert.deepEqual((await readdir(staging)).sort(), [id, pod.id].sort(), 'no staging entry of the refused container');
+    // A source the kernel cannot id-map (ramfs, as tmpfs before Linux 6.3) fails the creation once staging has
+    // begun: FAILED_PRECONDITION, and what was staged for it is undone.
+    const ramfs = await mkdtemp(join(tmpdir(), 'minicri-idmap-ramfs-'));
+    t.after(async () => {
+      await execa('umount', [ramfs], { reject: false });
+      await rm(ramfs, { recursive: true, force: true });
+    });
+    await execa('mount', ['-t', 'ramfs', 'ramfs', ramfs]);
+    await assert.rejects(env.create(pod, 'ramfs', ['true'], (c) => {
+      c.mounts = [{ container_path: '/data', host_path: volume, readonly: false, propagation: 'PROPAGATION_PRIVATE', ...kubelet },
+        { container_path: '/ram', host_path: ramfs, readonly: false, propagation: 'PROPAGATION_PRIVATE', ...kubelet }];
+    }), grpcCode(grpc.status.FAILED_PRECONDITION, new RegExp(`${ramfs} cannot be id-mapped for a pod in its own user namespace.*idmap: Invalid argument`)));
+    assert.deepEqual((await readdir(staging)).sort(), [id, pod.id].sort(), 'the failed creation\'s staging entry is gone');
+    assert.deepEqual((await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(`${ramfs} `) && !l.includes(' - ramfs ')), [], 'nothing is mounted over or from the source but the test\'s own ramfs');
+    assert.deepEqual((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers.map((c) => c.id), [id]);
 
     // Once the pod is gone, nothing of its mounts is: no staged mount, no image view, nothing over the sources.
     await env.rt.runtime.call('StopPodSandbox', { pod_sandbox_id: pod.id });
