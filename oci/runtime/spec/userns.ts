@@ -81,7 +81,7 @@ const wireText = (ranges: readonly WireMapping[]): string => ranges.map((m) => `
 
 /**
  * A container's mounts against its pod's user namespace (undefined: the host's), before anything is made.
- * kubelet (1.30 and later) sets the pod's mappings on every mount of a user-namespaced pod, image volumes
+ * kubelet (UserNamespacesSupport) sets the pod's mappings on every mount of a user-namespaced pod, image volumes
  * included: each must be both uid and gid mappings, and the pod's own, since minicri id-maps every volume
  * of such a pod with the pod's mappings (and only those); a mount without them is id-mapped all the same.
  * A pod in the host's user namespace has no mapping to give. A pod in its own gets private id-mapped copies
