@@ -11,7 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
 import type { PodSandboxConfig } from '../../../gen/runtime/v1/PodSandboxConfig.js';
 import { APP_UID } from '../../support/busybox-image.js';
-import { makeDaemonDirs, removeDirs, runMinicri, TestDaemon } from '../../support/daemon.js';
+import { makeDaemonDirs, removeDirs, runMinicri, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { testNetwork } from '../../support/pod-daemon.js';
 import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
 import { ContainerEnv } from '../container/env.js';
@@ -244,8 +244,11 @@ describe('pods in their own user namespace', () => {
 describe('user-namespaced pods and a crash', () => {
   const network = testNetwork(118, 'the user namespace crash tests');
 
-  /** Dies at `point` during `operation`; after a restart and kubelet-style convergence nothing is left. */
-  async function crashAt(point: string, operation: (daemon: TestDaemon) => Promise<unknown>): Promise<void> {
+  /**
+   * Dies at `point` during `operation`; `whileDown` looks at what the crash left (doctor runs without the daemon);
+   * after a restart and kubelet-style convergence nothing is left, `also` (host paths) included.
+   */
+  async function crashAt(point: string, operation: (daemon: TestDaemon) => Promise<unknown>, whileDown: (dirs: DaemonDirs) => Promise<void> = async () => {}, also: string[] = []): Promise<void> {
     const dirs = makeDaemonDirs('', network.net);
     let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
     try {
@@ -253,14 +256,19 @@ describe('user-namespaced pods and a crash', () => {
       assert.equal(await daemon.exited, -1, 'the daemon was killed');
       const staging = `${dirs.stateDir}-userns`;
       assert.notDeepEqual(await readdir(staging), [], 'the crash left a staging entry');
+      await whileDown(dirs);
       daemon = await TestDaemon.start(dirs);
       for (const item of (await daemon.client.runtime.call('ListPodSandbox', {})).items) {
         await daemon.client.runtime.call('StopPodSandbox', { pod_sandbox_id: item.id });
         await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: item.id });
       }
       assert.deepEqual(await readdir(staging), [], 'no staging entry');
-      assert.deepEqual((await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(dirs.base)), [], 'nothing mounted');
-      assert.deepEqual(await readdir(`${dirs.rootDir}/images/rootfs`).catch(() => []), [], 'no root filesystem');
+      const mounted = async () => (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => [dirs.base, ...also].some((p) => l.includes(p)));
+      // A removed container's cleanup may finish just after its answer.
+      const deadline = Date.now() + 10_000;
+      while ((await mounted()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(await mounted(), [], 'nothing mounted');
+      assert.deepEqual(await readdir(`${dirs.rootDir}/images/rootfs`).catch(() => []), [], 'no root filesystem or image volume view');
     } finally {
       await daemon.stop();
       removeDirs(dirs);
@@ -271,10 +279,32 @@ describe('user-namespaced pods and a crash', () => {
   it('leaves nothing when the daemon dies with the pause\'s mounts staged', () =>
     crashAt('pause-userns-staged', (daemon) => daemon.client.runtime.call('RunPodSandbox', { config: pod('userns-crash-pause') })));
 
-  it('leaves nothing when the daemon dies with a container\'s mounts staged', () =>
-    crashAt('container-userns-staged', async (daemon) => {
+  it('leaves nothing when the daemon dies with a container\'s mounts staged, kubelet\'s id-mapped volumes and an image volume among them', async (t) => {
+    const volume = await mkdtemp(join(tmpdir(), 'minicri-idmap-crash-'));
+    t.after(() => rm(volume, { recursive: true, force: true }));
+    const kubelet = { uidMappings: [mapping(HOST_BASE)], gidMappings: [mapping(HOST_BASE)] };
+    let podId = '';
+    await crashAt('container-userns-staged', async (daemon) => {
       const config = pod('userns-crash-ctr');
       const { pod_sandbox_id: id } = await daemon.client.runtime.call('RunPodSandbox', { config });
-      await daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: containerConfig('app', PAUSE_IMAGE, ['/pause']) });
-    }));
+      podId = id;
+      const app = containerConfig('app', PAUSE_IMAGE, ['/pause'], (c) => {
+        c.mounts = [
+          { container_path: '/data', host_path: volume, readonly: false, propagation: 'PROPAGATION_PRIVATE', ...kubelet },
+          { container_path: '/iv', image: { image: PAUSE_IMAGE }, readonly: true, ...kubelet },
+        ];
+      });
+      await daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: app });
+    }, async (dirs) => {
+      // What the crash left staged: the root and the volume's id-mapped copy; doctor lists the entry.
+      const [containerId, ...others] = (await readdir(`${dirs.stateDir}-userns`)).filter((e) => e !== podId);
+      assert.ok(containerId && others.length === 0, 'the container\'s staging entry beside the pod\'s');
+      const staged = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(`${dirs.stateDir}-userns/${containerId}/`));
+      assert.ok(staged.length >= 2, `the root and the volume are staged: ${staged.join('\n')}`);
+      const views = (await readdir(`${dirs.rootDir}/images/rootfs`)).filter((k) => k.startsWith('imgvol-'));
+      assert.deepEqual(views.map((k) => k.endsWith(`-u${HOST_BASE}x${RANGE}-g${HOST_BASE}x${RANGE}`)), [true], 'the image volume\'s view for the pod\'s mapping');
+      const doctor = JSON.parse((await runMinicri(['doctor', '--json', '--config', dirs.configPath])).stdout) as { kind: string; owner?: string }[];
+      assert.ok(doctor.some((f) => f.kind === 'userns-staging' && f.owner === containerId), JSON.stringify(doctor.filter((f) => f.kind === 'userns-staging')));
+    }, [volume]);
+  });
 });
