@@ -172,7 +172,6 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
   })));
 }
 
-/** A user-namespaced pod needs a handler that supports user namespaces on this node (probed at start). */
 /** A mapping onto the host's own ids (critest's, not kubelet's) runs with a warning unless the config refuses it. */
 function checkHostIdOverlap(ctx: PodContext, pod: string, userns: PodUserns, log: Logger): void {
   const overlap = hostIdOverlap(userns);
@@ -184,6 +183,7 @@ function checkHostIdOverlap(ctx: PodContext, pod: string, userns: PodUserns, log
     `${overlap}: the pod's ids are those of the host's own users and groups (allowed: userns_refuse_host_id_overlap is false)`);
 }
 
+/** A user-namespaced pod needs a handler that supports user namespaces on this node (probed at start). */
 export function checkUsernsSupport(ctx: PodContext, handler: string): void {
   const features = ctx.runtimeFeatures?.get(handler);
   if (!features?.userNamespaces) {
