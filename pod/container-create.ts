@@ -54,7 +54,7 @@ async function createInSandbox(
   }
   // The pod's user namespace is the one its pause was made with, whatever the request repeats.
   const userns = podUserNamespace(sandbox.config);
-  if (userns) checkUsernsMounts(config.mounts);
+  checkUsernsMounts(config.mounts, userns);
   const requested = requestSandboxConfig ?? sandbox.config;
   const sandboxConfig = userns || requested.linux?.security_context?.namespace_options?.userns_options?.mode === 'POD'
     ? { ...requested, linux: sandbox.config.linux } : requested;
@@ -68,7 +68,7 @@ async function createInSandbox(
   const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
   // Resolved before anything is made: an unknown or conflicting device refuses the request with nothing left.
   const cdi = await ctx.cdi.resolve(requestedCdiDevices(config.CDI_devices, config.annotations));
-  const imageVolumes = imageVolumeUses(ctx, config.mounts);
+  const imageVolumes = imageVolumeUses(ctx, config.mounts, userns);
   const id = randomBytes(32).toString('hex');
   const log = parentLog.child({ containerId: id });
   const imageConfig = specImageConfig(image);
@@ -110,7 +110,7 @@ async function createInSandbox(
       host.targetPid = targetRecord.pid;
     }
     undo.push('image volumes', () => releaseImageVolumes(ctx, record, log));
-    const imageVolumeMounts = await mountImageVolumes(ctx, imageVolumes);
+    const imageVolumeMounts = await mountImageVolumes(ctx, imageVolumes, userns);
     const sources = await resolveMountSources(config.mounts.filter((m) => !m.image?.image));
     for (const path of sources.created) ctx.tables.hostPaths.put({ id: path, containerId: id, sandboxId: sandbox.id, createdAt: Date.now() });
     const spec = buildContainerSpec({
@@ -125,8 +125,10 @@ async function createInSandbox(
     if (user) record.user = { uid: user.uid, gid: user.gid, additionalGids: [...(user.additionalGids ?? [])] };
     const staging = usernsStagingEntry(ctx.settings.state_dir, id);
     if (userns) {
-      // runc, as the pod's root, reaches the root filesystem and every volume through id-mapped mounts it can enter.
-      const staged = stageUsernsMounts(spec, staging, rootfs.idmapped ?? false, new Set(imageVolumeMounts.map((v) => v.source)));
+      // runc, as the pod's root, reaches the root filesystem and every volume through id-mapped mounts it can enter;
+      // image volumes (overlays of id-mapped layers) and the pod's shm (its root's tmpfs) are bound as they are.
+      const plain = new Set([...imageVolumeMounts.map((v) => v.source), ...(sandbox.shm ? [sandbox.shm] : [])]);
+      const staged = stageUsernsMounts(spec, staging, rootfs.idmapped ?? false, plain);
       undo.push('user namespace staging', () => ctx.host.unstageUserns(staging));
       await ctx.host.stageUserns(staging, staged, userns);
       faultPoint('container-userns-staged');

@@ -25,6 +25,8 @@ export interface PodSettings {
   cgroup_driver: 'cgroupfs' | 'systemd';
   default_runtime: string;
   cni: { cache_dir: string; conf_dir: string; networks_dir: string };
+  /** Refuse user-namespace mappings onto the host's own ids (below 65536) instead of warning. */
+  userns_refuse_host_id_overlap?: boolean;
 }
 
 export interface PodContext {

@@ -1,38 +1,50 @@
 // Image volumes (Mount.image): each image used as a volume gets one read-only view on the host, shared by every
 // container using it, mounted when the first needs it and removed when the last of them is removed. The
-// records say who uses which, so RemoveImage, recovery and doctor know the view is in use.
+// records say who uses which, so RemoveImage, recovery and doctor know the view is in use. A user-namespaced
+// pod's view is an overlay of id-mapped layers with the pod's mappings (as containerd prepares its snapshot
+// with them), one per mapping: its files show their image owners inside the pod.
 import { readlinkSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { InvalidArgument } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Mount__Output } from '../gen/runtime/v1/Mount.js';
-import { imageSubPath, secureJoin, type ImageVolumeMount } from '../oci/runtime/spec/index.js';
+import { imageSubPath, secureJoin, type ImageVolumeMount, type PodUserns } from '../oci/runtime/spec/index.js';
 import type { PodContext } from './context.js';
 import type { ContainerRecord, ImageVolumeUse } from './records.js';
 
-/** The rootfs key of an image's shared volume view. */
-export function imageVolumeKey(imageId: string): string {
-  return `imgvol-${imageId.replace(/^sha256:/, '')}`;
+/**
+ * The rootfs key of an image's shared volume view: one per image, and for user-namespaced pods one per image
+ * and mapping (pods of the same mapping share it). Pure.
+ */
+export function imageVolumeKey(imageId: string, userns?: PodUserns): string {
+  const hex = imageId.replace(/^sha256:/, '');
+  if (!userns) return `imgvol-${hex}`;
+  const [u, g] = [userns.uids[0]!, userns.gids[0]!];
+  return `imgvol-${hex}-u${u.hostId}x${u.size}-g${g.hostId}x${g.size}`;
 }
 
-/** A container's image mounts, checked before anything is made: the image must be pulled, the sub path inside it. */
-export function imageVolumeUses(ctx: PodContext, mounts: readonly Mount__Output[]): ImageVolumeUse[] {
+/**
+ * A container's image mounts, checked before anything is made: the image must be pulled, the sub path inside it.
+ * `userns` is the pod's user namespace, whose mappings the view takes.
+ */
+export function imageVolumeUses(ctx: PodContext, mounts: readonly Mount__Output[], userns?: PodUserns): ImageVolumeUse[] {
   return mounts.filter((m) => m.image?.image).map((m) => {
     const name = m.image!.image;
     // NotFound naming the image when kubelet did not pull it.
     const image = ctx.images.resolve(name);
-    return { key: imageVolumeKey(image.id), imageId: image.id, image: name, containerPath: m.container_path, subPath: imageSubPath(m.image_sub_path, name) };
+    return { key: imageVolumeKey(image.id, userns), imageId: image.id, image: name, containerPath: m.container_path, subPath: imageSubPath(m.image_sub_path, name) };
   });
 }
 
 /**
  * Mounts (or finds mounted) each volume's shared view and returns the bind mounts for the spec. The caller
  * has put the container's record, with its uses, in the table first: a release racing this one then sees it.
+ * A user-namespaced pod's view stacks id-mapped mounts of the layers (its key names the mapping).
  */
-export async function mountImageVolumes(ctx: PodContext, uses: readonly ImageVolumeUse[]): Promise<ImageVolumeMount[]> {
+export async function mountImageVolumes(ctx: PodContext, uses: readonly ImageVolumeUse[], userns?: PodUserns): Promise<ImageVolumeMount[]> {
   const out: ImageVolumeMount[] = [];
   for (const use of uses) {
-    const view = await ctx.locks.run(use.key, () => ctx.images.prepareRootfs(use.key, use.imageId));
+    const view = await ctx.locks.run(use.key, () => ctx.images.prepareRootfs(use.key, use.imageId, userns ? { idmap: userns } : {}));
     const source = use.subPath ? secureJoin(view.path, use.subPath, (p) => { try { return readlinkSync(p); } catch { return undefined; } }) : view.path;
     const st = await stat(source).catch(() => undefined);
     if (!st?.isDirectory()) {

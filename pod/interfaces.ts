@@ -64,7 +64,8 @@ export interface PodHost {
   removeNetns(ns: { path: string; symlink?: string }): Promise<void>;
   netnsExists(path: string): Promise<boolean>;
   setNetnsSysctls(path: string, sysctls: Record<string, string>): Promise<void>;
-  mountShm(path: string): Promise<void>;
+  /** `owner`: a user-namespaced pod's root on the host, who owns the tmpfs. */
+  mountShm(path: string, owner?: { uid: number; gid: number }): Promise<void>;
   unmountShm(path: string): Promise<void>;
   /** A user-namespaced pod: pins the network namespace runc made for its pause (process `pid`). */
   pinNetnsOf(pid: number, podName: string, paths: PodNetns): Promise<void>;

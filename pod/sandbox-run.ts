@@ -14,7 +14,10 @@ import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfi
 import { podNetnsPaths } from '../netns/netns.js';
 import { podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { hostsFile, resolvConf, writePodFiles } from '../oci/runtime/pod/files.js';
-import { buildPauseSpec, defaultMountRoots, podNamespaceModes, podUserNamespace, splitSysctls, stageUsernsMounts } from '../oci/runtime/spec/index.js';
+import {
+  buildPauseSpec, defaultMountRoots, hostIdOverlap, HOST_IDS, podNamespaceModes, podRootOnHost, podUserNamespace, splitSysctls, stageUsernsMounts,
+  type PodUserns,
+} from '../oci/runtime/spec/index.js';
 import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import type { PodContext } from './context.js';
 import { podNetworkRequest, tearDownNetwork } from './network.js';
@@ -33,7 +36,10 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
   const runtime = ctx.runtimes.get(handler)!;
   const modes = podNamespaceModes(config);
   const userns = podUserNamespace(config);
-  if (userns) checkUsernsSupport(ctx, handler);
+  if (userns) {
+    checkUsernsSupport(ctx, handler);
+    checkHostIdOverlap(ctx, `${config.metadata.namespace}/${config.metadata.name}`, userns, parentLog);
+  }
   const sysctls = splitSysctls(config.linux?.sysctls ?? {}, modes.ipc === 'NODE', modes.network === 'NODE');
   const cgroupParent = podCgroupParentDir(ctx.settings.cgroup_driver, config.linux?.cgroup_parent ?? '');
   const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
@@ -76,7 +82,7 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
       record.shm = join(ctx.settings.state_dir, 'sandboxes', id, 'shm');
       save();
       undo.push('pod shm', async () => { await host.unmountShm(record.shm!); await rm(dirname(record.shm!), { recursive: true, force: true }); });
-      await host.mountShm(record.shm);
+      await host.mountShm(record.shm, userns && podRootOnHost(userns));
     };
     const netns = async () => {
       if (hostNetwork) return;
@@ -127,8 +133,8 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
       });
       const staging = usernsStagingEntry(ctx.settings.state_dir, id);
       if (userns) {
-        // runc, as the pod's root, reaches the root and /dev/shm through id-mapped mounts it can enter.
-        const staged = stageUsernsMounts(spec, staging, rootfs.idmapped ?? false);
+        // runc, as the pod's root, reaches the root through an id-mapped mount it can enter; /dev/shm is its root's already.
+        const staged = stageUsernsMounts(spec, staging, rootfs.idmapped ?? false, new Set(record.shm ? [record.shm] : []));
         undo.push('user namespace staging', () => host.unstageUserns(staging));
         await host.stageUserns(staging, staged, userns);
         faultPoint('pause-userns-staged');
@@ -163,6 +169,17 @@ export async function runSandbox(ctx: PodContext, config: PodSandboxConfig__Outp
     log.info({ name: config.metadata.name, namespace: config.metadata.namespace, ips: record.ips, ms: t.ms }, 'sandbox ready');
     return id;
   })));
+}
+
+/** A mapping onto the host's own ids (critest's, not kubelet's) runs with a warning unless the config refuses it. */
+function checkHostIdOverlap(ctx: PodContext, pod: string, userns: PodUserns, log: Logger): void {
+  const overlap = hostIdOverlap(userns);
+  if (!overlap) return;
+  if (ctx.settings.userns_refuse_host_id_overlap) {
+    throw new InvalidArgument(`${overlap}, which this node refuses (userns_refuse_host_id_overlap = true): map the pod to ids from ${HOST_IDS} up`);
+  }
+  log.warn({ pod },
+    `${overlap}: the pod's ids are those of the host's own users and groups (allowed: userns_refuse_host_id_overlap is false)`);
 }
 
 /** A user-namespaced pod needs a handler that supports user namespaces on this node (probed at start). */

@@ -75,6 +75,9 @@ const schema = z.strictObject({
   // Events a GetContainerEvents subscriber may have waiting (it reads slower than they come) before its
   // stream is ended with RESOURCE_EXHAUSTED; kubelet then relists and subscribes again.
   container_events_buffer: z.number().int().positive().max(1_000_000).default(1000),
+  // A user-namespaced pod mapped onto host ids below 65536 (critest's 0:1000:100000; kubelet allocates from
+  // 65536 up) runs with a warning in the log; true refuses it with INVALID_ARGUMENT.
+  userns_refuse_host_id_overlap: z.boolean().default(false),
   cdi: z.strictObject({
     // CDI spec files (JSON or YAML); a later directory's device overrides an earlier one's of the same name.
     spec_dirs: z.array(absolutePath).default(['/etc/cdi', '/var/run/cdi']),

@@ -6,10 +6,12 @@
 // until `runc create` has made the container's own copies; the emptied `rootfs` directory stays until the
 // container is removed, as runc starts each exec's process there (its cwd) before joining the container.
 import { chown, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { release } from 'node:os';
 import { join, resolve } from 'node:path';
 import { FailedPrecondition, Internal, NotFound } from '../../core/errors.js';
 import { idmapMount, isMounted, mount, MountError, MS, unmountIfMounted } from '../../mounter/mounter.js';
-import { podRootOnHost, type IdRange, type PodUserns, type StagedMount } from './spec/userns.js';
+import { parseMountInfo } from './spec/mountinfo.js';
+import { idmapKernelProblem, podRootOnHost, type IdRange, type PodUserns, type StagedMount } from './spec/userns.js';
 
 export function usernsStagingDir(stateDir: string): string {
   return `${resolve(stateDir)}-userns`;
@@ -23,7 +25,8 @@ export function usernsStagingEntry(stateDir: string, id: string): string {
 /**
  * Makes `entry` (0700, the pod root's) and each planned mount in it: the root filesystem bound as it is
  * when it is an overlay of id-mapped layers, everything else id-mapped with the pod's ids (submounts too).
- * A source that cannot be id-mapped (its filesystem, or one mounted below it, does not allow it) is refused.
+ * A source that cannot be id-mapped (its filesystem, or one mounted below it, does not allow it) is refused,
+ * naming the kernel release needed when that is the reason (tmpfs before Linux 6.3).
  */
 export async function stageMounts(entry: string, mounts: readonly StagedMount[], userns: PodUserns): Promise<void> {
   const root = podRootOnHost(userns);
@@ -40,6 +43,8 @@ export async function stageMounts(entry: string, mounts: readonly StagedMount[],
       else await idmapMount(m.source, m.target, userns, { recursive: true });
     } catch (err) {
       if (err instanceof MountError && /: idmap: /.test(err.message)) {
+        const kernel = idmapKernelProblem(m, parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8')), release());
+        if (kernel) throw new FailedPrecondition(`${kernel} (${err.message})`, { cause: err });
         throw new FailedPrecondition(`${m.source} cannot be id-mapped for a pod in its own user namespace (its filesystem, or one mounted below it, does not allow id-mapped mounts): ${err.message}`, { cause: err });
       }
       throw err;

@@ -52,9 +52,17 @@ export async function writePodFiles(dir: string, content: { hostname: string; re
 /** kubelet and containerd give pods a 64 MiB /dev/shm. */
 const SHM_BYTES = 64 * 1024 * 1024;
 
-export async function mountPodShm(path: string): Promise<void> {
+/**
+ * The shm tmpfs's mount data. A user-namespaced pod's (`owner`: its root on the host) is that root's from the
+ * start, so its containers get it as a plain bind: tmpfs cannot be id-mapped before Linux 6.3. Pure.
+ */
+export function podShmData(owner?: { uid: number; gid: number }): string {
+  return `mode=1777,size=${SHM_BYTES}${owner ? `,uid=${owner.uid},gid=${owner.gid}` : ''}`;
+}
+
+export async function mountPodShm(path: string, owner?: { uid: number; gid: number }): Promise<void> {
   await mkdir(path, { recursive: true, mode: 0o1777 });
-  await mount({ source: 'shm', target: path, fstype: 'tmpfs', flags: MS.NOSUID | MS.NODEV | MS.NOEXEC, data: `mode=1777,size=${SHM_BYTES}` });
+  await mount({ source: 'shm', target: path, fstype: 'tmpfs', flags: MS.NOSUID | MS.NODEV | MS.NOEXEC, data: podShmData(owner) });
 }
 
 /** Unmounts the pod's shm; a path that is not mounted (or gone) is fine. */

@@ -13,7 +13,10 @@ export { defaultMountRoots, secureJoin, imageVolumesToCreate } from './mounts.js
 export { clampOomScoreAdj } from './resources.js';
 export { splitSysctls, type PodSysctls } from './pod.js';
 export { podNamespaceModes } from './common.js';
-export { checkUsernsMounts, podRootOnHost, podUserNamespace, stageUsernsMounts, type IdRange, type PodUserns, type StagedMount } from './userns.js';
+export {
+  checkUsernsMounts, hostIdOverlap, HOST_IDS, idmapKernelProblem, podRootOnHost, podUserNamespace, stageUsernsMounts,
+  type IdRange, type PodUserns, type StagedMount,
+} from './userns.js';
 export { localhostSeccompRef } from './common.js';
 export type { CdiEditsToApply } from './cdi.js';
 export { imageSubPath, type ImageVolumeMount } from './image-volumes.js';

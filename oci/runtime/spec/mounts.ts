@@ -14,10 +14,8 @@ export interface CriMount {
   readonly: boolean;
   propagation: string;
   recursive_read_only?: boolean;
-  /** OCI image volume sources and id-mapped mounts: not supported here. */
+  /** OCI image volume sources: mounted by the edge and added by withImageVolumes, not here. */
   image?: { image: string } | null;
-  uidMappings?: readonly unknown[];
-  gidMappings?: readonly unknown[];
 }
 
 export const DEV_SHM = '/dev/shm';
@@ -172,7 +170,8 @@ const depth = (p: string): number => p.split('/').filter((c) => c !== '').length
  * Adds CRI bind mounts. Default mounts on the same target (or anything under /dev when /dev itself
  * is mounted) give way; parents are mounted before their children. The rootfs propagation is the
  * strongest one any mount needs, since a shared/slave mount under a private root propagates
- * nothing. selinux_relabel is ignored (no SELinux here).
+ * nothing. selinux_relabel is ignored (no SELinux here). A mount's uid/gid mappings (a user-namespaced
+ * pod's, checked by checkUsernsMounts) are not runc's to apply: the edge stages the id-mapped copy.
  */
 export function withBindMounts(mounts: readonly CriMount[], ctx: BindMountContext): SpecOpt {
   return (spec) => {
@@ -181,9 +180,6 @@ export function withBindMounts(mounts: readonly CriMount[], ctx: BindMountContex
     for (const m of mounts) {
       if (m.image?.image) {
         throw new InvalidArgument(`mount "${m.container_path}" uses image "${m.image.image}" as its source: image volumes are not supported by this runtime`);
-      }
-      if ((m.uidMappings?.length ?? 0) > 0 || (m.gidMappings?.length ?? 0) > 0) {
-        throw new InvalidArgument(`mount "${m.container_path}" asks for id-mapping: id-mapped mounts are not supported by this runtime`);
       }
       if (!path.posix.isAbsolute(m.container_path)) {
         throw new InvalidArgument(`mount target "${m.container_path}" is not absolute: use a path such as /data`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { hostsFile, resolvConf } from '../../../oci/runtime/pod/files.js';
+import { hostsFile, podShmData, resolvConf } from '../../../oci/runtime/pod/files.js';
 
 describe('pod files', () => {
   it('writes resolv.conf from the DNS config kubelet sends', () => {
@@ -17,5 +17,10 @@ describe('pod files', () => {
     assert.equal(hostsFile(true, '10.0.0.1 node\n'), '10.0.0.1 node\n');
     assert.match(hostsFile(false, '10.0.0.1 node\n'), /^127\.0\.0\.1\tlocalhost\n/);
     assert.doesNotMatch(hostsFile(false, '10.0.0.1 node\n'), /10\.0\.0\.1/);
+  });
+
+  it('gives a user-namespaced pod\'s shm to its root on the host, so it needs no id-mapped mount', () => {
+    assert.equal(podShmData(), 'mode=1777,size=67108864');
+    assert.equal(podShmData({ uid: 196608, gid: 262144 }), 'mode=1777,size=67108864,uid=196608,gid=262144');
   });
 });

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { pino } from 'pino';
 import { InvalidArgument } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { createContainer } from '../../../pod/container-create.js';
@@ -117,6 +118,28 @@ describe('RunPodSandbox orchestration', () => {
     assertUndoneExactly(f, 'cni');
   });
 
+  it('runs a pod mapped onto the host\'s own ids (critest\'s 0:1000:100000) with a warning, or refuses it when the config says so', async () => {
+    f.ctx.runtimeFeatures = new Map([['runc', { recursiveReadOnly: true, userNamespaces: true, missing: [] }]]);
+    const critest = { mode: 'POD' as const, uids: [{ host_id: 1000, container_id: 0, length: 100000 }], gids: [{ host_id: 1000, container_id: 0, length: 100000 }] };
+    const pod = (name: string) => sandboxConfig({ log_directory: join(f.dir, 'logs'), metadata: { name, uid: `uid-${name}`, namespace: 'default', attempt: 0 } },
+      { namespace_options: { network: 'POD', pid: 'POD', ipc: 'POD', target_id: '', userns_options: critest } });
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => { lines.push(line); } });
+    const id = await runSandbox(f.ctx, pod('low-ids'), '', log);
+    assert.equal(f.ctx.tables.sandboxes.get(id)!.state, 'SANDBOX_READY');
+    const warned = lines.map((l) => JSON.parse(l) as { level: number; msg: string });
+    assert.equal(warned.length, 1, lines.join(''));
+    assert.equal(warned[0]!.level, 40);
+    assert.match(warned[0]!.msg, /uid mapping 0:1000:100000 and gid mapping 0:1000:100000 .*overlaps the host's own ids \(0-65535\).*userns_refuse_host_id_overlap is false/);
+
+    f.journal.length = 0;
+    f.ctx.settings.userns_refuse_host_id_overlap = true;
+    await assert.rejects(runSandbox(f.ctx, pod('refused'), '', silentLogger), (err: Error) =>
+      err instanceof InvalidArgument && /overlaps the host's own ids \(0-65535\), which this node refuses \(userns_refuse_host_id_overlap = true\): map the pod to ids from 65536 up/.test(err.message));
+    assert.deepEqual(f.journal, []);
+    assert.deepEqual(f.ctx.tables.sandboxes.list().map((s) => s.id), [id]);
+  });
+
   it('removal undoes what creation made, and the sandbox goes READY → NOTREADY before its record goes', async () => {
     const id = await runSandbox(f.ctx, podConfig(f), '', silentLogger);
     await removeSandbox(f.ctx, id, silentLogger);
@@ -173,6 +196,16 @@ describe('CreateContainer orchestration', () => {
     await f.ctx.background.drain();
     assert.deepEqual(new Set(entries(f, 'undo')), new Set(['rootfs', 'create']));
     assert.equal(f.ctx.tables.containers.get(id), undefined);
+  });
+
+  it('refuses id mappings on a mount of a pod in the host\'s user namespace, before it makes anything', async () => {
+    const mapping = [{ host_id: 65536, container_id: 0, length: 65536 }];
+    const c = config();
+    c.mounts = [{ container_path: '/data', host_path: f.dir, readonly: false, selinux_relabel: false, propagation: 'PROPAGATION_PRIVATE', uidMappings: mapping, gidMappings: mapping, recursive_read_only: false, image: null, image_sub_path: '' }];
+    await assert.rejects(createContainer(f.ctx, sandboxId, c, null, silentLogger), (err: Error) =>
+      err instanceof InvalidArgument && /mount "\/data" asks for an id-mapped mount, which only a pod in its own user namespace/.test(err.message));
+    assert.deepEqual(f.journal, []);
+    assert.deepEqual(f.ctx.tables.containers.list(), []);
   });
 
   it('refuses a container in a sandbox that is not ready, before it makes anything', async () => {

@@ -19,6 +19,8 @@ describe('config', () => {
     assert.equal(runtimeRoot(c, 'runc'), '/run/minicri/runc/runc');
     assert.deepEqual([c.registries.auth_file, c.registries.certs_dir, c.registries.stall_timeout_seconds, c.registries.progress_interval_seconds],
       ['/etc/minicri/auth.json', '/etc/minicri/certs.d', 60, 10]);
+    assert.equal(c.userns_refuse_host_id_overlap, false, 'a user namespace mapped below 65536 is warned about, not refused');
+    assert.equal(parseConfig({ userns_refuse_host_id_overlap: true }).userns_refuse_host_id_overlap, true);
   });
 
   it('names unknown keys, nested ones included', () => {
@@ -31,6 +33,7 @@ describe('config', () => {
     assert.throws(() => parseConfig({ streaming: { port: 70000 } }), /config key "streaming\.port"/);
     assert.throws(() => parseConfig({ default_runtime: 'kata' }), /config key "default_runtime": names no entry of \[runtimes\]/);
     assert.throws(() => parseConfig({ pod_subnet: 'ten' }), /config key "pod_subnet"/);
+    assert.throws(() => parseConfig({ userns_refuse_host_id_overlap: 'yes' }), /config key "userns_refuse_host_id_overlap"/);
   });
 
   it('lets flags override the file', () => {

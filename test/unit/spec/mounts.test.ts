@@ -120,9 +120,12 @@ describe('withBindMounts', () => {
     assert.throws(() => rro({ propagation: 'PROPAGATION_HOST_TO_CONTAINER' }), /private propagation/);
     assert.throws(() => rro({}, { ...ctx, recursiveReadOnly: false }), /does not support/);
   });
-  it('refuses image volumes and id-mapped mounts', () => {
+  it('refuses image volumes (the edge mounts them); leaves a mount\'s id mappings to the staging', () => {
     assert.throws(() => withBindMounts([mount({ container_path: '/i', host_path: '', image: { image: 'busybox', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' } })], ctx)(baseSpec('/r')), /image volumes/);
-    assert.throws(() => withBindMounts([mount({ container_path: '/i', host_path: '/h', uidMappings: [{ host_id: 1, container_id: 0, length: 1 }] })], ctx)(baseSpec('/r')), /id-mapped/);
+    // runc 1.1 has no id-mapped mount option: the spec keeps a plain bind, the staged source is the id-mapped copy.
+    const mapping = [{ host_id: 65536, container_id: 0, length: 65536 }];
+    const s = applyOpts(baseSpec('/r'), [withBindMounts([mount({ container_path: '/i', host_path: '/h', uidMappings: mapping, gidMappings: mapping })], ctx)]);
+    assert.deepEqual(s.mounts, [{ destination: '/i', type: 'bind', source: '/h', options: ['rbind', 'rprivate', 'rw'] }]);
   });
   it('refuses relative paths and unknown propagation', () => {
     assert.throws(() => withBindMounts([mount({ container_path: 'data', host_path: '/h' })], ctx)(baseSpec('/r')), InvalidArgument);
