@@ -8,6 +8,7 @@ import type { ContainerStatsFilter__Output } from '../gen/runtime/v1/ContainerSt
 import type { PodSandboxStats } from '../gen/runtime/v1/PodSandboxStats.js';
 import type { PodSandboxStatsFilter__Output } from '../gen/runtime/v1/PodSandboxStatsFilter.js';
 import type { PsiStats } from '../gen/runtime/v1/PsiStats.js';
+import { storageDirs } from '../oci/image/storage-dirs.js';
 import { readFullStatsForPid, readInterfaceCounters, type CgroupDetail, type InterfaceCounters, type Psi } from '../oci/runtime/cgroup-stats.js';
 import { nanoCores, type CgroupStats } from '../oci/runtime/stats.js';
 import { diskUsage } from '../oci/runtime/usage.js';
@@ -25,7 +26,7 @@ export interface ContainerSample {
   record: ContainerRecord;
   /** Undefined unless the container runs (and its cgroup could be read). */
   cgroup: Sample | undefined;
-  /** The writable layer's use; `mountpoint` is the filesystem it is on (the root dir, as ImageFsInfo reports). */
+  /** The writable layer's use; `mountpoint` names its filesystem as ImageFsInfo does. */
   layer: { timestamp: Date; bytes: number; inodes: number; mountpoint: string } | undefined;
 }
 
@@ -76,7 +77,7 @@ async function sampleContainer(ctx: PodContext, record: ContainerRecord): Promis
     fresh.state === 'CONTAINER_RUNNING' ? sample(fresh.id, fresh.pid) : undefined,
     fresh.rootfsUpper ? diskUsage(fresh.rootfsUpper) : undefined,
   ]);
-  return { record: fresh, cgroup, layer: layer && { timestamp: new Date(), ...layer, mountpoint: ctx.settings.root_dir } };
+  return { record: fresh, cgroup, layer: layer && { timestamp: new Date(), ...layer, mountpoint: storageDirs(ctx.settings).writableLayers } };
 }
 
 async function podNetwork(sandbox: SandboxRecord): Promise<SandboxSample['network']> {
