@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { silentLogger } from '../../../core/log.js';
 import { LayerStore } from '../../../oci/image/snapshot.js';
-import { filesystemsSplit, storageDirs } from '../../../oci/image/storage-dirs.js';
+import { FailedPrecondition } from '../../../core/errors.js';
+import { assertRootfsDirKept, filesystemsSplit, storageDirs } from '../../../oci/image/storage-dirs.js';
 
 test('writable layers sit beside the images by default, and below writable_layers_dir when it is set', () => {
   assert.deepEqual(storageDirs({ root_dir: '/var/lib/minicri' }),
@@ -52,6 +53,28 @@ test('root filesystems go to the writable layers dir; their use counts upper and
     assert.deepEqual((await store.listRootfs()).map((r) => r.key), ['c1']);
     await store.removeRootfs('c1');
     assert.deepEqual(await store.writableUsage(), { bytes: 0, inodes: 0 });
+  } finally {
+    await rm(base, { recursive: true, force: true });
+  }
+});
+
+test('a moved writable_layers_dir is refused while root filesystems are left in the old place', async () => {
+  const base = await mkdtemp(join(tmpdir(), 'minicri-unit-'));
+  try {
+    const root = join(base, 'root');
+    const moved = storageDirs({ root_dir: root, writable_layers_dir: join(base, 'layers') });
+    const stayed = storageDirs({ root_dir: root });
+    // A first start, or nothing left behind: fine.
+    await assertRootfsDirKept(undefined, stayed, root);
+    await assertRootfsDirKept(undefined, moved, root);
+    await assertRootfsDirKept(moved.rootfs, moved, root);
+    await mkdir(join(stayed.rootfs, 'c1'), { recursive: true });
+    // An install from before the key existed had its root filesystems in the default place.
+    await assert.rejects(assertRootfsDirKept(undefined, moved, root), (err: Error) => err instanceof FailedPrecondition && err.message.includes(stayed.rootfs) && err.message.includes(moved.rootfs));
+    await assert.rejects(assertRootfsDirKept(stayed.rootfs, moved, root), FailedPrecondition);
+    await assertRootfsDirKept(stayed.rootfs, stayed, root);
+    await mkdir(join(moved.rootfs, 'c2'), { recursive: true });
+    await assert.rejects(assertRootfsDirKept(moved.rootfs, stayed, root), /writable_layers_dir changed, but 1 container root filesystems are still in/);
   } finally {
     await rm(base, { recursive: true, force: true });
   }
