@@ -8,12 +8,19 @@ import { silentLogger } from '../../../core/log.js';
 import { LayerStore } from '../../../oci/image/snapshot.js';
 import { FailedPrecondition } from '../../../core/errors.js';
 import { assertRootfsDirKept, filesystemsSplit, storageDirs } from '../../../oci/image/storage-dirs.js';
+import { parseConfig } from '../../../server/config.js';
 
 test('writable layers sit beside the images by default, and below writable_layers_dir when it is set', () => {
   assert.deepEqual(storageDirs({ root_dir: '/var/lib/minicri' }),
     { images: '/var/lib/minicri/images', writableLayers: '/var/lib/minicri/images', rootfs: '/var/lib/minicri/images/rootfs' });
   assert.deepEqual(storageDirs({ root_dir: '/var/lib/minicri', writable_layers_dir: '/mnt/containers' }),
     { images: '/var/lib/minicri/images', writableLayers: '/mnt/containers', rootfs: '/mnt/containers/rootfs' });
+});
+
+test('writable_layers_dir: unset by default, an absolute path when set', () => {
+  assert.equal(parseConfig({}).writable_layers_dir, undefined);
+  assert.equal(storageDirs(parseConfig({ writable_layers_dir: '/mnt/containers' })).rootfs, '/mnt/containers/rootfs');
+  assert.throws(() => parseConfig({ writable_layers_dir: 'containers' }), /config key "writable_layers_dir": must be an absolute path/);
 });
 
 test('split only when the writable layers are on another device than the images', async () => {
