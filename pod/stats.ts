@@ -1,6 +1,7 @@
 // ContainerStats, ListContainerStats, PodSandboxStats, ListPodSandboxStats: cgroup samples of running
 // containers (cpu, memory, swap, and on cgroup v2 pressure), the size of their writable layers, and a pod's
-// interface counters, process count and, on cgroup v2, its own cgroup's pressure. The samples are also what the CRI metrics (metrics.ts) are made of.
+// interface counters, process count and, on cgroup v2, its own cgroup's pressure. The samples are also what
+// the CRI metrics (metrics.ts) are made of.
 import { NotFound } from '../core/errors.js';
 import { nanosFromMillis } from '../core/time.js';
 import type { ContainerStats } from '../gen/runtime/v1/ContainerStats.js';

@@ -5,7 +5,7 @@
 // filesystem (kubelet's "not split").
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -74,21 +74,23 @@ describe('split image and container filesystems', () => {
 
   after(async () => {
     try {
+      // A test that failed while the daemon was down leaves its pods to a daemon started here.
+      if (dirs) daemon ??= await TestDaemon.start(dirs);
       if (daemon) {
         for (const p of (await daemon.client.runtime.call('ListPodSandbox', {})).items) await daemon.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: p.id });
         assert.equal(await daemon.stop(), 0);
       }
     } finally {
       // Whatever failed above, the mounts, the loop devices and the files go.
-      await unmountUnder(base);
-      await unmountUnder(dirs.base);
+      if (base) await unmountUnder(base);
+      if (dirs) await unmountUnder(dirs.base);
       for (const file of loopFiles) {
         for (const line of (await execa('losetup', ['-j', file])).stdout.split('\n').filter(Boolean)) await execa('losetup', ['-d', line.split(':')[0]!]);
         await rm(file, { force: true });
       }
-      removeDirs(dirs);
-      await rm(base, { recursive: true, force: true });
-      await registry.stop();
+      if (dirs) removeDirs(dirs);
+      if (base) await rm(base, { recursive: true, force: true });
+      await registry?.stop();
     }
   });
 
@@ -138,8 +140,17 @@ describe('split image and container filesystems', () => {
     assert.deepEqual(used(after.container_filesystems[0]), used(before.container_filesystems[0]), 'the container filesystem is untouched');
   });
 
-  it('finds the writable layers after a restart, in doctor, and removes them with the container', async () => {
+  it('refuses to start with the writable layers moved away from a container\'s; finds them after a restart, in doctor, and removes them with the container', async () => {
     assert.equal(await daemon!.stop(), 0);
+    daemon = undefined;
+    const config = await readFile(dirs.configPath, 'utf8');
+    try {
+      await writeFile(dirs.configPath, config.replace(layersDir, join(base, 'elsewhere')));
+      // The pod's pause and the container.
+      await assert.rejects(TestDaemon.start(dirs), new RegExp(`writable_layers_dir changed, but 2 container root filesystems are still in ${join(layersDir, 'rootfs')}`));
+    } finally {
+      await writeFile(dirs.configPath, config);
+    }
     daemon = await TestDaemon.start(dirs);
     // The container's files and the image's are both still there: its rootfs and the layers under it were kept.
     assert.equal((await exec('wc -c < /data; cat /bin/busybox > /dev/null && echo image')).split('\n').map((l) => l.trim()).join(' '), `${8 * MiB} image `);
