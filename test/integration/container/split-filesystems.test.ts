@@ -5,7 +5,7 @@
 // filesystem (kubelet's "not split").
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -27,6 +27,12 @@ const MiB = 1024 * 1024;
 hostCheck('the split filesystems test');
 
 const used = (fs: FilesystemUsage__Output | undefined) => ({ bytes: Number(fs!.used_bytes!.value), inodes: Number(fs!.inodes_used!.value) });
+
+/** The bytes free to unprivileged users on the filesystems ImageFsInfo names, as a statfs of each mountpoint tells. */
+async function available(info: { image_filesystems: FilesystemUsage__Output[]; container_filesystems: FilesystemUsage__Output[] }) {
+  const free = async (fs: FilesystemUsage__Output | undefined) => { const s = await statfs(fs!.fs_id!.mountpoint); return s.bavail * s.bsize; };
+  return { images: await free(info.image_filesystems[0]), containers: await free(info.container_filesystems[0]) };
+}
 
 /** A host-network pod: no CNI network is needed to run its containers. */
 const hostNetworkPod = (name: string): PodSandboxConfig => podConfig(name, (c) => { c.linux!.security_context!.namespace_options!.network = 'NODE'; });
@@ -116,12 +122,18 @@ describe('split image and container filesystems', () => {
     })).container_id;
     await daemon!.client.runtime.call('StartContainer', { container_id: container });
     const before = await fsInfo();
+    const availableBefore = await available(before);
     await exec('dd if=/dev/zero of=/data bs=1M count=8 2>/dev/null && mkdir /files && for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > /files/$i; done && sync');
     const after = await fsInfo();
     const grew = { bytes: used(after.container_filesystems[0]).bytes - used(before.container_filesystems[0]).bytes, inodes: used(after.container_filesystems[0]).inodes - used(before.container_filesystems[0]).inodes };
     assert.ok(grew.bytes >= 8 * MiB, `the container filesystem grew by ${grew.bytes} bytes`);
     assert.ok(grew.inodes >= 12, `the container filesystem gained ${grew.inodes} inodes`);
     assert.deepEqual(used(after.image_filesystems[0]), used(before.image_filesystems[0]), 'the image filesystem is untouched');
+    // What kubelet's eviction signals see: the free space of the filesystem each mountpoint names
+    // (containerfs.available falls, imagefs.available stays but for the daemon's own database writes).
+    const availableAfter = await available(after);
+    assert.ok(availableBefore.containers - availableAfter.containers >= 8 * MiB, `container filesystem: ${availableBefore.containers} -> ${availableAfter.containers}`);
+    assert.ok(availableBefore.images - availableAfter.images < MiB, `image filesystem: ${availableBefore.images} -> ${availableAfter.images}`);
     // The container's writable layer is reported on the container filesystem, where its bytes are.
     const { stats } = await daemon!.client.runtime.call('ContainerStats', { container_id: container });
     assert.equal(stats!.writable_layer!.fs_id!.mountpoint, layersDir);
