@@ -20,6 +20,8 @@ export interface PauseImage {
 /** The daemon settings the domain reads (the daemon's Config has them under the same names). */
 export interface PodSettings {
   root_dir: string;
+  /** Where containers' writable layers live when not in root_dir (see oci/image/storage-dirs.ts). */
+  writable_layers_dir?: string | undefined;
   state_dir: string;
   netns_dir: string;
   cgroup_driver: 'cgroupfs' | 'systemd';

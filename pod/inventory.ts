@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import type { Logger } from '../core/log.js';
 import { cachedAttachmentIds, hostLocalReservations, portmapChains, removePortmapChain, removeReservation } from '../cni/inventory.js';
 import { listPodNetns, netnsOwnerPrefix, removePodNetns } from '../netns/netns.js';
+import { storageDirs } from '../oci/image/storage-dirs.js';
 import { cgroupHierarchies, containerCgroupsBelow, removeCgroupDir } from '../oci/runtime/cgroups.js';
 import { listConmons } from '../oci/runtime/conmon.js';
 import { unmountPodShm } from '../oci/runtime/pod/files.js';
@@ -87,7 +88,7 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
     if (known.has(c.owner) || c.empty) add('cgroup', c.relative, c.owner, known.has(c.owner), () => removeCgroupDir(c.relative));
   }
 
-  const rootfsDir = join(settings.root_dir, 'images', 'rootfs');
+  const rootfsDir = storageDirs(settings).rootfs;
   for (const key of await readdir(rootfsDir).catch(() => [] as string[])) {
     add('rootfs', join(rootfsDir, key), key, known.has(key) || imageVolumeKeys.has(key), ({ images }) => images.removeRootfs(key));
   }

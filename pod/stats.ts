@@ -1,6 +1,7 @@
 // ContainerStats, ListContainerStats, PodSandboxStats, ListPodSandboxStats: cgroup samples of running
 // containers (cpu, memory, swap, and on cgroup v2 pressure), the size of their writable layers, and a pod's
-// interface counters and process count. The samples are also what the CRI metrics (metrics.ts) are made of.
+// interface counters, process count and, on cgroup v2, its own cgroup's pressure. The samples are also what
+// the CRI metrics (metrics.ts) are made of.
 import { NotFound } from '../core/errors.js';
 import { nanosFromMillis } from '../core/time.js';
 import type { ContainerStats } from '../gen/runtime/v1/ContainerStats.js';
@@ -8,7 +9,9 @@ import type { ContainerStatsFilter__Output } from '../gen/runtime/v1/ContainerSt
 import type { PodSandboxStats } from '../gen/runtime/v1/PodSandboxStats.js';
 import type { PodSandboxStatsFilter__Output } from '../gen/runtime/v1/PodSandboxStatsFilter.js';
 import type { PsiStats } from '../gen/runtime/v1/PsiStats.js';
-import { readFullStatsForPid, readInterfaceCounters, type CgroupDetail, type InterfaceCounters, type Psi } from '../oci/runtime/cgroup-stats.js';
+import { storageDirs } from '../oci/image/storage-dirs.js';
+import { readFullStatsForPid, readInterfaceCounters, readPodCgroupPressure, type CgroupDetail, type InterfaceCounters, type Psi } from '../oci/runtime/cgroup-stats.js';
+import { podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { nanoCores, type CgroupStats } from '../oci/runtime/stats.js';
 import { diskUsage } from '../oci/runtime/usage.js';
 import { refreshContainer } from './container-refresh.js';
@@ -25,9 +28,12 @@ export interface ContainerSample {
   record: ContainerRecord;
   /** Undefined unless the container runs (and its cgroup could be read). */
   cgroup: Sample | undefined;
-  /** The writable layer's use; `mountpoint` is the filesystem it is on (the root dir, as ImageFsInfo reports). */
+  /** The writable layer's use; `mountpoint` names its filesystem as ImageFsInfo does. */
   layer: { timestamp: Date; bytes: number; inodes: number; mountpoint: string } | undefined;
 }
+
+/** Pressure stall information per resource (cgroup v2). */
+type Pressure = CgroupDetail['psi'];
 
 export interface SandboxSample {
   record: SandboxRecord;
@@ -35,6 +41,8 @@ export interface SandboxSample {
   /** The pod network namespace's interfaces (lo excepted); undefined for a host-network or stopped pod. */
   network: { timestamp: Date; interfaces: InterfaceCounters[] } | undefined;
   containers: ContainerSample[];
+  /** The pod cgroup's pressure: cgroup v2 and a pod cgroup of its own (kubelet's cgroup_parent) only. */
+  podPressure?: Pressure | undefined;
 }
 
 /** The interface CNI gives the pod's default network; every other one is reported beside it. */
@@ -76,7 +84,7 @@ async function sampleContainer(ctx: PodContext, record: ContainerRecord): Promis
     fresh.state === 'CONTAINER_RUNNING' ? sample(fresh.id, fresh.pid) : undefined,
     fresh.rootfsUpper ? diskUsage(fresh.rootfsUpper) : undefined,
   ]);
-  return { record: fresh, cgroup, layer: layer && { timestamp: new Date(), ...layer, mountpoint: ctx.settings.root_dir } };
+  return { record: fresh, cgroup, layer: layer && { timestamp: new Date(), ...layer, mountpoint: storageDirs(ctx.settings).writableLayers } };
 }
 
 async function podNetwork(sandbox: SandboxRecord): Promise<SandboxSample['network']> {
@@ -86,16 +94,27 @@ async function podNetwork(sandbox: SandboxRecord): Promise<SandboxSample['networ
   return interfaces && { timestamp: new Date(), interfaces };
 }
 
+/**
+ * The pod cgroup's pressure. Without a cgroup_parent the pod's cgroups sit in minicri's shared default
+ * parent, whose pressure is every such pod's together: none is reported then.
+ */
+async function podPressure(ctx: PodContext, sandbox: SandboxRecord): Promise<Pressure | undefined> {
+  const parent = sandbox.config.linux?.cgroup_parent ?? '';
+  if (parent === '' || sandbox.state !== 'SANDBOX_READY') return undefined;
+  return readPodCgroupPressure(podCgroupParentDir(ctx.settings.cgroup_driver, parent));
+}
+
 async function sampleSandbox(ctx: PodContext, record: SandboxRecord): Promise<SandboxSample> {
   // A pause that died since the last read is recorded first: its pid may be another process's by now.
   const sandbox = await refreshSandbox(ctx, record);
   const records = ctx.tables.containers.list().filter((c) => c.sandboxId === sandbox.id);
-  const [pause, network, containers] = await Promise.all([
+  const [pause, network, containers, pressure] = await Promise.all([
     sandbox.state === 'SANDBOX_READY' ? sample(sandbox.id, sandbox.pausePid) : undefined,
     podNetwork(sandbox),
     eachPresent(records, (c) => sampleContainer(ctx, c)),
+    podPressure(ctx, sandbox),
   ]);
-  return { record: sandbox, pause, network, containers };
+  return { record: sandbox, pause, network, containers, podPressure: pressure };
 }
 
 function psiStats(psi: Psi | undefined): PsiStats | null {
@@ -131,20 +150,25 @@ function interfaceUsage(i: InterfaceCounters) {
   return { name: i.name, rx_bytes: value(i.rxBytes), rx_errors: value(i.rxErrors), tx_bytes: value(i.txBytes), tx_errors: value(i.txErrors) };
 }
 
-function sandboxStatsOf(s: SandboxSample): PodSandboxStats {
+/** A pod's stats from its sample. Pure (exported for the tests). */
+export function sandboxStatsOf(s: SandboxSample): PodSandboxStats {
   const r = s.record;
   const timestamp = nanos(new Date());
   const interfaces = s.network?.interfaces ?? [];
   const primary = interfaces.find((i) => i.name === DEFAULT_INTERFACE) ?? interfaces[0];
+  const psi = s.podPressure;
   return {
     attributes: { id: r.id, metadata: r.config.metadata, labels: r.config.labels, annotations: r.config.annotations },
     linux: {
-      // The pod's usage is its pause plus its containers (their cgroups are siblings under the parent).
-      cpu: { timestamp, usage_core_nano_seconds: value(podTotal(s, (c) => c.cpuUsageNs)), usage_nano_cores: value(podTotal(s, (c) => c.nanoCores)) },
+      // The pod's usage is its pause plus its containers (their cgroups are siblings under the parent);
+      // pressure does not add up that way and comes from the pod cgroup itself.
+      cpu: { timestamp, usage_core_nano_seconds: value(podTotal(s, (c) => c.cpuUsageNs)), usage_nano_cores: value(podTotal(s, (c) => c.nanoCores)), psi: psiStats(psi?.cpu) },
       memory: {
         timestamp, working_set_bytes: value(podTotal(s, (c) => c.workingSetBytes)), usage_bytes: value(podTotal(s, (c) => c.memoryUsageBytes)),
         rss_bytes: value(podTotal(s, (c) => c.rssBytes)), page_faults: value(podTotal(s, (c) => c.pageFaults)), major_page_faults: value(podTotal(s, (c) => c.majorPageFaults)),
+        psi: psiStats(psi?.memory),
       },
+      io: psi?.io ? { timestamp, psi: psiStats(psi.io) } : null,
       network: s.network ? {
         timestamp: nanos(s.network.timestamp),
         default_interface: primary ? interfaceUsage(primary) : null,

@@ -32,6 +32,9 @@ const schema = z.strictObject({
   socket: absolutePath.default('/run/minicri/minicri.sock'),
   root_dir: absolutePath.default('/var/lib/minicri'),
   state_dir: absolutePath.default('/run/minicri'),
+  // Containers' writable layers (overlay upper and work dirs); on another filesystem than root_dir, the
+  // image and container filesystems are split (KEP-4191). Unset: beside the images in root_dir.
+  writable_layers_dir: absolutePath.optional(),
   // Where pods' network namespaces are pinned; iproute2's directory, so `ip netns` sees them.
   netns_dir: absolutePath.default('/var/run/netns'),
   log_level: logLevel.default('info'),

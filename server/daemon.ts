@@ -11,6 +11,7 @@ import { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import { Timeline } from '../core/timeline.js';
 import { Images, type PullIntent } from '../oci/image/images.js';
+import { assertRootfsDirKept, storageDirs } from '../oci/image/storage-dirs.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import { unifiedCgroups } from '../oci/runtime/cgroups.js';
 import { probeHandlerFeatures, probeKernelFeatures } from '../oci/runtime/features.js';
@@ -57,7 +58,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
   await claimSocketPath(config.socket);
   // Pods' specs (their environments: Secret values), the database and image layers are root's alone;
   // an install made with looser modes is tightened here.
-  for (const dir of [config.root_dir, config.state_dir]) {
+  const dirs = storageDirs(config);
+  for (const dir of [config.root_dir, config.state_dir, dirs.writableLayers]) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     chmodSync(dir, 0o700);
   }
@@ -74,8 +76,12 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     const background = new Background(log.child({ module: 'background' }));
     const collector = quietCollector(log.child({ module: 'memory' }), { busy: () => locks.busy });
     for (const table of [tables.sandboxes, tables.containers, imageRecords]) table.onChange(() => collector.changed());
+    // The writable layers' place is remembered: a move that would strand root filesystems stops the start.
+    await assertRootfsDirKept(store.getMeta('rootfs_dir'), dirs, config.root_dir);
+    store.setMeta('rootfs_dir', dirs.rootfs);
     const images = await Images.open({
-      rootDir: join(config.root_dir, 'images'),
+      rootDir: dirs.images,
+      rootfsDir: dirs.rootfs,
       repo: imageRecords,
       pulls: store.table<PullIntent>('image-pull'),
       registries: {

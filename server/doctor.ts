@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { CniManager } from '../cni/manager.js';
 import type { Logger } from '../core/log.js';
 import { Images } from '../oci/image/images.js';
+import { assertRootfsDirKept, storageDirs } from '../oci/image/storage-dirs.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import { inventory, repairOrphans, type Finding } from '../pod/inventory.js';
 import { openTables } from '../pod/records.js';
@@ -25,7 +26,10 @@ export async function repair(findings: Finding[], config: Config, log: Logger): 
   const store = Store.open(join(config.root_dir, 'minicri.db'));
   let cni: CniManager | undefined;
   try {
-    const images = await Images.open({ rootDir: join(config.root_dir, 'images'), repo: store.table<ImageRecord>('image'), registries: { mirrors: {}, insecure: [] }, log });
+    // The rootfs dir too: gc keeps the layers of the root filesystems it finds there.
+    const dirs = storageDirs(config);
+    await assertRootfsDirKept(store.getMeta('rootfs_dir'), dirs, config.root_dir);
+    const images = await Images.open({ rootDir: dirs.images, rootfsDir: dirs.rootfs, repo: store.table<ImageRecord>('image'), registries: { mirrors: {}, insecure: [] }, log });
     cni = await CniManager.create({ confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir, networksDir: config.cni.networks_dir, log, watch: false });
     return await repairOrphans(findings, { images, network: cni }, log);
   } finally {

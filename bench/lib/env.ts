@@ -9,6 +9,7 @@ import { basename, join } from 'node:path';
 import { execa } from 'execa';
 import { PAUSE_BINARY } from '../../pod/pause-image.js';
 import { unmountUnder } from '../../test/support/daemon.js';
+import { mountFreshExt4 } from '../../test/support/loop-fs.js';
 import { startRegistry, type TestRegistry } from '../../test/support/registry.js';
 import { buildImage, pushImage, type TarEntry } from '../../test/support/test-images.js';
 import { pushBigImage, pushManyFilesImage, type BigImage } from '../pull.js';
@@ -73,15 +74,8 @@ async function busyboxEntries(): Promise<TarEntry[]> {
  * where the test suite or an earlier round just deleted thousands of files, each new file cost up to half a
  * millisecond, in /tmp more than elsewhere, so whichever daemon's directory landed there lost the pull.
  */
-async function freshFilesystem(dir: string, image: string): Promise<void> {
-  try {
-    await execa('truncate', ['-s', '20G', image]);
-    await execa('mkfs.ext4', ['-q', '-F', image]);
-    await execa('mount', ['-o', 'loop', image, dir]);
-  } catch (err) {
-    await rm(image, { force: true });
-    throw err;
-  }
+function freshFilesystem(dir: string, image: string): Promise<void> {
+  return mountFreshExt4(dir, image, '20G');
 }
 
 export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv> {

@@ -23,6 +23,8 @@ import type { AuthConfig, ImageConfig, ImageRecord, ImageRepository, RegistryHos
 export interface ImagesOptions {
   /** Everything lives under here: blobs/, layers/, l/, rootfs/, tmp/. */
   rootDir: string;
+  /** Where containers' root filesystems (their writable layers) live instead of <rootDir>/rootfs. */
+  rootfsDir?: string;
   repo: ImageRepository;
   registries: RegistryHostsConfig;
   log: Logger;
@@ -111,7 +113,7 @@ export class Images {
   private constructor(private readonly opts: ImagesOptions) {
     const tmp = join(opts.rootDir, 'tmp');
     this.content = new ContentStore(opts.rootDir, tmp, opts.log, (n) => { this.stats.bytes += n; });
-    this.layers = new LayerStore(opts.rootDir, tmp, opts.log);
+    this.layers = new LayerStore(opts.rootDir, tmp, opts.log, opts.rootfsDir);
     this.client = new RegistryClient({ hosts: opts.registries, log: opts.log, transport: opts.transport });
     this.downloads = new Semaphore(opts.maxConcurrentDownloads ?? 3);
   }
@@ -527,6 +529,11 @@ export class Images {
       inodesUsed += u.inodes;
     }
     return { mountpoint: this.opts.rootDir, usedBytes, inodesUsed, timestamp: Date.now() };
+  }
+
+  /** Bytes and inodes of the containers' writable layers (the container filesystem's share of our data). */
+  writableLayersUsage(): Promise<{ bytes: number; inodes: number }> {
+    return this.layers.writableUsage();
   }
 
   /** Deletes blobs and layers no image, rootfs or in-flight pull refers to. */

@@ -76,10 +76,11 @@ export class LayerStore {
   /** Layers never change once in place, so their disk usage is measured once. */
   private readonly usages = new Map<string, Usage>();
 
-  constructor(root: string, private readonly tmpDir: string, private readonly log: Logger) {
+  /** `rootfsDir` may be on another filesystem than `root` (the writable layers' own): lowerdirs may cross filesystems. */
+  constructor(root: string, private readonly tmpDir: string, private readonly log: Logger, rootfsDir = join(root, 'rootfs')) {
     this.layersDir = join(root, 'layers');
     this.linkDir = join(root, 'l');
-    this.rootfsDir = join(root, 'rootfs');
+    this.rootfsDir = rootfsDir;
   }
 
   async init(): Promise<void> {
@@ -282,6 +283,20 @@ export class LayerStore {
       if (meta) out.push(await this.describe(key, meta));
     }
     return out;
+  }
+
+  /** Blocks and inodes the writable layers take: every rootfs's upper and work dirs (never its mounted view). */
+  async writableUsage(): Promise<Usage> {
+    const total: Usage = { bytes: 0, inodes: 0 };
+    for (const key of await readdir(this.rootfsDir)) {
+      if (!KEY_RE.test(key)) continue;
+      for (const d of ['upper', 'work']) {
+        const u = await diskUsage(join(this.rootfsDir, key, d));
+        total.bytes += u.bytes;
+        total.inodes += u.inodes;
+      }
+    }
+    return total;
   }
 
   /** Removes rootfs dirs a crash left before their metadata was written. */

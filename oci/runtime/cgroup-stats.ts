@@ -1,8 +1,8 @@
 // The rest of a container's cgroup sample beyond cpu and memory (stats.ts): CPU split and throttling, page
 // cache, swap, OOM kills, block I/O per device, process and thread counts and, on cgroup v2, pressure stall
-// information; and a pod's interface counters from /proc/<pid>/net/dev. Parsers and builders are pure; one
-// reader touches the filesystem and reads each file once.
-import { readFile } from 'node:fs/promises';
+// information; a pod cgroup's pressure; and a pod's interface counters from /proc/<pid>/net/dev. Parsers
+// and builders are pure; the readers touch the filesystem and read each file once.
+import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Internal, NotFound } from '../../core/errors.js';
 import { CGROUP_ROOT, controllerPathsFromProcCgroup, parseFlatKeyed, parseSingleValue, statsFromV1, statsFromV2, type CgroupStats } from './stats.js';
@@ -209,7 +209,6 @@ export function detailFromV2(f: CgroupFiles): CgroupDetail {
   const swapUsage = single(f['memory.swap.current']);
   const swapLimit = single(f['memory.swap.max']);
   const us = (key: string) => (cpu.has(key) ? cpu.get(key)! * 1000 : undefined);
-  const psi = (name: string) => (f[name] === undefined ? undefined : parsePsi(f[name]));
   return {
     cpuUserNs: us('user_usec'),
     cpuSystemNs: us('system_usec'),
@@ -228,8 +227,14 @@ export function detailFromV2(f: CgroupFiles): CgroupDetail {
     io: parseIoStatV2(f['io.stat'] ?? ''),
     processes: lineCount(f['cgroup.procs']),
     threads: lineCount(f['cgroup.threads']),
-    psi: { cpu: psi('cpu.pressure'), memory: psi('memory.pressure'), io: psi('io.pressure') },
+    psi: pressureFromV2(f),
   };
+}
+
+/** The pressure files of a v2 cgroup; one the kernel does not write (no PSI) is left out. */
+export function pressureFromV2(f: CgroupFiles): CgroupDetail['psi'] {
+  const psi = (name: string) => (f[name] === undefined ? undefined : parsePsi(f[name]));
+  return { cpu: psi('cpu.pressure'), memory: psi('memory.pressure'), io: psi('io.pressure') };
 }
 
 /** Which file of a sample lives in which v1 hierarchy. */
@@ -240,8 +245,9 @@ const V1_FILES: Record<string, string[]> = {
     'memory.memsw.usage_in_bytes', 'memory.memsw.limit_in_bytes', 'cgroup.procs', 'tasks'],
   blkio: ['blkio.throttle.io_service_bytes_recursive', 'blkio.throttle.io_serviced_recursive'],
 };
+const PRESSURE_FILES = ['cpu.pressure', 'memory.pressure', 'io.pressure'];
 const V2_FILES = ['cpu.stat', 'memory.current', 'memory.stat', 'memory.max', 'memory.peak', 'memory.events', 'memory.swap.current', 'memory.swap.max',
-  'io.stat', 'cgroup.procs', 'cgroup.threads', 'cpu.pressure', 'memory.pressure', 'io.pressure'];
+  'io.stat', 'cgroup.procs', 'cgroup.threads', ...PRESSURE_FILES];
 
 /** A file the sample must have: without it the cgroup is gone. */
 const REQUIRED = new Set(['cpuacct.usage', 'memory.usage_in_bytes', 'memory.stat', 'memory.limit_in_bytes', 'cpu.stat', 'memory.current', 'memory.max']);
@@ -306,6 +312,18 @@ export async function readFullStatsForPid(pid: number, root = CGROUP_ROOT): Prom
     }
     throw err;
   }
+}
+
+/**
+ * The pressure of a pod's own cgroup (`relative` below each hierarchy's root), which covers its pause, its
+ * containers and whatever else runs there: pressure does not add up over the containers, so only the pod
+ * cgroup can tell it. Undefined on cgroup v1 (no pressure files); a pod cgroup that is gone has none.
+ */
+export async function readPodCgroupPressure(relative: string, root = CGROUP_ROOT): Promise<CgroupDetail['psi'] | undefined> {
+  // The unified hierarchy mounted at the root itself: a pure v2 host.
+  if (!(await access(join(root, 'cgroup.controllers')).then(() => true, () => false))) return undefined;
+  const dir = join(root, relative);
+  return pressureFromV2(await readFiles(PRESSURE_FILES.map((name) => [name, join(dir, name)])));
 }
 
 /** The interface counters of the network namespace process `pid` is in. Throws NotFound when the process is gone. */

@@ -1,7 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Internal, NotFound } from '../../../core/errors.js';
-import { detailFromV1, detailFromV2, parseBlkioV1, parseIoStatV2, parseNetDev, parsePsi, readFullStatsForPid, readInterfaceCounters } from '../../../oci/runtime/cgroup-stats.js';
+import { detailFromV1, detailFromV2, parseBlkioV1, parseIoStatV2, parseNetDev, parsePsi, readFullStatsForPid, readInterfaceCounters, readPodCgroupPressure } from '../../../oci/runtime/cgroup-stats.js';
 import { controllerPathsFromProcCgroup } from '../../../oci/runtime/stats.js';
 
 // Samples as the kernel writes them (cgroup v1 blkio throttle files, v2 io.stat and pressure files, /proc/net/dev).
@@ -138,4 +141,26 @@ test('reads this process\'s own cgroups and network namespace; a process that is
   // Above any pid_max: no such process.
   await assert.rejects(readFullStatsForPid(2 ** 23), NotFound);
   await assert.rejects(readInterfaceCounters(2 ** 23), NotFound);
+});
+
+test('a pod cgroup\'s pressure on cgroup v2, read from the pod\'s own directory; none on v1', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'minicri-cgroup-'));
+  try {
+    const pod = join(root, 'kubepods', 'burstable', 'pod1');
+    await mkdir(pod, { recursive: true });
+    await writeFile(join(pod, 'cpu.pressure'), pressure);
+    await writeFile(join(pod, 'memory.pressure'), 'some avg10=0.00 avg60=0.00 avg300=0.00 total=5\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=2\n');
+    // Without cgroup.controllers at the root this is no unified hierarchy: v1 has no pressure files.
+    assert.equal(await readPodCgroupPressure('/kubepods/burstable/pod1', root), undefined);
+    await writeFile(join(root, 'cgroup.controllers'), 'cpuset cpu io memory pids\n');
+    const psi = await readPodCgroupPressure('/kubepods/burstable/pod1', root);
+    assert.deepEqual(psi?.cpu, parsePsi(pressure));
+    assert.equal(psi?.memory?.full?.totalNs, 2000);
+    assert.equal(psi?.io, undefined, 'a kernel without io pressure');
+    await writeFile(join(pod, 'io.pressure'), pressure);
+    assert.deepEqual((await readPodCgroupPressure('/kubepods/burstable/pod1', root))?.io, parsePsi(pressure));
+    assert.deepEqual(await readPodCgroupPressure('/kubepods/burstable/gone', root), { cpu: undefined, memory: undefined, io: undefined });
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
 });
