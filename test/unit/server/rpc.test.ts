@@ -21,7 +21,8 @@ describe('server streams', { timeout: 10_000 }, () => {
   const server = new grpc.Server();
   let client: InstanceType<typeof cri.RuntimeService>;
   let fail: () => Promise<void>;
-  let abortedWith: (reason: unknown) => void = () => undefined;
+  /** Told of each StreamContainers call the server's handler has, with the call's signal. */
+  let served: (signal: AbortSignal) => void = () => undefined;
   before(async () => {
     server.addService(cri.RuntimeService.service, {
       GetContainerEvents: serverStream('GetContainerEvents', async (_req, emit) => {
@@ -30,8 +31,8 @@ describe('server streams', { timeout: 10_000 }, () => {
       }, silentLogger),
       StreamPodSandboxes: unimplemented('runtime.v1.RuntimeService', 'StreamPodSandboxes', silentLogger, true),
       StreamContainers: serverStream('StreamContainers', async (_req, _emit, ctx) => {
+        served(ctx.signal);
         await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
-        abortedWith(ctx.signal.reason);
       }, silentLogger),
     });
     const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
@@ -40,16 +41,22 @@ describe('server streams', { timeout: 10_000 }, () => {
   after(() => { client.close(); server.forceShutdown(); });
 
   it('a handler\'s signal tells a client that gave up (CANCELLED) from one whose deadline passed (DEADLINE_EXCEEDED)', async () => {
-    const reason = () => new Promise<unknown>((resolve) => { abortedWith = resolve; });
-    const cancelledReason = reason();
+    const nextServed = () => new Promise<AbortSignal>((resolve) => { served = resolve; });
+    const abortReason = (signal: AbortSignal) => new Promise<unknown>((resolve) => {
+      if (signal.aborted) resolve(signal.reason);
+      else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
+    });
+    const first = nextServed();
     const call = client.StreamContainers({});
     call.on('error', () => undefined);
-    setTimeout(() => call.cancel(), 50);
-    assert.ok((await cancelledReason) instanceof Cancelled);
-    const deadlineReason = reason();
+    // Cancelled once the handler has the call: a cancel that reached the server first would end the call before any handler ran.
+    const signal = await first;
+    call.cancel();
+    assert.ok((await abortReason(signal)) instanceof Cancelled);
+    const second = nextServed();
     const late = client.StreamContainers({}, { deadline: Date.now() + 100 });
     late.on('error', () => undefined);
-    assert.ok((await deadlineReason) instanceof DeadlineExceeded);
+    assert.ok((await abortReason(await second)) instanceof DeadlineExceeded);
   });
 
   it('a failing handler ends the stream with its error, after what it sent', async () => {
