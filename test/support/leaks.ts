@@ -109,7 +109,7 @@ export function processKind(argv: string[], foreignPidns: boolean): string | und
   if (CNI_BIN_DIRS.some((d) => argv0.startsWith(`${d}/`)) || argv.some((a) => a.includes('/cni-plugins/'))) return 'cni plugin';
   if (/^node(js)?$/.test(name)) {
     if (argv.some((a) => a.endsWith('/server/main.js'))) return 'daemon';
-    if (argv.some((a) => /\/(test\/support|bench)\//.test(a) || a === '-e' || a === '--eval')) return 'test helper';
+    if (argv.some((a) => /\/test\/support\/[^/]+\.js$|\/dist\/bench\/.+\.js$/.test(a) || a === '-e' || a === '--eval')) return 'test helper';
   }
   return undefined;
 }

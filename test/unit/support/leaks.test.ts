@@ -105,6 +105,7 @@ describe('processKind', () => {
 
   it('leaves other processes alone, node test runs included', () => {
     assert.equal(processKind(['/usr/sbin/sshd', '-D'], false), undefined);
-    assert.equal(processKind(['/usr/bin/node', '--test', '/w/dist/test/unit/a.test.js'], false), undefined);
+    assert.equal(processKind(['/usr/bin/node', '--test', '/w/dist/test/unit/a.test.js', '/w/dist/test/unit/bench/b.test.js'], false), undefined);
+    assert.equal(processKind(['/usr/bin/node', '/w/dist/bench/grpc-floor-server.js'], false), 'test helper');
   });
 });
