@@ -36,7 +36,7 @@ export interface HostSnapshot {
   cni: string[];
   /** host-local reservation files: "<data dir>/<network>/<ip>". */
   ipam: string[];
-  /** The tests' temp dirs in os.tmpdir(). */
+  /** The tests' temp dirs in os.tmpdir() and /var/tmp. */
   tmp: string[];
   /** "<name>=<value>" of the host sysctls tests or the plugins they run may change. */
   sysctls: string[];
@@ -70,7 +70,7 @@ const CNI_BIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'];
  * bridge netfilter (on once br_netfilter is loaded), route_localnet (portmap), and the ones the tests
  * set in pod namespaces and check stayed there, or that pods ask for and must be refused.
  */
-export const WATCHED_SYSCTLS = [
+const WATCHED_SYSCTLS = [
   'net.ipv4.ip_forward', 'net.ipv6.conf.all.forwarding', 'net.ipv6.conf.default.forwarding',
   'net.bridge.bridge-nf-call-iptables', 'net.bridge.bridge-nf-call-ip6tables', 'net.bridge.bridge-nf-call-arptables',
   'net.ipv4.conf.all.route_localnet', 'net.ipv4.ip_unprivileged_port_start', 'net.ipv4.ping_group_range',
@@ -114,7 +114,11 @@ export function processKind(argv: string[], foreignPidns: boolean): string | und
   return undefined;
 }
 
-/** Live processes of the kinds tests start. A zombie has exited (it only waits for its reaper) and is not one. */
+/**
+ * Live processes of the kinds tests start. A zombie has exited (it only waits for its reaper) and is not
+ * one, nor is the mount helper of the checking process itself: it lives as long as that process and goes
+ * when its stdin closes (the mounter test proves it), so a check from inside a test file would see it.
+ */
 async function ourProcesses(): Promise<string[]> {
   const ownPidns = await readlink('/proc/self/ns/pid');
   const found: string[] = [];
@@ -125,8 +129,10 @@ async function ourProcesses(): Promise<string[]> {
         readFile(`/proc/${entry}/cmdline`, 'utf8'), readFile(`/proc/${entry}/stat`, 'utf8'), readlink(`/proc/${entry}/ns/pid`),
       ]);
       // Kernel threads have no command line.
-      if (cmdline === '' || parseProcStat(stat).state === 'Z') continue;
+      const { state, ppid } = parseProcStat(stat);
+      if (cmdline === '' || state === 'Z') continue;
       const argv = cmdline.replace(/\0$/, '').split('\0');
+      if (ppid === process.pid && basename(argv[0] ?? '') === 'minicri-mounter') continue;
       const kind = processKind(argv, pidns !== ownPidns);
       if (kind) found.push(`${kind} ${entry}: ${argv.join(' ').replace(/\s+/g, ' ').slice(0, 200)}`);
     } catch {
@@ -139,8 +145,9 @@ async function ourProcesses(): Promise<string[]> {
 async function allMounts(): Promise<string[]> {
   const points = (await readFile('/proc/self/mounts', 'utf8')).split('\n').filter(Boolean)
     .map((l) => (l.split(' ')[1] ?? '').replace(/\\040/g, ' '));
-  // A netns dir is made a shared mount point of its own once and kept so, as `ip netns` does: the pins in it count, it does not.
-  return points.filter((m) => !/^\/(var\/)?run\/netns$/.test(m));
+  // A netns dir (the host's, a test daemon's) is made a shared mount point of its own once and kept so, as
+  // `ip netns` does: the pins in it count, it does not (a test daemon's goes with its temp dir, which counts).
+  return points.filter((m) => !m.endsWith('/netns'));
 }
 
 /** runc keeps one directory per container below its --root. */
