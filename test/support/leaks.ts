@@ -90,7 +90,7 @@ async function testTmpDirs(): Promise<string[]> {
 const NAMED_PROCESSES: Record<string, string> = {
   conmon: 'conmon', pause: 'pause', 'docker-registry': 'registry', criu: 'criu', runc: 'runc', crun: 'runc',
   'minicri-streamhelper': 'helper', 'minicri-mounter': 'helper', containerd: 'containerd', 'systemd-nspawn': 'nspawn',
-  kubectl: 'kubectl', sleep: 'tool', socat: 'tool', debootstrap: 'tool',
+  kubectl: 'tool', sleep: 'tool', socat: 'tool', debootstrap: 'tool',
 };
 
 /**
@@ -114,13 +114,28 @@ export function processKind(argv: string[], foreignPidns: boolean): string | und
   return undefined;
 }
 
+/** This process and its ancestors up to PID 1. */
+async function selfAndAncestors(): Promise<Set<number>> {
+  const found = new Set<number>([1]);
+  for (let pid = process.pid; pid > 1 && !found.has(pid);) {
+    found.add(pid);
+    pid = await readFile(`/proc/${pid}/stat`, 'utf8').then((s) => parseProcStat(s).ppid, () => 0);
+  }
+  return found;
+}
+
 /**
  * Live processes of the kinds tests start. A zombie has exited (it only waits for its reaper) and is not
  * one, nor is the mount helper of the checking process itself: it lives as long as that process and goes
  * when its stdin closes (the mounter test proves it), so a check from inside a test file would see it.
+ * Outside containers, a process counts only when its parent is the checking process or one of that one's
+ * ancestors: a test's own child, or one orphaned and adopted by PID 1 (or by the subreaper a CI agent may
+ * be) once its test exited. Processes of another user of the machine (a shell's sleep, another checkout's
+ * test daemon) have parents of their own and are not listed.
  */
 async function ourProcesses(): Promise<string[]> {
   const ownPidns = await readlink('/proc/self/ns/pid');
+  const adopters = await selfAndAncestors();
   const found: string[] = [];
   for (const entry of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(entry)) continue;
@@ -134,6 +149,7 @@ async function ourProcesses(): Promise<string[]> {
       const argv = cmdline.replace(/\0$/, '').split('\0');
       if (ppid === process.pid && basename(argv[0] ?? '') === 'minicri-mounter') continue;
       const kind = processKind(argv, pidns !== ownPidns);
+      if (kind !== 'container process' && !adopters.has(ppid)) continue;
       if (kind) found.push(`${kind} ${entry}: ${argv.join(' ').replace(/\s+/g, ' ').slice(0, 200)}`);
     } catch {
       // the process went away while we looked
