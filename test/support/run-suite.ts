@@ -16,9 +16,11 @@ import { describeLeaks, hostSnapshot, settledLeaks } from './leaks.js';
 /** The unit tests run in parallel (the runner's default); the others share the host's daemons and networks, one file at a time. */
 const SUITES: Record<string, { serial: boolean }> = { unit: { serial: false }, integration: { serial: true }, node: { serial: true }, vm: { serial: true } };
 
-/** Every `*.test.js` below `path` (or `path` itself), sorted. */
+/** Every `*.test.js` below `path` (or `path` itself), sorted; none when it does not exist. */
 async function testFiles(path: string): Promise<string[]> {
-  if (!(await stat(path)).isDirectory()) return [path];
+  const info = await stat(path).catch(() => undefined);
+  if (!info) return [];
+  if (!info.isDirectory()) return [path];
   const entries = await readdir(path, { withFileTypes: true, recursive: true }) as Dirent[];
   // `parentPath` is node 20.12's name for what 20.1 called `path`.
   const dirOf = (e: Dirent) => (e as Dirent & { parentPath?: string }).parentPath ?? (e as Dirent & { path: string }).path;
