@@ -10,13 +10,16 @@ export interface IdleStream {
   close(): void;
 }
 
-/** Calls `path` (/package.Service/Method) with an empty request at `address` (a unix socket path or host:port). */
-export function idleServerStream(address: string, path: string): IdleStream {
+/**
+ * Calls `path` (/package.Service/Method) with an empty request at `address` (a unix socket path or host:port),
+ * with `extraHeaders` added (a `grpc-timeout` the server alone enforces: this client never cancels by itself).
+ */
+export function idleServerStream(address: string, path: string, extraHeaders: http2.OutgoingHttpHeaders = {}): IdleStream {
   const session = address.startsWith('/')
     ? http2.connect('http://localhost', { createConnection: () => connect(address) })
     : http2.connect(`http://${address}`);
   session.on('error', () => undefined); // the stream's own end reports it
-  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
+  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...extraHeaders });
   // An empty request message: not compressed, length 0.
   stream.end(Buffer.alloc(5));
   stream.pause();

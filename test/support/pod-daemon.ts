@@ -12,6 +12,8 @@ export interface TestNetworkOptions {
   network?: (net: TestNet) => Promise<unknown>;
   /** Runs after the host is checked, with the network's removal: what the tests themselves made (temp dirs). */
   cleanup?: () => unknown;
+  /** Links `network` makes beside the bridge ("<kind> <name>", a macvlan's master), which `cleanup` removes. */
+  links?: string[];
 }
 
 /**
@@ -27,7 +29,8 @@ export function testNetwork(n: number, what: string, options: TestNetworkOptions
     await (options.network ?? ((net) => net.writeBridgeConf()))(fixture.net);
   });
   after(async () => {
-    await checkThenClean(snapshot, what, fixture.net ? networkFixtureObjects(fixture.net.bridge) : {}, async () => {
+    const allowed = fixture.net ? networkFixtureObjects(fixture.net.bridge) : {};
+    await checkThenClean(snapshot, what, { ...allowed, links: [...(allowed.links ?? []), ...(options.links ?? [])] }, async () => {
       await fixture.net?.cleanup();
       await options.cleanup?.();
     });

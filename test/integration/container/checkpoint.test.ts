@@ -51,8 +51,11 @@ describe('CheckpointContainer', () => {
     env = await ContainerEnv.start(137, `[runtimes.runc]\npath = "${RUNC}"\n[runtimes.fakecriu]\npath = "${join(dir, 'fake-runc')}"\n`);
   });
   after(async () => {
-    await env.stop();
-    await rm(dir, { recursive: true, force: true });
+    try {
+      await env.stop();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   const counter = async (id: string) => Number((await env.exec(id, 'cat /counter')).stdout.trim());

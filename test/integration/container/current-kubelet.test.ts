@@ -48,8 +48,11 @@ describe('the CRI of current kubelets', () => {
     env = await ContainerEnv.start(74, `[cdi]\nspec_dirs = ["${cdiDir}"]\n`);
   });
   after(async () => {
-    await env.stop();
-    await rm(cdiDir, { recursive: true, force: true });
+    try {
+      await env.stop();
+    } finally {
+      await rm(cdiDir, { recursive: true, force: true });
+    }
   });
 
   it('stops with the config stop_signal over the image StopSignal and reports it and the resolved user', async (t) => {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
 import { recordedCalls } from '../../support/cni-env.js';
-import { makeDaemonDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
+import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { testNetwork } from '../../support/pod-daemon.js';
 import { startPodResourcesServer, type PodResourcesServer } from '../../support/pod-resources-server.js';
 import { podConfig } from '../../support/pods.js';
@@ -39,7 +39,11 @@ describe('secondary networks through the daemon', () => {
         nad('vf', { cniVersion: '1.1.0', name: `mcnt-vf${N}`, type: 'mcnt-record', recordDir: net.recordDir }, { 'k8s.v1.cni.cncf.io/resourceName': RESOURCE }),
       ].join(''));
     },
-    cleanup: () => execa('ip', ['link', 'del', MASTER], { reject: false }),
+    links: [`ifb ${MASTER}`],
+    cleanup: async () => {
+      await execa('ip', ['link', 'del', MASTER], { reject: false });
+      if (dirs) removeDirs(dirs);
+    },
   });
 
   before(async () => {

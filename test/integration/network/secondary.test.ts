@@ -99,7 +99,8 @@ before(async () => {
 });
 
 after(async () => {
-  await checkThenClean(snapshot, 'the secondary network tests', { links: [...networkFixtureObjects(net.bridge).links!, `bridge ${BRIDGE2}`], iptables: networkFixtureObjects(net.bridge).iptables! }, async () => {
+  const fixtureLinks = [...networkFixtureObjects(net.bridge).links!, `bridge ${BRIDGE2}`, `ifb ${DUMMY}`, `ifb ${HOSTDEV}`];
+  await checkThenClean(snapshot, 'the secondary network tests', { links: fixtureLinks, iptables: networkFixtureObjects(net.bridge).iptables! }, async () => {
     for (const link of [DUMMY, BRIDGE2, HOSTDEV]) await execa('ip', ['link', 'del', link], { reject: false });
     await net.cleanup();
   });

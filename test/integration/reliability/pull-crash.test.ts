@@ -3,7 +3,7 @@
 // succeeds and the image runs a container.
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { pushBusybox } from '../../support/busybox-image.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
@@ -33,7 +33,9 @@ async function unexplained(dirs: DaemonDirs): Promise<string[]> {
 describe('crash during PullImage', () => {
   let registry: TestRegistry;
   let image: string;
-  const network = testNetwork(81, 'the pull crash tests', { cleanup: () => registry?.stop() });
+  // Registered before the network's: the registry has stopped when the host is checked.
+  after(() => registry?.stop());
+  const network = testNetwork(81, 'the pull crash tests');
   before(async () => {
     registry = await startRegistry();
     image = await pushBusybox(registry, 'pullcrash');

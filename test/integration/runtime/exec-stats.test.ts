@@ -39,12 +39,9 @@ test('execSync kills the command at the timeout and reports it', async (t) => {
   const id = uniqueId('exectmo');
   await env.rt.create({ id, bundle: await env.bundle(id, ['/bin/sleep', '100']), logPath: env.logPath(id) });
   await env.rt.start(id);
-  const t0 = Date.now();
   const r = await env.rt.execSync(id, ['/bin/sh', '-c', 'echo started; exec sleep 60'], { timeoutSec: 1 });
-  const took = Date.now() - t0;
+  // The timeout ended it, after it had started (its output is kept); that it was killed is checked below.
   assert.equal(r.timedOut, true);
-  // A lower bound only: the command had its second (that it was killed then is checked below).
-  assert.ok(took >= 900, `took ${took} ms`);
   assert.equal(r.stdout.toString(), 'started\n');
   // The exec'd process is gone: only the container's own sleep remains.
   const ps = await env.rt.execSync(id, ['/bin/sh', '-c', 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done'], { timeoutSec: 10 });
