@@ -4,7 +4,6 @@ import { InvalidArgument } from '../core/errors.js';
 import { withPluginConfigs, type NetworkList } from './config.js';
 import type { PodDevices } from './pod-resources.js';
 
-/** host-device takes a PCI address as `pciBusID` and a link name as `device`. */
 /** The keys host-device names its device by; it refuses a config with more than one. */
 const HOST_DEVICE_KEYS = ['device', 'hwaddr', 'kernelpath', 'pciBusID'];
 const PCI_ADDRESS = /^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/;

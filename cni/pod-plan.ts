@@ -29,7 +29,8 @@ export interface PodPlan {
   secondaries: SecondaryPlan[];
 }
 
-export interface NetworkCatalog {
+/** The networks known when a pod is planned (the network catalogue's, at that moment). */
+export interface KnownNetworks {
   defaultNet: NetworkList;
   definitions: Map<string, AttachmentDefinition>;
   /** Every network of the CNI conf dir, for definitions without a config of their own. */
@@ -38,7 +39,7 @@ export interface NetworkCatalog {
   confDir: string;
 }
 
-export function planPodNetworks(annotations: Record<string, string>, podNamespace: string, c: NetworkCatalog): PodPlan {
+export function planPodNetworks(annotations: Record<string, string>, podNamespace: string, c: KnownNetworks): PodPlan {
   let main = c.defaultNet;
   let mainName = c.defaultNet.name;
   const replacement = annotations[DEFAULT_NETWORK_ANNOTATION];
@@ -77,7 +78,7 @@ function checkDefaultRoutes(selections: NetworkSelection[]): void {
   }
 }
 
-function lookup(s: NetworkSelection, annotation: string, c: NetworkCatalog): AttachmentDefinition {
+function lookup(s: NetworkSelection, annotation: string, c: KnownNetworks): AttachmentDefinition {
   const key = definitionKey(s.namespace, s.name);
   const def = c.definitions.get(key);
   if (!def) throw new InvalidArgument(`annotation ${annotation}: network ${key} is not defined: no NetworkAttachmentDefinition ${key} in ${c.networksDir}`);
@@ -85,7 +86,7 @@ function lookup(s: NetworkSelection, annotation: string, c: NetworkCatalog): Att
 }
 
 /** A definition's CNI network: its own config, else the conf dir's network of the same name (as multus allows). */
-function listOf(def: AttachmentDefinition, c: NetworkCatalog): NetworkList {
+function listOf(def: AttachmentDefinition, c: KnownNetworks): NetworkList {
   const list = def.list ?? c.confLists.find((l) => l.name === def.name);
   if (!list) {
     throw new InvalidArgument(`NetworkAttachmentDefinition ${definitionKey(def.namespace, def.name)} (${def.source}) has no spec.config and ${c.confDir} has no CNI network named "${def.name}"`);

@@ -4,7 +4,7 @@ import { attachmentCapabilityArgs, withArgsCni } from '../../../cni/args.js';
 import { parseDefinition, type AttachmentDefinition } from '../../../cni/attachment-definitions.js';
 import { parseNetworkList } from '../../../cni/config.js';
 import { assignDevices, withDeviceId } from '../../../cni/devices.js';
-import { planPodNetworks, type NetworkCatalog } from '../../../cni/pod-plan.js';
+import { planPodNetworks, type KnownNetworks } from '../../../cni/pod-plan.js';
 import { InvalidArgument } from '../../../core/errors.js';
 
 const list = (name: string, plugins: Record<string, unknown>[] = [{ type: 'bridge' }]) =>
@@ -19,7 +19,7 @@ function def(namespace: string, name: string, config?: unknown, resourceName?: s
   return [`${namespace}/${name}`, d];
 }
 
-const catalog: NetworkCatalog = {
+const catalog: KnownNetworks = {
   defaultNet: list('cluster'),
   confLists: [list('cluster'), list('from-conf')],
   definitions: new Map([
