@@ -21,8 +21,10 @@ export function assignDevices(needs: { resourceName?: string; name: string }[], 
     if (id === undefined) {
       throw new InvalidArgument(
         ids.length === 0
-          ? `network ${name} needs a device of resource "${resourceName}", but kubelet allocated none to the pod: request ${resourceName} in a container's resources`
-          : `network ${name} needs a device of resource "${resourceName}", but the pod's ${ids.length} (${ids.join(', ')}) are all taken by its other attachments: request one more`,
+          ? `network ${name} needs a device of resource "${resourceName}", but kubelet allocated none to the pod: ` +
+              `request ${resourceName} in a container's resources`
+          : `network ${name} needs a device of resource "${resourceName}", but the pod's ${ids.length} (${ids.join(', ')}) ` +
+              'are all taken by its other attachments: request one more',
       );
     }
     used.add(`${resourceName}\0${id}`);

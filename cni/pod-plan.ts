@@ -71,7 +71,11 @@ function checkDefaultRoutes(selections: NetworkSelection[]): void {
       const family = gateway.includes(':') ? 'IPv6' : 'IPv4';
       const first = byFamily.get(family);
       if (first !== undefined) {
-        throw new InvalidArgument(`annotation ${NETWORKS_ANNOTATION}: two ${family} default routes requested (${first} and ${gateway} on network ${definitionKey(s.namespace, s.name)}): a pod has one default route per address family`);
+        const network = definitionKey(s.namespace, s.name);
+        throw new InvalidArgument(
+          `annotation ${NETWORKS_ANNOTATION}: two ${family} default routes requested (${first} and ${gateway} on network ${network}): ` +
+            'a pod has one default route per address family',
+        );
       }
       byFamily.set(family, gateway);
     }
@@ -81,7 +85,10 @@ function checkDefaultRoutes(selections: NetworkSelection[]): void {
 function lookup(s: NetworkSelection, annotation: string, c: KnownNetworks): AttachmentDefinition {
   const key = definitionKey(s.namespace, s.name);
   const def = c.definitions.get(key);
-  if (!def) throw new InvalidArgument(`annotation ${annotation}: network ${key} is not defined: no NetworkAttachmentDefinition ${key} in ${c.networksDir}`);
+  if (!def) {
+    const missing = `no NetworkAttachmentDefinition ${key} in ${c.networksDir}`;
+    throw new InvalidArgument(`annotation ${annotation}: network ${key} is not defined: ${missing}`);
+  }
   return def;
 }
 
@@ -89,7 +96,10 @@ function lookup(s: NetworkSelection, annotation: string, c: KnownNetworks): Atta
 function listOf(def: AttachmentDefinition, c: KnownNetworks): NetworkList {
   const list = def.list ?? c.confLists.find((l) => l.name === def.name);
   if (!list) {
-    throw new InvalidArgument(`NetworkAttachmentDefinition ${definitionKey(def.namespace, def.name)} (${def.source}) has no spec.config and ${c.confDir} has no CNI network named "${def.name}"`);
+    const key = definitionKey(def.namespace, def.name);
+    throw new InvalidArgument(
+      `NetworkAttachmentDefinition ${key} (${def.source}) has no spec.config and ${c.confDir} has no CNI network named "${def.name}"`,
+    );
   }
   return list;
 }
