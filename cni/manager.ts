@@ -127,14 +127,9 @@ export class CniManager {
         if (gateways) await setDefaultRoutes(r.netnsPath, a.inv.ifName, gateways);
       });
       if (failures.length > 0) {
-        // A failed ADD undid itself; undo the attachments that were made, last first.
-        const made = attachments.filter((a) => results.has(a)).map((a) => ({ ...a, prev: results.get(a)! }));
-        await forEachAttachment(made, { direction: 'detach', planned, stopAtFailure: false }, (a) =>
-          this.chain.del(a).catch((e: unknown) => {
-            const fields = { sandbox: r.sandboxId, network: a.list.name, ifName: a.inv.ifName, err: (e as Error).message };
-            this.log.warn(fields, 'undoing part of a failed pod network setup failed');
-          }),
-        );
+        // A failed ADD undid itself; the attachments that were made are undone here.
+        const made = attachments.flatMap((a) => (results.has(a) ? [{ ...a, prev: results.get(a)! }] : []));
+        await this.undoSetUp(r.sandboxId, made, planned);
         // eth0's failure is the one to report when lo's failed at the same time.
         throw (failures.find((f) => f.attachment.inv.ifName === POD_IFNAME) ?? failures[0]!).error;
       }
@@ -237,6 +232,16 @@ export class CniManager {
 
   close(): void {
     this.catalogue.close();
+  }
+
+  /** DEL of what a failed set-up made, last made first; one that fails is logged and the rest still go. */
+  private async undoSetUp(sandboxId: string, made: Attachment[], planned: string[]): Promise<void> {
+    await forEachAttachment(made, { direction: 'detach', planned, stopAtFailure: false }, (a) =>
+      this.chain.del(a).catch((e: unknown) => {
+        const fields = { sandbox: sandboxId, network: a.list.name, ifName: a.inv.ifName, err: (e as Error).message };
+        this.log.warn(fields, 'undoing part of a failed pod network setup failed');
+      }),
+    );
   }
 
   /** What each of the pod's attachments gets unless its cache entry or its selection says otherwise. */
