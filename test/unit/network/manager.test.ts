@@ -10,10 +10,11 @@ import { CniPluginError } from '../../../cni/exec.js';
 import { silentLogger } from '../../../core/log.js';
 
 /**
- * Appends "<command> <network> <ifname>" to calls.log; refuses with CNI error 11 when a file
- * fail-<command>-<network> exists; on ADD, prints a result with one address on the interface.
+ * A plugin run by the very Node that runs the tests, whatever PATH holds: appends "<command> <network> <ifname>"
+ * to calls.log; refuses with CNI error 11 when a file fail-<command>-<network> exists; on ADD, prints a
+ * result with one address on the interface.
  */
-const RECORDER = (dir: string) => `#!/usr/bin/env node
+const RECORDER = (dir: string) => `#!${process.execPath}
 const fs = require('node:fs');
 const conf = JSON.parse(fs.readFileSync(0, 'utf8'));
 const { CNI_COMMAND: command, CNI_IFNAME: ifName, CNI_NETNS: netns } = process.env;
