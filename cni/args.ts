@@ -64,7 +64,7 @@ export function capabilityArgs(input: CapabilityInput): Record<string, unknown> 
   // Only ports published on the host need a mapping.
   const ports = input.portMappings
     .filter((p) => p.hostPort > 0)
-    .map((p) => ({ hostPort: p.hostPort, containerPort: p.containerPort, protocol: p.protocol, ...(p.hostIp ? { hostIP: p.hostIp } : {}) }));
+    .map(({ hostPort, containerPort, protocol, hostIp }) => ({ hostPort, containerPort, protocol, ...(hostIp ? { hostIP: hostIp } : {}) }));
   if (ports.length > 0) caps.portMappings = ports;
   const bandwidth = bandwidthFromAnnotations(input.annotations);
   if (bandwidth) caps.bandwidth = bandwidth;

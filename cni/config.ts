@@ -47,7 +47,10 @@ function compareBytes(a: string, b: string): number {
 }
 
 /** The list with each plugin's config replaced by what `change` makes of it (the list's own keys kept). */
-export function withPluginConfigs(list: NetworkList, change: (raw: Record<string, unknown>, plugin: PluginConf) => Record<string, unknown>): NetworkList {
+export function withPluginConfigs(
+  list: NetworkList,
+  change: (raw: Record<string, unknown>, plugin: PluginConf) => Record<string, unknown>,
+): NetworkList {
   const conf = JSON.parse(list.bytes.toString('utf8')) as Record<string, unknown>;
   conf.plugins = list.plugins.map((p) => change(p.raw, p));
   return parseNetworkList(Buffer.from(JSON.stringify(conf)), list.source);
@@ -111,7 +114,8 @@ function parsePlugin(p: unknown, source: string, index: number): PluginConf {
   if (typeof p.type !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(p.type)) {
     throw new InvalidArgument(`CNI config ${source}: plugin #${index} has an invalid or missing "type" ${JSON.stringify(p.type)}`);
   }
-  const caps = isObject(p.capabilities) ? Object.keys(p.capabilities).filter((k) => (p.capabilities as Record<string, unknown>)[k] === true) : [];
+  const declared = isObject(p.capabilities) ? p.capabilities : {};
+  const caps = Object.keys(declared).filter((k) => declared[k] === true);
   return { type: p.type, capabilities: caps, raw: p };
 }
 

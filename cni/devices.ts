@@ -4,7 +4,6 @@ import { InvalidArgument } from '../core/errors.js';
 import { withPluginConfigs, type NetworkList } from './config.js';
 import type { PodDevices } from './pod-resources.js';
 
-/** host-device takes a PCI address as `pciBusID` and a link name as `device`. */
 /** The keys host-device names its device by; it refuses a config with more than one. */
 const HOST_DEVICE_KEYS = ['device', 'hwaddr', 'kernelpath', 'pciBusID'];
 const PCI_ADDRESS = /^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/;
@@ -22,8 +21,10 @@ export function assignDevices(needs: { resourceName?: string; name: string }[], 
     if (id === undefined) {
       throw new InvalidArgument(
         ids.length === 0
-          ? `network ${name} needs a device of resource "${resourceName}", but kubelet allocated none to the pod: request ${resourceName} in a container's resources`
-          : `network ${name} needs a device of resource "${resourceName}", but the pod's ${ids.length} (${ids.join(', ')}) are all taken by its other attachments: request one more`,
+          ? `network ${name} needs a device of resource "${resourceName}", but kubelet allocated none to the pod: ` +
+              `request ${resourceName} in a container's resources`
+          : `network ${name} needs a device of resource "${resourceName}", but the pod's ${ids.length} (${ids.join(', ')}) ` +
+              'are all taken by its other attachments: request one more',
       );
     }
     used.add(`${resourceName}\0${id}`);

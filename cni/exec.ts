@@ -61,10 +61,12 @@ export function pluginEnv(call: PluginCall, binDirs: string[], base: NodeJS.Proc
 
 /** Runs the plugin; returns its parsed stdout JSON (undefined when it printed nothing). */
 export async function execPlugin(call: PluginCall, opts: ExecOptions): Promise<unknown> {
-  const what = `CNI plugin "${call.pluginType}" (network "${call.network}"${call.containerId ? `, sandbox ${call.containerId.slice(0, 12)}` : ''}) ${call.command}`;
+  const sandbox = call.containerId ? `, sandbox ${call.containerId.slice(0, 12)}` : '';
+  const what = `CNI plugin "${call.pluginType}" (network "${call.network}"${sandbox}) ${call.command}`;
   const binary = findPlugin(call.pluginType, opts.binDirs);
   if (!binary) {
-    throw new FailedPrecondition(`${what}: plugin binary "${call.pluginType}" not found in ${opts.binDirs.join(':')}: install it or fix the CNI config`);
+    const dirs = opts.binDirs.join(':');
+    throw new FailedPrecondition(`${what}: plugin binary "${call.pluginType}" not found in ${dirs}: install it or fix the CNI config`);
   }
   const started = performance.now();
   // Own process group, so a timeout kills the plugin together with whatever it spawned
@@ -89,7 +91,8 @@ export async function execPlugin(call: PluginCall, opts: ExecOptions): Promise<u
   }, opts.timeoutMs);
   const result = await child.finally(() => clearTimeout(timer));
   const ms = Math.round(performance.now() - started);
-  opts.log.debug({ plugin: call.pluginType, command: call.command, network: call.network, ms, exitCode: result.exitCode }, 'CNI plugin call');
+  const fields = { plugin: call.pluginType, command: call.command, network: call.network, ms, exitCode: result.exitCode };
+  opts.log.debug(fields, 'CNI plugin call');
   const stdout = String(result.stdout);
   const stderr = String(result.stderr).trim();
   if (timedOut) {

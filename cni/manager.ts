@@ -1,26 +1,33 @@
-// The pod network manager: which networks pods join (the default one discovered from the conf dir,
-// secondary ones from NetworkAttachmentDefinitions in the networks dir, both kept current by watchers),
-// and attaching/detaching/checking a pod through each network's plugin chain with a result cache per
-// attachment so teardown always replays exactly what setup did.
+// The pod network as the pod domain uses it: set up, tear down and check a pod, the network's status, GC.
+// Three parts: the network catalogue says which networks a pod joins, the plugin chain runs one
+// attachment (with its cache entry, so teardown replays exactly what setup did), and every pod operation
+// here is one walk over the pod's attachments (attachments.ts), as ocicni walks a pod's networks.
+import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
+import { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import type { TimelineEntry } from '../core/timeline.js';
-import { FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
 import { netnsExists, setDefaultRoutes } from '../netns/netns.js';
-import { attachmentCapabilityArgs, capabilityArgs, cniArgs, cniArgsString, pluginStdin, withArgsCni, type PortMapping } from './args.js';
-import { loadDefinitions, type AttachmentDefinition } from './attachment-definitions.js';
-import { ResultCache, CACHE_KIND, type CachedAttachment } from './cache.js';
-import { loadNetworks, LOOPBACK_NETWORK, parseNetworkList, selectDefault, type NetworkList } from './config.js';
-import { assignDevices, withDeviceId } from './devices.js';
-import { DirWatcher } from './dir-watch.js';
-import { faultPoint } from '../core/faults.js';
-import { execPlugin, findPlugin, type CniCommand, type ExecOptions } from './exec.js';
-import { KeyedLock } from '../core/locks.js';
-import { LOOPBACK_IFNAME, POD_IFNAME } from './network-selection.js';
+import { capabilityArgs, cniArgs, type PortMapping } from './args.js';
+import {
+  fallbackAttachments,
+  forEachAttachment,
+  isLoopback,
+  plannedAttachments,
+  throwAll,
+  validAttachments,
+  withFallbacks,
+  type Attachment,
+  type PodInvocation,
+} from './attachments.js';
+import { LOOPBACK_NETWORK } from './config.js';
+import { assignDevices } from './devices.js';
+import { NetworkCatalogue } from './network-catalogue.js';
+import { POD_IFNAME } from './network-selection.js';
 import { networkStatusEntry, type NetworkStatusEntry } from './network-status.js';
-import { planPodNetworks, type PodPlan, type SecondaryPlan } from './pod-plan.js';
+import type { PodPlan } from './pod-plan.js';
 import type { PodDeviceSource } from './pod-resources.js';
-import { convertResult, parseResult, podIps, type CniResult } from './result.js';
-import { versionAtLeast } from './version.js';
+import { PluginChain } from './plugin-chain.js';
+import { podIps, type CniResult } from './result.js';
 
 const DEFAULT_NETWORKS_DIR = '/etc/minicri/networks.d';
 
@@ -65,67 +72,34 @@ export interface PodNetworkStatus {
 }
 
 export const NETWORK_NOT_READY = 'NetworkPluginNotReady';
-const WATCH_DEBOUNCE_MS = 100;
-
-/** What one plugin-chain run needs besides the network list. */
-interface Invocation {
-  containerId: string;
-  netns: string;
-  ifName: string;
-  args: [string, string][];
-  caps: Record<string, unknown>;
-  /** Where each plugin's ADD time goes. */
-  steps?: TimelineEntry[];
-}
-
-/** A secondary attachment ready to run: its network (with any device written in) and invocation. */
-interface SecondaryJob {
-  plan: SecondaryPlan;
-  list: NetworkList;
-  inv: Invocation;
-}
-
-interface DelJob {
-  list: NetworkList;
-  inv: Invocation;
-  prev?: CniResult;
-  cachedNetns?: string;
-  attachedAt?: number;
-}
 
 export class CniManager {
-  private defaultNet: NetworkList | undefined;
-  private confLists: NetworkList[] = [];
-  private definitions = new Map<string, AttachmentDefinition>();
   private podCidr: string | undefined;
-  private watchers: DirWatcher[] = [];
-  private debounceTimer: NodeJS.Timeout | undefined;
-  private syncChain: Promise<void> = Promise.resolve();
-  private closed = false;
   private readonly locks = new KeyedLock();
-  private readonly cache: ResultCache;
-  private readonly exec: ExecOptions;
-  private readonly log: Logger;
-  private readonly networksDir: string;
 
-  private constructor(private readonly o: CniManagerOptions) {
-    this.log = o.log;
-    this.cache = new ResultCache(o.cacheDir ?? '/var/lib/cni');
-    this.exec = { binDirs: o.binDirs, timeoutMs: o.pluginTimeoutMs ?? 60_000, log: o.log };
-    this.networksDir = o.networksDir ?? DEFAULT_NETWORKS_DIR;
-  }
+  private constructor(
+    private readonly catalogue: NetworkCatalogue,
+    private readonly chain: PluginChain,
+    private readonly podResources: PodDeviceSource | undefined,
+    private readonly log: Logger,
+  ) {}
 
   static async create(o: CniManagerOptions): Promise<CniManager> {
     if (o.binDirs.length === 0) throw new InvalidArgument('CNI manager needs at least one plugin bin dir');
-    const m = new CniManager(o);
-    await m.cache.removeStaleTemps();
-    await m.sync();
-    if (o.watch !== false) m.startWatch();
-    return m;
+    const chain = new PluginChain(o.cacheDir ?? '/var/lib/cni', o.binDirs, o.pluginTimeoutMs ?? 60_000, o.log);
+    await chain.cache.removeStaleTemps();
+    const catalogue = await NetworkCatalogue.open({
+      confDir: o.confDir,
+      networksDir: o.networksDir ?? DEFAULT_NETWORKS_DIR,
+      defaultNetwork: o.defaultNetwork,
+      log: o.log,
+      watch: o.watch !== false,
+    });
+    return new CniManager(catalogue, chain, o.podResources, o.log);
   }
 
   defaultNetworkName(): string | undefined {
-    return this.defaultNet?.name;
+    return this.catalogue.defaultNetwork?.name;
   }
 
   /** Pod CIDR(s) from kubelet's UpdateRuntimeConfig, offered to plugins as the ipRanges capability. */
@@ -133,54 +107,35 @@ export class CniManager {
     this.podCidr = cidr.trim() || undefined;
   }
 
+  /** Attaches lo and eth0, then each secondary network; on a failure, detaches what was attached and throws. */
   async setUpPod(r: PodNetworkRequest): Promise<PodNetworkStatus> {
     validateRequest(r, true);
     return this.locks.run(r.sandboxId, async () => {
-      await this.syncIfUnwatched();
+      await this.catalogue.refresh();
       // Everything that can refuse the request (annotations, definitions, devices, a bad bandwidth
       // annotation) is done before any plugin runs, so a refusal has nothing to undo.
-      const plan = this.plan(r);
-      const args = cniArgs(r);
-      const caps = capabilityArgs({ ...r, podCidr: this.podCidr });
+      const plan = this.catalogue.plan(r);
       const steps: TimelineEntry[] = [];
-      const secondaries = await this.secondaryJobs(r, plan, args, caps, steps);
-      const net = plan.main;
-      const inv = (ifName: string): Invocation => ({ containerId: r.sandboxId, netns: r.netnsPath, ifName, args, caps, steps });
+      const pod = { ...this.podInvocation(r, r.netnsPath), steps };
+      const attachments = plannedAttachments(plan, pod, await this.deviceIds(r, plan));
+      const planned = plan.secondaries.map((s) => s.ifName);
       const started = performance.now();
-      // lo and eth0 are separate interfaces set up by separate plugins: they can be attached at once.
-      const [loSettled, mainSettled] = await Promise.allSettled([this.attach(LOOPBACK_NETWORK, inv(LOOPBACK_IFNAME)), this.attach(net, inv(POD_IFNAME))]);
-      const done: { list: NetworkList; inv: Invocation; result: CniResult }[] = [];
-      if (loSettled.status === 'fulfilled') done.push({ list: LOOPBACK_NETWORK, inv: inv(LOOPBACK_IFNAME), result: loSettled.value });
-      if (mainSettled.status === 'fulfilled') done.push({ list: net, inv: inv(POD_IFNAME), result: mainSettled.value });
-      try {
-        if (mainSettled.status === 'rejected') throw mainSettled.reason;
-        if (loSettled.status === 'rejected') throw loSettled.reason;
-        // Secondary networks in the order the pod asked for them, each on its own interface.
-        for (const job of secondaries) {
-          const result = await this.attach(job.list, job.inv);
-          done.push({ list: job.list, inv: job.inv, result });
-          if (job.plan.selection.defaultRoute) await setDefaultRoutes(r.netnsPath, job.inv.ifName, job.plan.selection.defaultRoute);
-        }
-      } catch (err) {
-        // attach() already undid itself; undo the ones that succeeded, last first.
-        for (const d of done.reverse()) {
-          await this.detach(d.list, d.inv, d.result).catch((e: unknown) =>
-            this.log.warn({ sandbox: r.sandboxId, network: d.list.name, ifName: d.inv.ifName, err: (e as Error).message }, 'undoing part of a failed pod network setup failed'),
-          );
-        }
-        throw err;
+      const results = new Map<Attachment, CniResult>();
+      const failures = await forEachAttachment(attachments, { direction: 'attach', planned, stopAtFailure: true }, async (a) => {
+        results.set(a, await this.chain.add(a));
+        const gateways = a.secondary?.selection.defaultRoute;
+        if (gateways) await setDefaultRoutes(r.netnsPath, a.inv.ifName, gateways);
+      });
+      if (failures.length > 0) {
+        // A failed ADD undid itself; the attachments that were made are undone here.
+        const made = attachments.flatMap((a) => (results.has(a) ? [{ ...a, prev: results.get(a)! }] : []));
+        await this.undoSetUp(r.sandboxId, made, planned);
+        // eth0's failure is the one to report when lo's failed at the same time.
+        throw (failures.find((f) => f.attachment.inv.ifName === POD_IFNAME) ?? failures[0]!).error;
       }
-      const [, main, ...others] = done.map((d) => d.result);
-      this.log.debug({ sandbox: r.sandboxId, network: net.name, secondary: secondaries.length, ms: Math.round(performance.now() - started) }, 'pod network set up');
-      return {
-        ips: podIps(main!),
-        results: done.map((d) => d.result.raw),
-        networkStatus: [
-          networkStatusEntry(plan.mainName, POD_IFNAME, main!, { isDefault: true }),
-          ...secondaries.map((job, i) => networkStatusEntry(job.plan.key, job.inv.ifName, others[i]!, { gateway: job.plan.selection.defaultRoute })),
-        ],
-        steps,
-      };
+      const ms = Math.round(performance.now() - started);
+      this.log.debug({ sandbox: r.sandboxId, network: plan.main.name, secondary: plan.secondaries.length, ms }, 'pod network set up');
+      return { ...podNetworkStatus(plan, attachments, results), steps };
     });
   }
 
@@ -188,43 +143,21 @@ export class CniManager {
   async tearDownPod(r: PodNetworkRequest): Promise<void> {
     validateRequest(r, false);
     await this.locks.run(r.sandboxId, async () => {
-      await this.syncIfUnwatched();
+      await this.catalogue.refresh();
       // A vanished namespace is fine: plugins still release host-side state (IPs, iptables) on DEL.
       const netns = r.netnsPath && (await netnsExists(r.netnsPath)) ? r.netnsPath : '';
-      const args = cniArgs(r);
-      const caps = capabilityArgs({ ...r, podCidr: this.podCidr });
-      const jobs = await this.cachedJobs(r.sandboxId, netns, { args, caps });
+      const pod = this.podInvocation(r, netns);
+      const cached = await this.chain.cached(r.sandboxId, netns, pod);
       // The networks the pod asked for, as far as they still resolve: the order to undo them in, and
       // what to DEL through for an interface without a cache entry (cache lost, or setup died midway).
-      let plan: PodPlan | undefined;
-      try {
-        plan = this.plan(r);
-      } catch {
-        plan = undefined; // the definitions changed since: the cache entries are all there is
-      }
-      const fallback = (list: NetworkList, ifName: string, extra: { args?: [string, string][]; caps?: Record<string, unknown> } = {}) => {
-        if (!jobs.some((j) => j.inv.ifName === ifName)) jobs.push({ list, inv: { containerId: r.sandboxId, netns, ifName, args: extra.args ?? args, caps: extra.caps ?? caps } });
-      };
-      for (const s of plan?.secondaries ?? []) {
-        // A device-backed attachment cannot be DELeted without knowing its device: only the cache knows it.
-        if (!s.resourceName) fallback(s.list, s.ifName, { args: attachmentArgs(args, s), caps: attachmentCapabilityArgs(caps, s.selection) });
-      }
-      const main = plan?.main ?? this.defaultNet;
-      if (main) fallback(main, POD_IFNAME);
-      fallback(LOOPBACK_NETWORK, LOOPBACK_IFNAME);
-      // The cache knows the order the attachments were made in; the plan, for entries of an older minicri.
-      const order = [...attachOrder(jobs), ...(plan?.secondaries ?? []).map((s) => s.ifName)];
-      const errors: Error[] = [];
-      for (const job of delOrder(jobs, order)) {
-        try {
-          // Loopback needs no DEL: its only state is the interface, which ends with the namespace (ocicni does not DEL it either).
-          if (isLoopback(job.list, job.inv)) await this.cache.remove(job.list.name, job.inv.containerId, job.inv.ifName);
-          else await this.detach(job.list, job.inv, job.prev);
-        } catch (err) {
-          errors.push(err as Error);
-        }
-      }
-      throwAll(errors, `tearing down network of pod ${r.namespace}/${r.name}`);
+      const plan = this.planIfResolvable(r);
+      const attachments = withFallbacks(cached, fallbackAttachments(plan, this.catalogue.defaultNetwork, pod));
+      const planned = plan?.secondaries.map((s) => s.ifName);
+      const failures = await forEachAttachment(attachments, { direction: 'detach', planned, stopAtFailure: false }, (a) =>
+        // Loopback needs no DEL: its only state is the interface, which ends with the namespace (ocicni does not DEL it either).
+        isLoopback(a) ? this.chain.forget(a) : this.chain.del(a),
+      );
+      throwAll(failures.map((f) => f.error), `tearing down network of pod ${r.namespace}/${r.name}`);
     });
   }
 
@@ -235,42 +168,29 @@ export class CniManager {
       if (!(await netnsExists(r.netnsPath))) {
         throw new FailedPrecondition(`network namespace ${r.netnsPath} of pod ${r.namespace}/${r.name} is gone: recreate the sandbox`);
       }
-      const jobs = await this.cachedJobs(r.sandboxId, r.netnsPath, { args: cniArgs(r), caps: capabilityArgs({ ...r, podCidr: this.podCidr }) });
-      if (!jobs.some((j) => j.inv.ifName === POD_IFNAME)) {
+      const attachments = await this.chain.cached(r.sandboxId, r.netnsPath, this.podInvocation(r, r.netnsPath));
+      if (!attachments.some((a) => a.inv.ifName === POD_IFNAME)) {
         throw new FailedPrecondition(`pod ${r.namespace}/${r.name} has no recorded network attachment: recreate the sandbox`);
       }
-      for (const { list, inv, prev } of jobs) {
-        if (!versionAtLeast(list.cniVersion, '0.4.0') || list.disableCheck) continue;
-        for (const plugin of list.plugins) {
-          const stdin = pluginStdin(list, plugin, { prevResult: prev && convertResult(prev, list.cniVersion), capabilityArgs: inv.caps });
-          await execPlugin(this.call('CHECK', list, plugin.type, inv, stdin), this.exec);
-        }
-      }
+      const [failure] = await forEachAttachment(attachments, { direction: 'attach', stopAtFailure: true }, (a) => this.chain.check(a));
+      if (failure) throw failure.error;
     });
   }
 
   /** Ready when a network is configured, its plugins are installed and (CNI >= 1.1.0) each answers STATUS. */
   async status(): Promise<{ ready: boolean; reason: string; message: string }> {
-    await this.syncIfUnwatched();
-    const net = this.defaultNet;
-    if (!net) return { ready: false, reason: NETWORK_NOT_READY, message: this.notReadyMessage() };
-    const plugins = [LOOPBACK_NETWORK, net].flatMap((list) => list.plugins.map((plugin) => ({ list, plugin })));
-    const missing = plugins.find(({ plugin }) => !findPlugin(plugin.type, this.o.binDirs));
+    await this.catalogue.refresh();
+    const net = this.catalogue.defaultNetwork;
+    const notReady = (message: string) => ({ ready: false, reason: NETWORK_NOT_READY, message });
+    if (!net) return notReady(this.catalogue.notReadyMessage());
+    const missing = this.chain.missingPlugin([LOOPBACK_NETWORK, net]);
     if (missing) {
-      return {
-        ready: false,
-        reason: NETWORK_NOT_READY,
-        message: `CNI plugin "${missing.plugin.type}" of network "${missing.list.name}" not found in ${this.o.binDirs.join(':')}`,
-      };
+      return notReady(`CNI plugin "${missing.type}" of network "${missing.list.name}" not found in ${this.chain.binDirs.join(':')}`);
     }
-    if (versionAtLeast(net.cniVersion, '1.1.0')) {
-      try {
-        for (const plugin of net.plugins) {
-          await execPlugin({ command: 'STATUS', pluginType: plugin.type, network: net.name, stdin: pluginStdin(net, plugin) }, this.exec);
-        }
-      } catch (err) {
-        return { ready: false, reason: NETWORK_NOT_READY, message: (err as Error).message };
-      }
+    try {
+      await this.chain.status(net);
+    } catch (err) {
+      return notReady((err as Error).message);
     }
     return { ready: true, reason: '', message: '' };
   }
@@ -282,49 +202,22 @@ export class CniManager {
   async gc(validSandboxIds: string[]): Promise<void> {
     const valid = new Set(validSandboxIds);
     const errors: Error[] = [];
-    const stale = [...new Set((await this.cache.list()).map((e) => e.containerId))].filter((id) => !valid.has(id));
+    const stale = [...new Set((await this.chain.cache.list()).map((e) => e.containerId))].filter((id) => !valid.has(id));
     for (const id of stale) {
       await this.locks.run(id, async () => {
-        const jobs = await this.cachedJobs(id, '');
-        for (const job of delOrder(jobs, attachOrder(jobs))) {
-          if (job.cachedNetns && (await netnsExists(job.cachedNetns))) job.inv.netns = job.cachedNetns;
-          try {
-            await this.detach(job.list, job.inv, job.prev);
-          } catch (err) {
-            errors.push(err as Error);
-          }
-        }
+        const attachments = await this.chain.cached(id, '', { args: [], caps: {} });
+        const failures = await forEachAttachment(attachments, { direction: 'detach', stopAtFailure: false }, async (a) => {
+          // DEL in the namespace ADD ran in while it still exists, else without one.
+          const netns = a.cachedNetns && (await netnsExists(a.cachedNetns)) ? a.cachedNetns : a.inv.netns;
+          await this.chain.del({ ...a, inv: { ...a.inv, netns } });
+        });
+        errors.push(...failures.map((f) => f.error));
       });
     }
-    await this.syncIfUnwatched();
-    const net = this.defaultNet;
-    // A network's valid attachments are those the cache holds for it of every valid sandbox, whatever interface
-    // (a definition may name the default network too), plus each valid sandbox's eth0 on the default network.
-    const remaining = await this.cache.list();
-    const targets = new Map<string, { list: NetworkList; attachments: { containerID: string; ifname: string }[] }>();
-    const target = (list: NetworkList) => {
-      const attachments = remaining.filter((e) => e.networkName === list.name && valid.has(e.containerId) && e.ifName !== LOOPBACK_IFNAME).map((e) => ({ containerID: e.containerId, ifname: e.ifName }));
-      targets.set(list.name, { list, attachments });
-      return attachments;
-    };
-    if (net) {
-      const attachments = target(net);
-      for (const containerID of validSandboxIds) {
-        if (!attachments.some((a) => a.containerID === containerID && a.ifname === POD_IFNAME)) attachments.push({ containerID, ifname: POD_IFNAME });
-      }
-    }
-    for (const def of this.definitions.values()) if (def.list && !targets.has(def.list.name)) target(def.list);
-    for (const { list, attachments } of targets.values()) {
-      if (!versionAtLeast(list.cniVersion, '1.1.0') || list.disableGC) continue;
-      for (const plugin of list.plugins) {
-        const stdin = pluginStdin(list, plugin, { extra: { 'cni.dev/valid-attachments': attachments } });
-        try {
-          await execPlugin({ command: 'GC', pluginType: plugin.type, network: list.name, stdin }, this.exec);
-        } catch (err) {
-          errors.push(err as Error);
-        }
-      }
-    }
+    await this.catalogue.refresh();
+    const remaining = await this.chain.cache.list();
+    const targets = validAttachments(this.catalogue.defaultNetwork, this.catalogue.definedNetworks(), remaining, validSandboxIds);
+    for (const { list, attachments } of targets) errors.push(...(await this.chain.gc(list, attachments)));
     if (stale.length > 0) this.log.info({ removed: stale.length }, 'garbage-collected pod network attachments');
     throwAll(errors, 'CNI garbage collection');
   }
@@ -334,214 +227,46 @@ export class CniManager {
    * definitions); setUpPod checks again with the devices, on the configuration of its time.
    */
   checkPodNetworks(pod: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): void {
-    this.plan(pod);
-  }
-
-  /** The networks the pod asked for, resolved; throws InvalidArgument naming what is wrong. */
-  private plan(r: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): PodPlan {
-    const net = this.defaultNet;
-    if (!net) throw new FailedPrecondition(`cannot set up network for pod ${r.namespace}/${r.name}: ${this.notReadyMessage()}`);
-    return planPodNetworks(r.annotations, r.namespace, {
-      defaultNet: net, definitions: this.definitions, confLists: this.confLists, networksDir: this.networksDir, confDir: this.o.confDir,
-    });
-  }
-
-  /** Each secondary attachment's invocation, with a device of its resource where its definition names one. */
-  private async secondaryJobs(r: PodNetworkRequest, plan: PodPlan, args: [string, string][], caps: Record<string, unknown>, steps: TimelineEntry[]): Promise<SecondaryJob[]> {
-    let deviceIds: (string | undefined)[] = [];
-    if (plan.secondaries.some((s) => s.resourceName)) {
-      // Only a pod with a device-backed network asks kubelet.
-      if (!this.o.podResources) throw new FailedPrecondition(`pod ${r.namespace}/${r.name} asks for a device-backed network but no pod-resources API is configured`);
-      const devices = await this.o.podResources.podDevices(r.namespace, r.name);
-      deviceIds = assignDevices(plan.secondaries.map((s) => ({ name: s.key, ...(s.resourceName ? { resourceName: s.resourceName } : {}) })), devices);
-    }
-    return plan.secondaries.map((s, i) => {
-      const deviceId = deviceIds[i];
-      return {
-        plan: s,
-        list: withArgsCni(deviceId ? withDeviceId(s.list, deviceId) : s.list, s.selection.cniArgs),
-        inv: { containerId: r.sandboxId, netns: r.netnsPath, ifName: s.ifName, args: attachmentArgs(args, s), caps: attachmentCapabilityArgs(caps, s.selection, deviceId), steps },
-      };
-    });
+    this.catalogue.plan(pod);
   }
 
   close(): void {
-    this.closed = true;
-    for (const w of this.watchers) w.close();
-    this.watchers = [];
-    clearTimeout(this.debounceTimer);
+    this.catalogue.close();
   }
 
-  // ---- plugin chains ----
-
-  /** ADD through the list; on a failure, DEL what ran (including the failed plugin) so nothing leaks. */
-  private async attach(list: NetworkList, inv: Invocation): Promise<CniResult> {
-    let prev: CniResult | undefined;
-    for (let i = 0; i < list.plugins.length; i++) {
-      const plugin = list.plugins[i]!;
-      try {
-        const stdin = pluginStdin(list, plugin, { prevResult: prev && convertResult(prev, list.cniVersion), capabilityArgs: inv.caps });
-        const started = performance.now();
-        const out = await execPlugin(this.call('ADD', list, plugin.type, inv, stdin), this.exec);
-        inv.steps?.push({ step: 'cni-add', plugin: plugin.type, network: list.name, ms: performance.now() - started });
-        if (out === undefined) throw new Internal(`CNI plugin "${plugin.type}" (network "${list.name}") ADD returned no result`);
-        prev = parseResult(out, `plugin "${plugin.type}" of network "${list.name}"`);
-        faultPoint(`cni-add:${plugin.type}`);
-      } catch (err) {
-        await this.undo(list, inv, prev, i);
-        throw err;
-      }
-    }
-    const result = prev!;
-    const entry: CachedAttachment = {
-      kind: CACHE_KIND,
-      containerId: inv.containerId,
-      config: list.bytes.toString('base64'),
-      ifName: inv.ifName,
-      networkName: list.name,
-      netns: inv.netns,
-      cniArgs: inv.args,
-      capabilityArgs: inv.caps,
-      result: convertResult(result, list.cniVersion),
-      attachedAt: performance.timeOrigin + performance.now(),
-    };
-    try {
-      await this.cache.write(entry);
-    } catch (err) {
-      await this.undo(list, inv, result, list.plugins.length - 1);
-      throw new Internal(`cannot cache CNI result of network "${list.name}" in ${this.cache.dir}: ${(err as Error).message}`, { cause: err });
-    }
-    return result;
-  }
-
-  private async undo(list: NetworkList, inv: Invocation, prev: CniResult | undefined, lastIndex: number): Promise<void> {
-    try {
-      await this.delPlugins(list, inv, prev, lastIndex);
-    } catch (err) {
-      this.log.warn({ sandbox: inv.containerId, network: list.name, err: (err as Error).message }, 'undoing a failed CNI ADD failed');
-    }
-  }
-
-  /** DEL through the whole list in reverse, then forget the cache entry. */
-  private async detach(list: NetworkList, inv: Invocation, prev: CniResult | undefined): Promise<void> {
-    await this.delPlugins(list, inv, prev, list.plugins.length - 1);
-    await this.cache.remove(list.name, inv.containerId, inv.ifName);
-  }
-
-  private async delPlugins(list: NetworkList, inv: Invocation, prev: CniResult | undefined, lastIndex: number): Promise<void> {
-    // prevResult on DEL exists since CNI 0.4.0.
-    const prevResult = prev && versionAtLeast(list.cniVersion, '0.4.0') ? convertResult(prev, list.cniVersion) : undefined;
-    // Every plugin gets its DEL even when a later one failed: one broken plugin must not keep the
-    // IPAM plugin from releasing the address. DEL is idempotent, so a retry may repeat them all.
-    const errors: Error[] = [];
-    for (let i = lastIndex; i >= 0; i--) {
-      const plugin = list.plugins[i]!;
-      const stdin = pluginStdin(list, plugin, { prevResult, capabilityArgs: inv.caps });
-      try {
-        await execPlugin(this.call('DEL', list, plugin.type, inv, stdin), this.exec);
-      } catch (err) {
-        errors.push(err as Error);
-      }
-      faultPoint(`cni-del:${plugin.type}`);
-    }
-    throwAll(errors, `deleting network "${list.name}" of ${inv.containerId}`);
-  }
-
-  private call(command: CniCommand, list: NetworkList, pluginType: string, inv: Invocation, stdin: Buffer) {
-    return {
-      command,
-      pluginType,
-      network: list.name,
-      containerId: inv.containerId,
-      netns: inv.netns,
-      ifName: inv.ifName,
-      args: cniArgsString(inv.args),
-      stdin,
-    };
-  }
-
-  /** DEL jobs for the pod's cached attachments, each with the config, args and result its ADD used. */
-  private async cachedJobs(sandboxId: string, netns: string, fallback: { args: [string, string][]; caps: Record<string, unknown> } = { args: [], caps: {} }): Promise<DelJob[]> {
-    const jobs: DelJob[] = [];
-    for (const entry of await this.cache.list(sandboxId)) {
-      let list: NetworkList;
-      try {
-        list = parseNetworkList(Buffer.from(entry.config, 'base64'), `cached config of ${entry.networkName}`);
-      } catch (err) {
-        this.log.warn({ sandbox: sandboxId, network: entry.networkName, err: (err as Error).message }, 'dropping unusable CNI cache entry');
-        await this.cache.remove(entry.networkName, entry.containerId, entry.ifName);
-        continue;
-      }
-      let prev: CniResult | undefined;
-      try {
-        prev = entry.result && parseResult(entry.result, `cache of network "${entry.networkName}"`);
-      } catch {
-        prev = undefined; // DEL without prevResult still releases what the plugins track themselves
-      }
-      jobs.push({
-        list,
-        inv: { containerId: sandboxId, netns, ifName: entry.ifName, args: entry.cniArgs ?? fallback.args, caps: entry.capabilityArgs ?? fallback.caps },
-        ...(prev ? { prev } : {}),
-        ...(entry.netns ? { cachedNetns: entry.netns } : {}),
-        ...(entry.attachedAt !== undefined ? { attachedAt: entry.attachedAt } : {}),
-      });
-    }
-    return jobs;
-  }
-
-  // ---- configuration discovery ----
-
-  private notReadyMessage(): string {
-    return this.o.defaultNetwork
-      ? `CNI network "${this.o.defaultNetwork}" not found in ${this.o.confDir}`
-      : `no valid CNI network config in ${this.o.confDir}`;
-  }
-
-  private async syncIfUnwatched(): Promise<void> {
-    if (this.o.watch === false) await this.sync();
-  }
-
-  /** Re-reads the conf dir; serialized so overlapping triggers apply in order. */
-  private sync(): Promise<void> {
-    this.syncChain = this.syncChain.then(() => this.load()).catch((err: unknown) => {
-      this.log.error({ dir: this.o.confDir, err: (err as Error).message }, 'cannot read CNI config dir');
-    });
-    return this.syncChain;
-  }
-
-  private async load(): Promise<void> {
-    const before = this.defaultNet;
-    const [lists, definitions] = await Promise.all([
-      loadNetworks(this.o.confDir, this.log),
-      // An unreadable networks dir must not keep the default network from loading.
-      loadDefinitions(this.networksDir, this.log).catch((err: unknown) => {
-        this.log.error({ dir: this.networksDir, err: (err as Error).message }, 'cannot read the network attachment definitions dir');
-        return this.definitions;
+  /** DEL of what a failed set-up made, last made first; one that fails is logged and the rest still go. */
+  private async undoSetUp(sandboxId: string, made: Attachment[], planned: string[]): Promise<void> {
+    await forEachAttachment(made, { direction: 'detach', planned, stopAtFailure: false }, (a) =>
+      this.chain.del(a).catch((e: unknown) => {
+        const fields = { sandbox: sandboxId, network: a.list.name, ifName: a.inv.ifName, err: (e as Error).message };
+        this.log.warn(fields, 'undoing part of a failed pod network setup failed');
       }),
-    ]);
-    this.confLists = lists;
-    this.definitions = definitions;
-    this.defaultNet = selectDefault(lists, this.o.defaultNetwork);
-    const after = this.defaultNet;
-    if (before?.name !== after?.name || before?.source !== after?.source || !before?.bytes.equals(after!.bytes)) {
-      if (after) this.log.info({ network: after.name, file: after.source, cniVersion: after.cniVersion }, 'CNI default network updated');
-      else this.log.warn({ dir: this.o.confDir }, `pod network not ready: ${this.notReadyMessage()}`);
+    );
+  }
+
+  /** What each of the pod's attachments gets unless its cache entry or its selection says otherwise. */
+  private podInvocation(r: PodNetworkRequest, netns: string): PodInvocation {
+    return { containerId: r.sandboxId, netns, args: cniArgs(r), caps: capabilityArgs({ ...r, podCidr: this.podCidr }) };
+  }
+
+  private planIfResolvable(r: PodNetworkRequest): PodPlan | undefined {
+    try {
+      return this.catalogue.plan(r);
+    } catch {
+      return undefined; // the definitions changed since: the cache entries are all there is
     }
   }
 
-  /** Follows the conf dir and the networks dir; a change in either re-reads both. */
-  private startWatch(): void {
-    this.watchers = [this.o.confDir, this.networksDir].map((dir) => new DirWatcher(dir, () => this.scheduleSync()));
-    for (const w of this.watchers) w.start();
-  }
-
-  private scheduleSync(): void {
-    if (this.closed) return;
-    clearTimeout(this.debounceTimer);
-    this.debounceTimer = setTimeout(() => {
-      void this.sync().then(() => Promise.all(this.watchers.map((w) => w.checkStillThere())));
-    }, WATCH_DEBOUNCE_MS);
-    this.debounceTimer.unref();
+  /** A device of its resource for each secondary attachment whose definition names one (in the plan's order). */
+  private async deviceIds(r: PodNetworkRequest, plan: PodPlan): Promise<(string | undefined)[]> {
+    if (!plan.secondaries.some((s) => s.resourceName)) return [];
+    // Only a pod with a device-backed network asks kubelet.
+    if (!this.podResources) {
+      throw new FailedPrecondition(`pod ${r.namespace}/${r.name} asks for a device-backed network but no pod-resources API is configured`);
+    }
+    const devices = await this.podResources.podDevices(r.namespace, r.name);
+    const needs = plan.secondaries.map((s) => ({ name: s.key, ...(s.resourceName ? { resourceName: s.resourceName } : {}) }));
+    return assignDevices(needs, devices);
   }
 }
 
@@ -553,30 +278,17 @@ function validateRequest(r: PodNetworkRequest, needNetns: boolean): void {
   if (needNetns && !r.netnsPath) throw new InvalidArgument(`pod ${r.namespace}/${r.name} has no network namespace path`);
 }
 
-/**
- * Reverse of setup: secondary interfaces last-attached first (`order` is the attach order; ones it does
- * not know go first), then eth0, loopback last.
- */
-function delOrder<T extends { inv: { ifName: string } }>(jobs: T[], order: string[]): T[] {
-  const rank = (ifName: string) => (ifName === LOOPBACK_IFNAME ? -2 : ifName === POD_IFNAME ? -1 : order.indexOf(ifName) < 0 ? order.length : order.indexOf(ifName));
-  return [...jobs].sort((a, b) => rank(b.inv.ifName) - rank(a.inv.ifName));
-}
-
-/** The interfaces of the jobs whose cache entry says when they were attached, oldest first. */
-function attachOrder(jobs: DelJob[]): string[] {
-  return jobs.filter((j) => j.attachedAt !== undefined).sort((a, b) => a.attachedAt! - b.attachedAt!).map((j) => j.inv.ifName);
-}
-
-/** CNI_ARGS of a secondary attachment: the pod's, then the selection's cni-args. */
-function attachmentArgs(podArgs: [string, string][], s: SecondaryPlan): [string, string][] {
-  return [...podArgs, ...Object.entries(s.selection.cniArgs ?? {})];
-}
-
-function throwAll(errors: Error[], what: string): void {
-  if (errors.length === 1) throw errors[0]!;
-  if (errors.length > 1) throw new Internal(`${what}: ${errors.map((e) => e.message).join('; ')}`, { cause: errors });
-}
-
-function isLoopback(list: NetworkList, inv: Invocation): boolean {
-  return list.name === LOOPBACK_NETWORK.name && inv.ifName === LOOPBACK_IFNAME;
+/** The pod's IPs (eth0's), every result in attach order, and the network status multus would write. */
+function podNetworkStatus(plan: PodPlan, attachments: Attachment[], results: Map<Attachment, CniResult>): PodNetworkStatus {
+  const resultOf = (a: Attachment) => results.get(a)!;
+  const main = resultOf(attachments.find((a) => a.inv.ifName === POD_IFNAME)!);
+  const secondaries = attachments.flatMap((a) => (a.secondary ? [{ a, s: a.secondary }] : []));
+  return {
+    ips: podIps(main),
+    results: attachments.map((a) => resultOf(a).raw),
+    networkStatus: [
+      networkStatusEntry(plan.mainName, POD_IFNAME, main, { isDefault: true }),
+      ...secondaries.map(({ a, s }) => networkStatusEntry(s.key, a.inv.ifName, resultOf(a), { gateway: s.selection.defaultRoute })),
+    ],
+  };
 }

@@ -60,13 +60,18 @@ const selectionSchema = z.object({
   name: z.string({ error: 'is required' }).min(1, 'is required'),
   namespace: z.string().optional(),
   interface: z.string().optional(),
-  ips: z.array(z.string().refine((s) => cidrFamily(s) !== undefined, 'must be an address with prefix length, such as 10.1.1.5/24')).optional(),
+  ips: z.array(z.string().refine((s) => cidrFamily(s) !== undefined, 'must be an address with prefix length, such as 10.1.1.5/24'))
+    .optional(),
   mac: z.string().regex(MAC, 'must be a MAC address such as 02:00:00:00:00:01').optional(),
   'default-route': z.array(z.string().regex(IP, 'must be an IP address')).optional(),
-  portMappings: z.array(z.object({ hostPort: port, containerPort: port, protocol: z.string().optional(), hostIP: z.string().optional() })).optional(),
-  bandwidth: z.object({ ingressRate: rate.optional(), ingressBurst: rate.optional(), egressRate: rate.optional(), egressBurst: rate.optional() }).optional(),
+  portMappings: z.array(z.object({ hostPort: port, containerPort: port, protocol: z.string().optional(), hostIP: z.string().optional() }))
+    .optional(),
+  bandwidth: z
+    .object({ ingressRate: rate.optional(), ingressBurst: rate.optional(), egressRate: rate.optional(), egressBurst: rate.optional() })
+    .optional(),
   'cni-args': z.record(argKey, argValue)
-    .refine((args) => !Object.keys(args).some(runtimeOwned), 'names a key set by the runtime (K8S_* and IgnoreUnknown cannot be given)').optional(),
+    .refine((args) => !Object.keys(args).some(runtimeOwned), 'names a key set by the runtime (K8S_* and IgnoreUnknown cannot be given)')
+    .optional(),
 });
 
 /** Parses the networks annotation; the pod's namespace is the default namespace of each element. */
@@ -80,11 +85,17 @@ export function parseNetworkSelections(value: string, podNamespace: string): Net
 /** The one network named by the default-network annotation (either form, no interface of its own). */
 export function parseDefaultNetworkSelection(value: string, podNamespace: string): NetworkSelection {
   const text = value.trim();
-  const selections = /^[[{"]/.test(text) ? parseJsonSelections(text, podNamespace, DEFAULT_NETWORK_ANNOTATION) : [parseShortForm(text, podNamespace, DEFAULT_NETWORK_ANNOTATION)];
-  if (selections.length !== 1) throw new InvalidArgument(`annotation ${DEFAULT_NETWORK_ANNOTATION} must name exactly one network, not ${selections.length}`);
+  const annotation = DEFAULT_NETWORK_ANNOTATION;
+  const selections = /^[[{"]/.test(text)
+    ? parseJsonSelections(text, podNamespace, annotation)
+    : [parseShortForm(text, podNamespace, annotation)];
+  if (selections.length !== 1) {
+    throw new InvalidArgument(`annotation ${annotation} must name exactly one network, not ${selections.length}`);
+  }
   const selection = selections[0]!;
   if (selection.interface !== undefined && selection.interface !== POD_IFNAME) {
-    throw new InvalidArgument(`annotation ${DEFAULT_NETWORK_ANNOTATION}: the default network is always on ${POD_IFNAME}, not ${JSON.stringify(selection.interface)}`);
+    const asked = JSON.stringify(selection.interface);
+    throw new InvalidArgument(`annotation ${annotation}: the default network is always on ${POD_IFNAME}, not ${asked}`);
   }
   return selection;
 }
@@ -93,7 +104,8 @@ function parseShortForm(element: string, podNamespace: string, annotation: strin
   const m = /^(?:([^/@]*)\/)?([^/@]*)(?:@([^/@]*))?$/.exec(element);
   if (!m) throw new InvalidArgument(`annotation ${annotation}: ${JSON.stringify(element)} is not of the form [namespace/]name[@interface]`);
   const [, namespace, name, ifName] = m;
-  return checked({ name: name!, namespace: namespace ?? podNamespace, ...(ifName !== undefined ? { interface: ifName } : {}) }, annotation, element);
+  const selection = { name: name!, namespace: namespace ?? podNamespace, ...(ifName !== undefined ? { interface: ifName } : {}) };
+  return checked(selection, annotation, element);
 }
 
 function parseJsonSelections(text: string, podNamespace: string, annotation: string): NetworkSelection[] {
@@ -128,10 +140,14 @@ function parseJsonSelections(text: string, podNamespace: string, annotation: str
 
 function checked(s: NetworkSelection, annotation: string, what: string): NetworkSelection {
   if (!DNS_LABEL.test(s.namespace)) {
-    throw new InvalidArgument(`annotation ${annotation}: ${what}: namespace ${JSON.stringify(s.namespace)} is not a valid namespace name (a DNS-1123 label: lower-case letters, digits and '-', at most 63)`);
+    throw new InvalidArgument(
+      `annotation ${annotation}: ${what}: namespace ${JSON.stringify(s.namespace)} is not a valid namespace name ` +
+        "(a DNS-1123 label: lower-case letters, digits and '-', at most 63)",
+    );
   }
   if (!DNS_SUBDOMAIN.test(s.name)) {
-    throw new InvalidArgument(`annotation ${annotation}: ${what}: network name ${JSON.stringify(s.name)} is not a valid object name (a DNS-1123 subdomain)`);
+    const name = JSON.stringify(s.name);
+    throw new InvalidArgument(`annotation ${annotation}: ${what}: network name ${name} is not a valid object name (a DNS-1123 subdomain)`);
   }
   if (s.interface !== undefined) checkIfName(s.interface, `annotation ${annotation}: ${what}`);
   return s;
@@ -140,7 +156,9 @@ function checked(s: NetworkSelection, annotation: string, what: string): Network
 /** Linux interface names: 1 to 15 bytes, no '/', ':' or whitespace, not "." or "..". */
 function checkIfName(name: string, where: string): void {
   if (name === '' || Buffer.byteLength(name) > 15 || /[/:\s]/.test(name) || name === '.' || name === '..') {
-    throw new InvalidArgument(`${where}: interface name ${JSON.stringify(name)} is not a valid Linux interface name (1-15 characters, no '/', ':' or spaces)`);
+    const quoted = JSON.stringify(name);
+    const rule = "1-15 characters, no '/', ':' or spaces";
+    throw new InvalidArgument(`${where}: interface name ${quoted} is not a valid Linux interface name (${rule})`);
   }
 }
 
@@ -155,7 +173,10 @@ export function assignInterfaces(selections: NetworkSelection[]): PlannedAttachm
     const owner = `${selection.namespace}/${selection.name}`;
     const taken = used.get(ifName);
     if (taken) {
-      throw new InvalidArgument(`annotation ${NETWORKS_ANNOTATION}: network ${owner} would use interface ${ifName}, which ${taken} already uses: give each attachment its own "interface"`);
+      throw new InvalidArgument(
+        `annotation ${NETWORKS_ANNOTATION}: network ${owner} would use interface ${ifName}, which ${taken} already uses: ` +
+          'give each attachment its own "interface"',
+      );
     }
     used.set(ifName, `network ${owner}`);
     return { selection, ifName };

@@ -15,7 +15,12 @@ export interface NetworkStatusEntry {
 }
 
 /** The entry for one attachment: `name` is the network ("namespace/name" for a secondary one). */
-export function networkStatusEntry(name: string, ifName: string, result: CniResult, opts: { isDefault?: boolean; gateway?: string[] } = {}): NetworkStatusEntry {
+export function networkStatusEntry(
+  name: string,
+  ifName: string,
+  result: CniResult,
+  opts: { isDefault?: boolean; gateway?: string[] } = {},
+): NetworkStatusEntry {
   // The interface the plugin made inside the pod; plugins that list none (ipvlan in L3 mode, test
   // plugins) still own every IP they returned.
   const index = result.interfaces.findIndex((i) => i.name === ifName && i.sandbox !== undefined);

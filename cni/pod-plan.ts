@@ -29,7 +29,8 @@ export interface PodPlan {
   secondaries: SecondaryPlan[];
 }
 
-export interface NetworkCatalog {
+/** The networks known when a pod is planned (the network catalogue's, at that moment). */
+export interface KnownNetworks {
   defaultNet: NetworkList;
   definitions: Map<string, AttachmentDefinition>;
   /** Every network of the CNI conf dir, for definitions without a config of their own. */
@@ -38,7 +39,7 @@ export interface NetworkCatalog {
   confDir: string;
 }
 
-export function planPodNetworks(annotations: Record<string, string>, podNamespace: string, c: NetworkCatalog): PodPlan {
+export function planPodNetworks(annotations: Record<string, string>, podNamespace: string, c: KnownNetworks): PodPlan {
   let main = c.defaultNet;
   let mainName = c.defaultNet.name;
   const replacement = annotations[DEFAULT_NETWORK_ANNOTATION];
@@ -70,25 +71,35 @@ function checkDefaultRoutes(selections: NetworkSelection[]): void {
       const family = gateway.includes(':') ? 'IPv6' : 'IPv4';
       const first = byFamily.get(family);
       if (first !== undefined) {
-        throw new InvalidArgument(`annotation ${NETWORKS_ANNOTATION}: two ${family} default routes requested (${first} and ${gateway} on network ${definitionKey(s.namespace, s.name)}): a pod has one default route per address family`);
+        const network = definitionKey(s.namespace, s.name);
+        throw new InvalidArgument(
+          `annotation ${NETWORKS_ANNOTATION}: two ${family} default routes requested (${first} and ${gateway} on network ${network}): ` +
+            'a pod has one default route per address family',
+        );
       }
       byFamily.set(family, gateway);
     }
   }
 }
 
-function lookup(s: NetworkSelection, annotation: string, c: NetworkCatalog): AttachmentDefinition {
+function lookup(s: NetworkSelection, annotation: string, c: KnownNetworks): AttachmentDefinition {
   const key = definitionKey(s.namespace, s.name);
   const def = c.definitions.get(key);
-  if (!def) throw new InvalidArgument(`annotation ${annotation}: network ${key} is not defined: no NetworkAttachmentDefinition ${key} in ${c.networksDir}`);
+  if (!def) {
+    const missing = `no NetworkAttachmentDefinition ${key} in ${c.networksDir}`;
+    throw new InvalidArgument(`annotation ${annotation}: network ${key} is not defined: ${missing}`);
+  }
   return def;
 }
 
 /** A definition's CNI network: its own config, else the conf dir's network of the same name (as multus allows). */
-function listOf(def: AttachmentDefinition, c: NetworkCatalog): NetworkList {
+function listOf(def: AttachmentDefinition, c: KnownNetworks): NetworkList {
   const list = def.list ?? c.confLists.find((l) => l.name === def.name);
   if (!list) {
-    throw new InvalidArgument(`NetworkAttachmentDefinition ${definitionKey(def.namespace, def.name)} (${def.source}) has no spec.config and ${c.confDir} has no CNI network named "${def.name}"`);
+    const key = definitionKey(def.namespace, def.name);
+    throw new InvalidArgument(
+      `NetworkAttachmentDefinition ${key} (${def.source}) has no spec.config and ${c.confDir} has no CNI network named "${def.name}"`,
+    );
   }
   return list;
 }

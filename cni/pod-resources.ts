@@ -66,7 +66,11 @@ export class PodResourcesClient implements PodDeviceSource {
     try {
       await stat(this.socketPath);
     } catch (err) {
-      throw new Unavailable(`kubelet pod-resources socket ${this.socketPath} is not there (${(err as NodeJS.ErrnoException).code}): pod ${namespace}/${name} needs a device from kubelet; is kubelet running?`);
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new Unavailable(
+        `kubelet pod-resources socket ${this.socketPath} is not there (${code}): pod ${namespace}/${name} needs a device from kubelet; ` +
+          'is kubelet running?',
+      );
     }
     const Ctor = lister();
     const client = new Ctor(`unix:${this.socketPath}`, grpc.credentials.createInsecure());
@@ -100,6 +104,8 @@ export class PodResourcesClient implements PodDeviceSource {
   }
 
   private unavailable(err: unknown, namespace: string, name: string): Unavailable {
-    return new Unavailable(`kubelet pod-resources API at ${this.socketPath} did not answer for pod ${namespace}/${name}: ${(err as Error).message}`, { cause: err });
+    const reason = (err as Error).message;
+    const message = `kubelet pod-resources API at ${this.socketPath} did not answer for pod ${namespace}/${name}: ${reason}`;
+    return new Unavailable(message, { cause: err });
   }
 }

@@ -55,7 +55,8 @@ export function parseResult(json: unknown, source: string): CniResult {
     if (legacy && ip.version !== undefined && ip.version !== String(family)) {
       throw new InvalidArgument(`${where} says version ${JSON.stringify(ip.version)} but ${ip.address} is IPv${family}`);
     }
-    if (ip.interface !== undefined && (!Number.isInteger(ip.interface) || (ip.interface as number) < 0 || (ip.interface as number) >= interfaces.length)) {
+    const index = ip.interface;
+    if (index !== undefined && (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= interfaces.length)) {
       throw new InvalidArgument(`${where} refers to interface ${JSON.stringify(ip.interface)} which the result does not list`);
     }
     return {

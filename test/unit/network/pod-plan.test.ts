@@ -4,7 +4,7 @@ import { attachmentCapabilityArgs, withArgsCni } from '../../../cni/args.js';
 import { parseDefinition, type AttachmentDefinition } from '../../../cni/attachment-definitions.js';
 import { parseNetworkList } from '../../../cni/config.js';
 import { assignDevices, withDeviceId } from '../../../cni/devices.js';
-import { planPodNetworks, type NetworkCatalog } from '../../../cni/pod-plan.js';
+import { planPodNetworks, type KnownNetworks } from '../../../cni/pod-plan.js';
 import { InvalidArgument } from '../../../core/errors.js';
 
 const list = (name: string, plugins: Record<string, unknown>[] = [{ type: 'bridge' }]) =>
@@ -19,7 +19,7 @@ function def(namespace: string, name: string, config?: unknown, resourceName?: s
   return [`${namespace}/${name}`, d];
 }
 
-const catalog: NetworkCatalog = {
+const catalog: KnownNetworks = {
   defaultNet: list('cluster'),
   confLists: [list('cluster'), list('from-conf')],
   definitions: new Map([
@@ -39,7 +39,10 @@ test('a pod without annotations joins the default network only', () => {
 test('secondary networks resolve in order, with interfaces, the conf dir for an empty config, resourceName', () => {
   const plan = planPodNetworks({ 'k8s.v1.cni.cncf.io/networks': 'a, other/b@fast0, from-conf, vf' }, 'pods', catalog);
   assert.deepEqual(plan.secondaries.map((s) => [s.key, s.ifName, s.list.name, s.resourceName]), [
-    ['pods/a', 'net1', 'net-a', undefined], ['other/b', 'fast0', 'net-b', undefined], ['pods/from-conf', 'net3', 'from-conf', undefined], ['pods/vf', 'net4', 'vf', 'example.com/vf'],
+    ['pods/a', 'net1', 'net-a', undefined],
+    ['other/b', 'fast0', 'net-b', undefined],
+    ['pods/from-conf', 'net3', 'from-conf', undefined],
+    ['pods/vf', 'net4', 'vf', 'example.com/vf'],
   ]);
 });
 
@@ -50,17 +53,21 @@ test('the default-network annotation puts a definition on eth0', () => {
 });
 
 test('unknown networks and definitions without a network are InvalidArgument naming them', () => {
-  assert.throws(() => planPodNetworks({ 'k8s.v1.cni.cncf.io/networks': 'a, missing' }, 'pods', catalog),
-    (e: unknown) => e instanceof InvalidArgument && /network pods\/missing is not defined: no NetworkAttachmentDefinition pods\/missing in \/nets/.test(e.message));
-  assert.throws(() => planPodNetworks({ 'k8s.v1.cni.cncf.io/networks': 'orphan' }, 'pods', catalog), /has no spec\.config and \/conf has no CNI network named "orphan"/);
-  assert.throws(() => planPodNetworks({ 'v1.multus-cni.io/default-network': 'nope' }, 'pods', catalog), /v1\.multus-cni\.io\/default-network: network pods\/nope is not defined/);
+  const plan = (annotations: Record<string, string>) => () => planPodNetworks(annotations, 'pods', catalog);
+  const missing = /network pods\/missing is not defined: no NetworkAttachmentDefinition pods\/missing in \/nets/;
+  assert.throws(plan({ 'k8s.v1.cni.cncf.io/networks': 'a, missing' }), (e: unknown) =>
+    e instanceof InvalidArgument && missing.test(e.message));
+  assert.throws(plan({ 'k8s.v1.cni.cncf.io/networks': 'orphan' }), /has no spec\.config and \/conf has no CNI network named "orphan"/);
+  assert.throws(plan({ 'v1.multus-cni.io/default-network': 'nope' }),
+    /v1\.multus-cni\.io\/default-network: network pods\/nope is not defined/);
 });
 
 test('devices: one each in order, never twice; none left names the resource', () => {
   const devices = new Map([['example.com/vf', ['0000:03:02.1', '0000:03:02.2']]]);
   const needs = [{ name: 'p/vf', resourceName: 'example.com/vf' }, { name: 'p/a' }, { name: 'p/vf', resourceName: 'example.com/vf' }];
   assert.deepEqual(assignDevices(needs, devices), ['0000:03:02.1', undefined, '0000:03:02.2']);
-  assert.throws(() => assignDevices([...needs, needs[0]!], devices), /network p\/vf needs a device of resource "example\.com\/vf", but the pod's 2 \(0000:03:02\.1, 0000:03:02\.2\) are all taken/);
+  assert.throws(() => assignDevices([...needs, needs[0]!], devices),
+    /network p\/vf needs a device of resource "example\.com\/vf", but the pod's 2 \(0000:03:02\.1, 0000:03:02\.2\) are all taken/);
   assert.throws(() => assignDevices(needs, new Map()), /kubelet allocated none to the pod/);
 });
 
@@ -75,20 +82,25 @@ test('the device goes to runtimeConfig for a plugin declaring deviceID, into the
   assert.equal(withDeviceId(l, 'dummy7').plugins[1]!.raw.device, 'dummy7');
   // host-device refuses two ways of naming its device: the allocated one replaces the definition's.
   const named = list('hd', [{ type: 'host-device', device: 'eth9', hwaddr: '02:00:00:00:00:09' }]);
-  assert.deepEqual(withDeviceId(named, '0000:03:02.1').plugins[0]!.raw, { type: 'host-device', deviceID: '0000:03:02.1', pciBusID: '0000:03:02.1' });
+  const replaced = withDeviceId(named, '0000:03:02.1').plugins[0]!.raw;
+  assert.deepEqual(replaced, { type: 'host-device', deviceID: '0000:03:02.1', pciBusID: '0000:03:02.1' });
   assert.deepEqual(JSON.parse(pci.bytes.toString()).plugins[0], { type: 'sriov', deviceID: '0000:03:02.1' });
   const caps = attachmentCapabilityArgs(
     { portMappings: [{ hostPort: 1 }], bandwidth: {}, ipRanges: [], cgroupPath: '/x', 'io.kubernetes.cri.pod-annotations': {} },
     { ips: ['10.0.0.5/24'], mac: '02:00:00:00:00:01' }, '0000:03:02.1',
   );
-  assert.deepEqual(caps, { cgroupPath: '/x', 'io.kubernetes.cri.pod-annotations': {}, ips: ['10.0.0.5/24'], mac: '02:00:00:00:00:01', deviceID: '0000:03:02.1' });
+  assert.deepEqual(caps, {
+    cgroupPath: '/x', 'io.kubernetes.cri.pod-annotations': {}, ips: ['10.0.0.5/24'], mac: '02:00:00:00:00:01', deviceID: '0000:03:02.1',
+  });
 });
 
 test('one default route per address family across the pod\'s networks, refused before anything is made', () => {
   const ask = (value: unknown) => planPodNetworks({ 'k8s.v1.cni.cncf.io/networks': JSON.stringify(value) }, 'pods', catalog);
-  assert.equal(ask([{ name: 'a', 'default-route': ['10.1.0.1'] }, { name: 'b', namespace: 'other', 'default-route': ['fd00::1'] }]).secondaries.length, 2);
-  assert.throws(() => ask([{ name: 'a', 'default-route': ['10.1.0.1'] }, { name: 'b', namespace: 'other', 'default-route': ['10.2.0.1'] }]),
-    (err: unknown) => err instanceof InvalidArgument && /two IPv4 default routes requested \(10\.1\.0\.1 and 10\.2\.0\.1 on network other\/b\)/.test(err.message));
+  const a = { name: 'a', 'default-route': ['10.1.0.1'] };
+  assert.equal(ask([a, { name: 'b', namespace: 'other', 'default-route': ['fd00::1'] }]).secondaries.length, 2);
+  const twoRoutes = /two IPv4 default routes requested \(10\.1\.0\.1 and 10\.2\.0\.1 on network other\/b\)/;
+  assert.throws(() => ask([a, { name: 'b', namespace: 'other', 'default-route': ['10.2.0.1'] }]), (err: unknown) =>
+    err instanceof InvalidArgument && twoRoutes.test(err.message));
   assert.throws(() => ask([{ name: 'a', 'default-route': ['fd00::1', 'fd00::2'] }]), /two IPv6 default routes/);
 });
 
