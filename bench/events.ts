@@ -4,7 +4,7 @@
 // subscriber. A runtime that does not serve GetContainerEvents (containerd before 1.7) says so, and only its
 // idle CPU is measured (its subscription ended at once: it is the figure without one).
 import * as grpc from '@grpc/grpc-js';
-import { pool } from '../core/pool.js';
+import { pool } from '../core/locks.js';
 import type { ContainerEventResponse__Output } from '../gen/runtime/v1/ContainerEventResponse.js';
 import { benchContainer, benchPod } from './lib/pods.js';
 import { cpuPercent } from './lib/proc.js';

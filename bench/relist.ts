@@ -6,7 +6,7 @@ import type { Target } from './lib/targets.js';
 import { drain } from './lib/targets.js';
 import { benchContainer, benchPod } from './lib/pods.js';
 import { cpuPercent, memoryOf, sumMemory, type Memory } from './lib/proc.js';
-import { pool } from '../core/pool.js';
+import { pool } from '../core/locks.js';
 import { round, summarize, timed, type Summary } from './lib/stats.js';
 
 const CPU_WINDOW_MS = 5000;

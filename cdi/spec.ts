@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { parse as parseYaml } from 'yaml';
 import { InvalidArgument } from '../core/errors.js';
+import { versionAtLeast } from '../core/version.js';
 
 export interface CdiDeviceNode {
   /** Where the node appears in the container. */
@@ -112,15 +113,9 @@ const specSchema = z.object({
 
 /** The versions read: 0.3.0 to 0.8.x, and 1.0.x (the same fields as 0.8). */
 export function isSupportedCdiVersion(version: string): boolean {
-  const m = /^v?(\d+)\.(\d+)\.(\d+)$/.exec(version);
-  if (!m) return false;
-  const [major, minor] = [Number(m[1]), Number(m[2])];
-  return (major === 0 && minor >= 3 && minor <= 8) || (major === 1 && minor === 0);
-}
-
-function versionAtLeast(version: string, minor: number): boolean {
-  const m = /^v?(\d+)\.(\d+)\./.exec(version)!;
-  return Number(m[1]) > 0 || Number(m[2]) >= minor;
+  if (!/^v?\d+\.\d+\.\d+$/.test(version)) return false;
+  const within = (from: string, below: string) => versionAtLeast(version, from) && !versionAtLeast(version, below);
+  return within('0.3.0', '0.9.0') || within('1.0.0', '1.1.0');
 }
 
 const VENDOR = /^[A-Za-z](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?$/;
@@ -162,9 +157,9 @@ export function parseCdiSpec(file: string, text: string): CdiSpec {
   if (!isSupportedCdiVersion(s.cdiVersion)) bad(`cdiVersion "${s.cdiVersion}" is not one this runtime reads (0.3.0 to 0.8.x, 1.0.x)`);
   const [vendor = '', klass = '', ...more] = s.kind.split('/');
   if (more.length > 0 || !VENDOR.test(vendor) || !CLASS.test(klass)) bad(`kind "${s.kind}" is not vendor.com/class`);
-  if (klass.includes('.') && !versionAtLeast(s.cdiVersion, 6)) bad(`kind "${s.kind}" has a '.' in its class, which needs cdiVersion 0.6.0`);
+  if (klass.includes('.') && !versionAtLeast(s.cdiVersion, '0.6.0')) bad(`kind "${s.kind}" has a '.' in its class, which needs cdiVersion 0.6.0`);
   const needs = (what: string, minor: number): void => {
-    if (!versionAtLeast(s.cdiVersion, minor)) bad(`${what} needs cdiVersion 0.${minor}.0 or later, but the file says ${s.cdiVersion}`);
+    if (!versionAtLeast(s.cdiVersion, `0.${minor}.0`)) bad(`${what} needs cdiVersion 0.${minor}.0 or later, but the file says ${s.cdiVersion}`);
   };
   const checkEdits = (e: z.infer<typeof edits> | null | undefined, where: string): void => {
     if (!e) return;

@@ -10,6 +10,7 @@ import { readBundleSpec, writeArchive, writeCheckpointFiles, writeRootfsDiff } f
 import { CHECKPOINT_DIR } from '../oci/runtime/checkpoint-layout.js';
 import { containerNow, handlerOf, runtimeOf } from './container-refresh.js';
 import type { PodContext } from './context.js';
+import { exists } from '../core/fs.js';
 
 /** What a checkpoint may take when the request leaves it to the runtime (kubelet's own CRI timeout is 2 minutes). */
 export const DEFAULT_CHECKPOINT_TIMEOUT_SEC = 120;
@@ -72,7 +73,7 @@ export async function checkpointContainer(ctx: PodContext, req: { idOrPrefix: st
 
 /** INVALID_ARGUMENT unless `location` is free and its directory exists. */
 async function checkLocationFree(location: string): Promise<void> {
-  if (await stat(location).then(() => true, () => false)) {
+  if (await exists(location)) {
     throw new InvalidArgument(`checkpoint location ${location} already exists: choose a new path (an archive is never overwritten)`);
   }
   const dir = await stat(dirname(location)).catch(() => undefined);

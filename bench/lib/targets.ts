@@ -9,7 +9,7 @@ import { CriClient } from '../../test/support/cri-client.js';
 import { MAIN, unmountUnder } from '../../test/support/daemon.js';
 import { CNI_BIN, RUNC, removeRuncState, type BenchEnv } from './env.js';
 import { liveProcesses } from '../../oci/runtime/processes.js';
-import { pool } from '../../core/pool.js';
+import { pool } from '../../core/locks.js';
 
 export type TargetName = 'minicri' | 'containerd';
 

@@ -2,7 +2,7 @@
 // hashed while it streams, and renamed into place only when size and digest match, so the store never holds
 // a partial or corrupt blob. Concurrent requests for one digest share a single download.
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -10,7 +10,8 @@ import { MinicriError, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { retry } from '../../core/retry.js';
 import { FileSink } from './file-sink.js';
-import { SingleFlight } from './flight.js';
+import { SingleFlight } from '../../core/locks.js';
+import { exists } from '../../core/fs.js';
 
 /** A blob being written as it streams by; see ContentStore.tee. */
 export interface BlobTee {
@@ -85,7 +86,7 @@ export class ContentStore {
   }
 
   async has(digest: string): Promise<boolean> {
-    return stat(this.path(digest)).then(() => true, () => false);
+    return exists(this.path(digest));
   }
 
   read(digest: string): Promise<Buffer> {

@@ -10,7 +10,7 @@ import type { Logger } from '../../core/log.js';
 import { retry } from '../../core/retry.js';
 import { ContentStore } from './content.js';
 import type { Transport } from './http.js';
-import { Mutex, Semaphore, SingleFlight } from './flight.js';
+import { Mutex, Semaphore, SingleFlight } from '../../core/locks.js';
 import { buildImageConfig, MediaType, parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
 import { formatPlatform, HOST_PLATFORM, runsOn, selectPlatform } from './platform.js';
 import { PullProgress } from './progress.js';

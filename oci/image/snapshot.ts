@@ -10,9 +10,10 @@ import type { Logger } from '../../core/log.js';
 import { isMounted } from '../../mounter/mounter.js';
 import { idmapMount, MountError, mount, unmount, unmountIfMounted, type IdRange } from '../../mounter/mounter.js';
 import { hexOf } from './content.js';
-import { SingleFlight } from './flight.js';
+import { SingleFlight } from '../../core/locks.js';
 import { unpackLayerKeepingBlob, type BlobToWrite } from './unpack.js';
 import { unpackInWorker, unpacksInWorker } from './unpack-pool.js';
+import { exists } from '../../core/fs.js';
 
 /** Mount data must fit in one page; lowerdirs are given as short names relative to the link dir to stay under it. */
 const MAX_MOUNT_DATA = 4000;
@@ -92,7 +93,7 @@ export class LayerStore {
   }
 
   async has(diffId: string): Promise<boolean> {
-    return stat(this.dir(diffId)).then(() => true, () => false);
+    return exists(this.dir(diffId));
   }
 
   /**

@@ -2,10 +2,11 @@
 // cache, swap, OOM kills, block I/O per device, process and thread counts and, on cgroup v2, pressure stall
 // information; a pod cgroup's pressure; and a pod's interface counters from /proc/<pid>/net/dev. Parsers
 // and builders are pure; the readers touch the filesystem and read each file once.
-import { access, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Internal, NotFound } from '../../core/errors.js';
 import { CGROUP_ROOT, controllerPathsFromProcCgroup, parseFlatKeyed, parseSingleValue, statsFromV1, statsFromV2, type CgroupStats } from './stats.js';
+import { exists } from '../../core/fs.js';
 
 /** Bytes and operations one cgroup did on one block device. */
 export interface DeviceIo {
@@ -321,7 +322,7 @@ export async function readFullStatsForPid(pid: number, root = CGROUP_ROOT): Prom
  */
 export async function readPodCgroupPressure(relative: string, root = CGROUP_ROOT): Promise<CgroupDetail['psi'] | undefined> {
   // The unified hierarchy mounted at the root itself: a pure v2 host.
-  if (!(await access(join(root, 'cgroup.controllers')).then(() => true, () => false))) return undefined;
+  if (!(await exists(join(root, 'cgroup.controllers')))) return undefined;
   const dir = join(root, relative);
   return pressureFromV2(await readFiles(PRESSURE_FILES.map((name) => [name, join(dir, name)])));
 }

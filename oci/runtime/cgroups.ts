@@ -2,10 +2,11 @@
 // mounted hierarchy (cgroup v1 controllers and the unified one), so that a container whose runc state is
 // gone (a reboot emptied /run, or a crash) still has its cgroups removed, and orphans can be listed.
 import { existsSync } from 'node:fs';
-import { readdir, readFile, rmdir, stat } from 'node:fs/promises';
+import { readdir, readFile, rmdir } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { Internal } from '../../core/errors.js';
 import { cgroupsPath, type CgroupDriver } from './spec/cgroups.js';
+import { exists } from '../../core/fs.js';
 
 /** Scope name prefix under systemd: the scope is "<prefix>-<id>.scope" (as the spec's cgroupsPath says). */
 const SCOPE = /^(.+)-([^-]+)\.scope$/;
@@ -84,7 +85,7 @@ export async function containerCgroupsBelow(relative: string, hierarchies?: stri
 /** Whether `relative` exists in any hierarchy. */
 export async function cgroupExists(relative: string, hierarchies?: string[]): Promise<boolean> {
   for (const root of hierarchies ?? await cgroupHierarchies()) {
-    if (await stat(join(root, relative)).then(() => true, () => false)) return true;
+    if (await exists(join(root, relative))) return true;
   }
   return false;
 }

@@ -12,6 +12,7 @@ import { DeadlineExceeded, FailedPrecondition, NotFound } from '../../core/error
 import { DUMP_LOG } from './checkpoint-layout.js';
 import { liveProcesses } from './processes.js';
 import { isNotExist, isNotRunning, runcErrorText } from './runc-errors.js';
+import { sleep } from '../../core/time.js';
 
 export interface CheckpointRequest {
   /** Where CRIU writes its images (runc makes the dir). */
@@ -86,6 +87,6 @@ async function waitGone(pids: number[], timeoutMs: number, log: Logger): Promise
       log.warn({ pids: alive.map((p) => p.pid) }, 'CRIU still running after its runc checkpoint was stopped');
       return;
     }
-    await new Promise((resolve) => setTimeout(resolve, wait));
+    await sleep(wait);
   }
 }

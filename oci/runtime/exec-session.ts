@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { InvalidArgument, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { SessionStdio } from '../../core/stdio.js';
+import { sleep } from '../../core/time.js';
 
 /** Built by scripts/build-native.sh next to the compiled sources. */
 export const STREAM_HELPER = fileURLToPath(new URL('../../streamhelper/minicri-streamhelper', import.meta.url));
@@ -71,7 +72,7 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
     const [code, signal] = await exited(child);
-    await Promise.race([new Promise((resolve) => child.once('close', resolve)), delay(DRAIN_GRACE_MS)]);
+    await Promise.race([new Promise((resolve) => child.once('close', resolve)), sleep(DRAIN_GRACE_MS, { unref: true })]);
     child.stdout?.unpipe();
     child.stderr?.unpipe();
     child.stdout?.destroy();
@@ -122,7 +123,7 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
     const [code] = await exited(child);
-    await Promise.race([new Promise((resolve) => child.once('close', resolve)), delay(DRAIN_GRACE_MS)]);
+    await Promise.race([new Promise((resolve) => child.once('close', resolve)), sleep(DRAIN_GRACE_MS, { unref: true })]);
     if (code === HELPER_FAILED) {
       throw new Internal(`attach to container "${r.id}": ${Buffer.concat(helperErr).toString().trim() || 'the attach helper failed'}`);
     }
@@ -177,8 +178,4 @@ async function writeCtl(path: string, message: string): Promise<void> {
   } finally {
     await fh.close();
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

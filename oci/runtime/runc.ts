@@ -21,6 +21,8 @@ import { cgroupDir, cgroupEmpty, cgroupHierarchies, removeCgroupDir } from './cg
 import { readRuncState } from './runc-state.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
 import { runcDump, type CheckpointRequest } from './checkpoint.js';
+import { exists } from '../../core/fs.js';
+import { sleep } from '../../core/time.js';
 
 export interface OciRuntimeOptions {
   runtimePath: string;
@@ -240,7 +242,7 @@ export class OciRuntime {
     if (!path || (spec.hooks?.poststop?.length ?? 0) > 0) return false;
     const hierarchies = await cgroupHierarchies();
     const dirs = hierarchies.map((root) => join(root, cgroupDir(path)));
-    const empty = await Promise.all(dirs.map(async (dir) => !(await stat(dir).then(() => true, () => false)) || cgroupEmpty(dir)));
+    const empty = await Promise.all(dirs.map(async (dir) => !(await exists(dir)) || cgroupEmpty(dir)));
     if (!empty.every(Boolean)) return false;
     await removeCgroupDir(cgroupDir(path), hierarchies);
     await rm(join(this.opts.root, id), { recursive: true, force: true });
@@ -510,19 +512,6 @@ async function processAlive(pid: number, comm: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /**

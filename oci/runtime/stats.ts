@@ -1,9 +1,10 @@
 // Container resource usage from cgroups: cgroup v1 (cgroupfs layout, one hierarchy per controller)
 // or the v2 unified hierarchy. Parsing and arithmetic are pure; only the readers touch the filesystem.
 // CPU rate (nano cores) needs two samples: the caller keeps the previous one and calls nanoCores().
-import { readFile, access } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NotFound, Internal } from '../../core/errors.js';
+import { exists } from '../../core/fs.js';
 
 export interface CgroupStats {
   /** When the sample was taken. */
@@ -183,13 +184,4 @@ export async function readStatsForPid(pid: number, root = CGROUP_ROOT): Promise<
     throw new NotFound(`process ${pid} does not exist: the container has exited`, { cause: err });
   }
   return readCgroupStats(cgroupDirsFromProcCgroup(text, root));
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -8,8 +8,8 @@ import { InvalidArgument, Unimplemented } from '../../../core/errors.js';
 import { mountOf, type MountInfo } from './mountinfo.js';
 import type { SpecOpt } from './opts.js';
 import { linuxOf } from './opts.js';
-import { kernelAtLeast } from './seccomp-default.js';
 import type { LinuxIDMapping, Spec } from './types.js';
+import { versionAtLeast } from '../../../core/version.js';
 
 /** One range: `size` ids from `containerId` inside are `hostId`... on the host. */
 export interface IdRange { containerId: number; hostId: number; size: number }
@@ -176,7 +176,7 @@ export function stageUsernsMounts(spec: Spec, entry: string, rootfsIdmapped: boo
 }
 
 /** tmpfs allows id-mapped mounts from this Linux release on. */
-const TMPFS_IDMAP: readonly [number, number] = [6, 3];
+const TMPFS_IDMAP = '6.3';
 
 /**
  * Why this kernel cannot id-map a staged mount's source, when it is a reason minicri can name, else
@@ -185,10 +185,10 @@ const TMPFS_IDMAP: readonly [number, number] = [6, 3];
  * below it (the id-mapped copy takes the submounts too). `mounts` is the host's mountinfo, parsed.
  */
 export function idmapKernelProblem(m: Pick<StagedMount, 'source' | 'destination'>, mounts: readonly MountInfo[], kernelRelease: string): string | undefined {
-  if (kernelAtLeast(kernelRelease, ...TMPFS_IDMAP)) return undefined;
+  if (versionAtLeast(kernelRelease, TMPFS_IDMAP)) return undefined;
   const below = mounts.find((x) => x.fsType === 'tmpfs' && x.mountPoint.startsWith(`${m.source.replace(/\/+$/, '')}/`));
   const what = mountOf(m.source, mounts)?.fsType === 'tmpfs' ? 'the source is on tmpfs' : below ? `a tmpfs is mounted below the source at "${below.mountPoint}"` : undefined;
   if (!what) return undefined;
   const where = m.destination ? `mount "${m.destination}" (host path "${m.source}")` : `mount "${m.source}"`;
-  return `${where}: id-mapped mounts of tmpfs need Linux ${TMPFS_IDMAP.join('.')} or newer (this node runs ${kernelRelease}) and ${what}; a pod in its own user namespace (hostUsers: false) gets each volume id-mapped: run it with hostUsers: true, or the node on Linux ${TMPFS_IDMAP.join('.')} or newer`;
+  return `${where}: id-mapped mounts of tmpfs need Linux ${TMPFS_IDMAP} or newer (this node runs ${kernelRelease}) and ${what}; a pod in its own user namespace (hostUsers: false) gets each volume id-mapped: run it with hostUsers: true, or the node on Linux ${TMPFS_IDMAP} or newer`;
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { pool } from '../../../core/pool.js';
+import { pool } from '../../../core/locks.js';
 import { median, percentile, summarize } from '../../../bench/lib/stats.js';
 import { medianOf, pick, table } from '../../../bench/lib/report.js';
 import { shebangNodeCommand } from '../../../bench/lib/targets.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { handlerFeatures, kernelAtLeast, parseRuncFeatures, type KernelFeatures } from '../../../oci/runtime/features.js';
+import { handlerFeatures, parseRuncFeatures, type KernelFeatures } from '../../../oci/runtime/features.js';
 import { runtimeHandlers } from '../../../pod/runtime-status.js';
 
 const RUNC_115 = JSON.stringify({
@@ -41,13 +41,6 @@ describe('runtime handler features', () => {
     const silent = handlerFeatures(undefined, KERNEL_OK);
     assert.deepEqual([silent.recursiveReadOnly, silent.userNamespaces], [false, false]);
     assert.match(silent.missing.join(), /does not answer/);
-  });
-
-  it('compares kernel releases by major and minor', () => {
-    assert.ok(kernelAtLeast('6.18.44-fc-v657', 5, 19));
-    assert.ok(kernelAtLeast('5.19.0', 5, 19));
-    assert.ok(!kernelAtLeast('5.15.0-91-generic', 5, 19));
-    assert.ok(!kernelAtLeast('garbage', 5, 12));
   });
 
   it('Status lists the default handler under the empty name and its own, then every other configured one', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Mutex, Semaphore, SingleFlight } from '../../../oci/image/flight.js';
+import { Mutex, Semaphore, SingleFlight } from '../../../core/locks.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
