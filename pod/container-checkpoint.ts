@@ -6,7 +6,8 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { readBundleSpec, writeArchive, writeCheckpointFiles, writeRootfsDiff } from '../oci/runtime/checkpoint-archive.js';
+import { writeArchive, writeCheckpointFiles, writeRootfsDiff } from '../oci/runtime/checkpoint-archive.js';
+import { readBundleSpec } from '../oci/runtime/bundle.js';
 import { CHECKPOINT_DIR } from '../oci/runtime/checkpoint-layout.js';
 import { containerNow, handlerOf, runtimeOf } from './container-refresh.js';
 import type { PodContext } from './context.js';
@@ -44,19 +45,19 @@ export async function checkpointContainer(ctx: PodContext, req: { idOrPrefix: st
     }
     const runtime = runtimeOf(ctx, record);
     const signal = AbortSignal.timeout(timeoutMs);
-    const spec = await readBundleSpec(record.dir);
+    const bundle = await readBundleSpec(record.dir);
     const work = await mkdtemp(join(record.dir, CHECKPOINT_WORK_PREFIX));
     try {
       await runtime.checkpoint(id, {
         imagePath: join(work, CHECKPOINT_DIR),
         workPath: work,
         signal,
-        whileFrozen: async () => { if (record.rootfsUpper) await writeRootfsDiff(record.rootfsUpper, work, spec.mounts, signal); },
+        whileFrozen: async () => { if (record.rootfsUpper) await writeRootfsDiff(record.rootfsUpper, work, bundle.spec.mounts ?? [], signal); },
       });
       await writeCheckpointFiles(work, {
         id, name: record.config.metadata.name, image: { id: record.image.id, name: record.image.name },
         runtimeHandler: handlerOf(ctx, record), createdAt: record.createdAt,
-      }, spec, new Date());
+      }, bundle, new Date());
       await writeArchive(work, location, signal);
     } catch (err) {
       // A step that failed because time ran out says so, whatever its own error was.

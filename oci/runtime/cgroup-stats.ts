@@ -5,7 +5,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Internal, NotFound } from '../../core/errors.js';
-import { CGROUP_ROOT, controllerPathsFromProcCgroup, parseFlatKeyed, parseSingleValue, statsFromV1, statsFromV2, type CgroupStats } from './stats.js';
+import {
+  CGROUP_ROOT, controllerPathsFromProcCgroup, parseFlatKeyed, parseSingleValue, statsFromV1, statsFromV2, V1_UNLIMITED, type CgroupStats,
+} from './stats.js';
 import { exists } from '../../core/fs.js';
 
 /** Bytes and operations one cgroup did on one block device. */
@@ -75,8 +77,6 @@ export interface InterfaceCounters {
 /** Every file a sample reads, by name; a file this kernel or configuration lacks is undefined. */
 export type CgroupFiles = Record<string, string | undefined>;
 
-// cgroup v1 reports "no limit" as a huge page-aligned number near 2^63.
-const V1_UNLIMITED = 2 ** 62;
 // cpuacct.stat counts in USER_HZ ticks, 100 a second on every Linux architecture Kubernetes runs on.
 const NS_PER_USER_HZ_TICK = 10_000_000;
 

@@ -2,7 +2,7 @@
 // in a work dir, then one tar at the requested location. GNU tar does the tar work: it keeps owners, modes,
 // xattrs (file capabilities), hard links, sparse files and special files as they are.
 import { randomBytes } from 'node:crypto';
-import { lstat, link, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, link, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { getAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
@@ -12,24 +12,20 @@ import {
   BIND_MOUNTS, CONFIG_DUMP, DELETED_FILES, ROOTFS_DIFF_TAR, SPEC_DUMP,
   type CheckpointedContainer, type SpecMount, type UpperEntry,
 } from './checkpoint-layout.js';
-
-/** The bundle's spec as written, and its mounts. */
-export async function readBundleSpec(bundle: string): Promise<{ text: string; mounts: SpecMount[] }> {
-  const text = await readFile(join(bundle, 'config.json'), 'utf8');
-  return { text, mounts: (JSON.parse(text) as { mounts?: SpecMount[] }).mounts ?? [] };
-}
+import type { Spec } from './spec/types.js';
 
 /** config.dump, spec.dump and (with bind mounts) bind.mounts, into `dir`. */
-export async function writeCheckpointFiles(dir: string, c: CheckpointedContainer, spec: { text: string; mounts: SpecMount[] }, now: Date): Promise<void> {
-  const sources = [...new Set(spec.mounts.flatMap((m) => (m.source ? [m.source] : [])))];
+export async function writeCheckpointFiles(dir: string, c: CheckpointedContainer, bundle: { text: string; spec: Spec }, now: Date): Promise<void> {
+  const mounts = bundle.spec.mounts ?? [];
+  const sources = [...new Set(mounts.flatMap((m) => (m.source ? [m.source] : [])))];
   const stats = new Map(await Promise.all(sources.map(async (s) => [s, await stat(s).catch(() => undefined)] as const)));
-  const binds = bindMountsDump(spec.mounts, (source) => {
+  const binds = bindMountsDump(mounts, (source) => {
     const st = stats.get(source);
     return st && { isDirectory: st.isDirectory(), mode: st.mode };
   });
   await Promise.all([
     writeFile(join(dir, CONFIG_DUMP), JSON.stringify(configDump(c, now), null, 2)),
-    writeFile(join(dir, SPEC_DUMP), spec.text),
+    writeFile(join(dir, SPEC_DUMP), bundle.text),
     binds.length > 0 ? writeFile(join(dir, BIND_MOUNTS), JSON.stringify(binds, null, 2)) : undefined,
   ]);
 }

@@ -23,6 +23,7 @@ import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
 import { runcDump, type CheckpointRequest } from './checkpoint.js';
 import { exists } from '../../core/fs.js';
 import { sleep } from '../../core/time.js';
+import { readBundleSpec } from './bundle.js';
 
 export interface OciRuntimeOptions {
   runtimePath: string;
@@ -204,10 +205,6 @@ export class OciRuntime {
   }
 
   /**
-   * Remove the container from runc and drop its exit file and conmon state. A running container
-   * needs force (it is killed). Deleting an unknown container is not an error.
-   */
-  /**
    * runc delete; idempotent. When runc no longer knows the container (a reboot or a crash emptied its state),
    * its cgroups may still be there: with the `bundle` it was made from, they are found and removed too.
    */
@@ -237,7 +234,7 @@ export class OciRuntime {
    */
   private async deleteStopped(id: string, bundle: string): Promise<boolean> {
     if (this.opts.cgroupManager === 'systemd') return false;
-    const spec = await readBundleSpec(bundle);
+    const spec = (await readBundleSpec(bundle).catch(() => undefined))?.spec;
     const path = spec?.linux?.cgroupsPath;
     if (!path || (spec.hooks?.poststop?.length ?? 0) > 0) return false;
     const hierarchies = await cgroupHierarchies();
@@ -518,16 +515,7 @@ async function processAlive(pid: number, comm: string): Promise<boolean> {
  * Removes the cgroups the spec in `bundle` names. A bundle without a whole spec (a crash while it was written)
  * was never given to runc, so it has none to remove.
  */
-/** What removal needs of a bundle's spec; undefined when it is gone or a crash cut its writing short. */
-async function readBundleSpec(bundle: string): Promise<{ linux?: { cgroupsPath?: string }; hooks?: { poststop?: unknown[] } } | undefined> {
-  try {
-    return JSON.parse(await readFile(join(bundle, 'config.json'), 'utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
 async function removeBundleCgroups(bundle: string): Promise<void> {
-  const path = (await readBundleSpec(bundle))?.linux?.cgroupsPath;
+  const path = (await readBundleSpec(bundle).catch(() => undefined))?.spec.linux?.cgroupsPath;
   if (path) await removeCgroupDir(cgroupDir(path));
 }

@@ -27,8 +27,8 @@ export type CgroupDirs = { version: 1; cpuacct: string; memory: string } | { ver
 
 export const CGROUP_ROOT = '/sys/fs/cgroup';
 
-// cgroup v1 reports "no limit" as a huge page-aligned number near 2^63.
-const V1_UNLIMITED = 2 ** 62;
+/** cgroup v1 reports "no limit" as a huge page-aligned number near 2^63: anything from here up is none. */
+export const V1_UNLIMITED = 2 ** 62;
 
 /** Parse a flat-keyed cgroup file ("key value" per line: memory.stat, cpu.stat). */
 export function parseFlatKeyed(text: string): Map<string, number> {

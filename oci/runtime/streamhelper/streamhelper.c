@@ -241,16 +241,15 @@ static int run_pty(const char *sock_path, const char *pid_file, char **argv) {
   return exit_status(status);
 }
 
-/* ---- attach ---- */
+/* ---- relay: attach and port-forward ---- */
 
-static int run_attach(const char *path) {
-  struct sockaddr_un sa;
-  int dirfd;
-  socklen_t sl = unix_addr(path, &sa, &dirfd);
-  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (s < 0) die("socket");
-  if (connect(s, (struct sockaddr *)&sa, sl) < 0) die("connect to the attach socket");
-  int err_fd = fcntl(3, F_GETFD) >= 0 ? 3 : 1;
+/*
+ * Copies stdin to the socket `s` and `s` to stdout until the socket side is done (for attach: conmon closed,
+ * the container has exited; for a port: the server is done, and what the client still sends has nowhere to go)
+ * or the client is gone. The end of stdin half-closes `s`. `framed` is conmon's attach socket: each message it
+ * sends starts with the stream it belongs to (stderr goes to `err_fd`), and each one we send is one message.
+ */
+static void relay(int s, int framed, int err_fd) {
   char buf[BUF + 1];
   int in_open = 1;
   for (;;) {
@@ -260,21 +259,37 @@ static int run_attach(const char *path) {
       die("poll");
     }
     if (p[0].revents) {
-      ssize_t n = recv(s, buf, sizeof(buf), 0);
-      if (n <= 0) break; /* conmon closed: the container has exited */
-      int fd = buf[0] == ATTACH_STDERR ? err_fd : buf[0] == ATTACH_STDOUT ? 1 : -1;
-      if (fd >= 0 && n > 1 && write_all(fd, buf + 1, (size_t)n - 1) < 0) break;
+      ssize_t n = recv(s, buf, framed ? sizeof(buf) : BUF, 0);
+      if (n <= 0) break;
+      if (framed) {
+        int fd = buf[0] == ATTACH_STDERR ? err_fd : buf[0] == ATTACH_STDOUT ? 1 : -1;
+        if (fd >= 0 && n > 1 && write_all(fd, buf + 1, (size_t)n - 1) < 0) break;
+      } else if (write_all(1, buf, (size_t)n) < 0) {
+        break;
+      }
     }
     if (p[1].revents) {
       ssize_t n = read(0, buf, BUF);
       if (n <= 0) {
         in_open = 0;
         shutdown(s, SHUT_WR);
-      } else if (send(s, buf, (size_t)n, MSG_NOSIGNAL) < 0) {
+      } else if (framed ? send(s, buf, (size_t)n, MSG_NOSIGNAL) < 0 : write_all(s, buf, (size_t)n) < 0) {
         break;
       }
     }
   }
+}
+
+/* ---- attach ---- */
+
+static int run_attach(const char *path) {
+  struct sockaddr_un sa;
+  int dirfd;
+  socklen_t sl = unix_addr(path, &sa, &dirfd);
+  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (s < 0) die("socket");
+  if (connect(s, (struct sockaddr *)&sa, sl) < 0) die("connect to the attach socket");
+  relay(s, 1, fcntl(3, F_GETFD) >= 0 ? 3 : 1);
   return 0;
 }
 
@@ -304,29 +319,7 @@ static int run_connect(const char *netns, const char *port_s) {
       return 2;
     }
   }
-  char buf[BUF];
-  int in_open = 1;
-  for (;;) {
-    struct pollfd p[2] = { { .fd = s, .events = POLLIN }, { .fd = in_open ? 0 : -1, .events = POLLIN } };
-    if (poll(p, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      die("poll");
-    }
-    if (p[0].revents) {
-      ssize_t n = read(s, buf, sizeof(buf));
-      /* The server is done (what the client still sends has nowhere to go), or the client is gone. */
-      if (n <= 0 || write_all(1, buf, (size_t)n) < 0) break;
-    }
-    if (p[1].revents) {
-      ssize_t n = read(0, buf, sizeof(buf));
-      if (n <= 0) {
-        in_open = 0;
-        shutdown(s, SHUT_WR);
-      } else if (write_all(s, buf, (size_t)n) < 0) {
-        break;
-      }
-    }
-  }
+  relay(s, 0, 1);
   return 0;
 }
 
