@@ -80,6 +80,18 @@ static socklen_t unix_addr(const char *path, struct sockaddr_un *sa, int *dirfd)
   return sizeof(*sa);
 }
 
+/* A unix socket of `type` that `attach` (bind or connect) has tied to `path`; dies saying what failed. */
+static int unix_socket(const char *path, int type, int (*attach)(int, const struct sockaddr *, socklen_t), const char *what) {
+  struct sockaddr_un sa;
+  int dirfd;
+  socklen_t sl = unix_addr(path, &sa, &dirfd);
+  int s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+  if (s < 0) die("socket");
+  if (attach(s, (struct sockaddr *)&sa, sl) < 0) die(what);
+  if (dirfd >= 0) close(dirfd);
+  return s;
+}
+
 /* ---- pty ---- */
 
 static int receive_fd(int conn) {
@@ -152,12 +164,7 @@ static int run_pty(const char *sock_path, const char *pid_file, char **argv) {
   /* runc hands out the console only when it detaches (exec -d); as a subreaper we inherit the
      exec'd process once runc has exited, and can wait for its status. */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) die("become a subreaper");
-  struct sockaddr_un sa;
-  int dirfd;
-  socklen_t sl = unix_addr(sock_path, &sa, &dirfd);
-  int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (lfd < 0) die("socket");
-  if (bind(lfd, (struct sockaddr *)&sa, sl) < 0) die("bind the console socket");
+  int lfd = unix_socket(sock_path, SOCK_STREAM, bind, "bind the console socket");
   if (listen(lfd, 1) < 0) die("listen");
 
   pid_t runtime = fork();
@@ -191,7 +198,6 @@ static int run_pty(const char *sock_path, const char *pid_file, char **argv) {
   }
   close(lfd);
   unlink(sock_path);
-  if (dirfd >= 0) close(dirfd);
   if (exit_status(status) != 0) return exit_status(status);
 
   pid_t pid = read_pid(pid_file);
@@ -283,13 +289,7 @@ static void relay(int s, int framed, int err_fd) {
 /* ---- attach ---- */
 
 static int run_attach(const char *path) {
-  struct sockaddr_un sa;
-  int dirfd;
-  socklen_t sl = unix_addr(path, &sa, &dirfd);
-  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (s < 0) die("socket");
-  if (connect(s, (struct sockaddr *)&sa, sl) < 0) die("connect to the attach socket");
-  relay(s, 1, fcntl(3, F_GETFD) >= 0 ? 3 : 1);
+  relay(unix_socket(path, SOCK_SEQPACKET, connect, "connect to the attach socket"), 1, fcntl(3, F_GETFD) >= 0 ? 3 : 1);
   return 0;
 }
 
