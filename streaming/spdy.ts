@@ -152,7 +152,9 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
     try {
       await Promise.race([
         stream.replyReceived,
-        new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`no SYN_REPLY for stream ${id} within ${timeoutMs} ms`)), timeoutMs); }),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no SYN_REPLY for stream ${id} within ${timeoutMs} ms`)), timeoutMs);
+        }),
         once(stream, 'close').then(() => { throw new Error(`stream ${id} was closed before the peer accepted it`); }),
       ]);
     } finally {

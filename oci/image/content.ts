@@ -45,7 +45,9 @@ export function blobWriter(tmp: string, digest: string, size: number | undefined
   const stream = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       bytes += chunk.length;
-      if (size !== undefined && bytes > size) return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
+      if (size !== undefined && bytes > size) {
+        return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
+      }
       hash.update(chunk);
       onBytes?.(chunk.length);
       if (file.write(chunk)) cb(null, chunk);
@@ -54,7 +56,9 @@ export function blobWriter(tmp: string, digest: string, size: number | undefined
     flush(cb) {
       file.end(() => {
         const got = `sha256:${hash.digest('hex')}`;
-        if (size !== undefined && bytes !== size) return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
+        if (size !== undefined && bytes !== size) {
+          return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
+        }
         if (got !== digest) return cb(new Internal(`${what} has digest ${got}, not ${digest}: the registry serves corrupt content`));
         verified = true;
         cb();
@@ -111,7 +115,10 @@ export class ContentStore {
    * Makes sure the blob is present, streaming it from `open` when not. Returns bytes downloaded (0 when it was
    * already there or another caller fetched it). `open` is retried on transient (non-typed) errors.
    */
-  async ensure(digest: string, size: number | undefined, what: string, open: (signal: AbortSignal) => Promise<Readable>, signal?: AbortSignal, attempts = 3): Promise<number> {
+  async ensure(
+    digest: string, size: number | undefined, what: string, open: (signal: AbortSignal) => Promise<Readable>,
+    signal?: AbortSignal, attempts = 3,
+  ): Promise<number> {
     if (await this.has(digest)) return 0;
     let fetched = false;
     const bytes = await this.flights.do(digest, async (shared) => {

@@ -54,7 +54,10 @@ export async function cgroupHierarchies(): Promise<string[]> {
 
 /** Whether a cgroup directory holds no process and no child cgroup. */
 export async function cgroupEmpty(dir: string): Promise<boolean> {
-  const [procs, entries] = await Promise.all([readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => ''), readdir(dir, { withFileTypes: true }).catch(() => [])]);
+  const [procs, entries] = await Promise.all([
+    readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => ''),
+    readdir(dir, { withFileTypes: true }).catch(() => []),
+  ]);
   return procs.trim() === '' && !entries.some((e) => e.isDirectory());
 }
 
@@ -64,13 +67,16 @@ export async function removeCgroupDir(relative: string, hierarchies?: string[]):
     const dir = join(root, relative);
     await rmdir(dir).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return;
-      throw new Internal(`cannot remove cgroup ${dir}: ${err.code === 'EBUSY' ? 'processes are still in it' : err.message}`, { cause: err });
+      const why = err.code === 'EBUSY' ? 'processes are still in it' : err.message;
+      throw new Internal(`cannot remove cgroup ${dir}: ${why}`, { cause: err });
     });
   }
 }
 
 /** The child cgroups of `relative`, in every hierarchy, that carry a container or sandbox id, and whether each is empty. */
-export async function containerCgroupsBelow(relative: string, hierarchies?: string[]): Promise<{ relative: string; owner: string; empty: boolean }[]> {
+export async function containerCgroupsBelow(
+  relative: string, hierarchies?: string[],
+): Promise<{ relative: string; owner: string; empty: boolean }[]> {
   const found = [];
   for (const root of hierarchies ?? await cgroupHierarchies()) {
     for (const entry of await readdir(join(root, relative), { withFileTypes: true }).catch(() => [])) {

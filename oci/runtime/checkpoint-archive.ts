@@ -15,7 +15,9 @@ import {
 import type { Spec } from './spec/types.js';
 
 /** config.dump, spec.dump and (with bind mounts) bind.mounts, into `dir`. */
-export async function writeCheckpointFiles(dir: string, c: CheckpointedContainer, bundle: { text: string; spec: Spec }, now: Date): Promise<void> {
+export async function writeCheckpointFiles(
+  dir: string, c: CheckpointedContainer, bundle: { text: string; spec: Spec }, now: Date,
+): Promise<void> {
   const mounts = bundle.spec.mounts ?? [];
   const sources = [...new Set(mounts.flatMap((m) => (m.source ? [m.source] : [])))];
   const stats = new Map(await Promise.all(sources.map(async (s) => [s, await stat(s).catch(() => undefined)] as const)));
@@ -60,7 +62,8 @@ export async function writeRootfsDiff(upper: string, dir: string, mounts: readon
   if (include.length === 0) return;
   // trusted.* are overlayfs's own marks (opaque dirs are in deleted.files instead).
   await tar(['--create', `--file=${join(dir, ROOTFS_DIFF_TAR)}`, `--directory=${upper}`, '--no-recursion', '--numeric-owner',
-    '--xattrs', '--xattrs-exclude=trusted.*', '--null', '--files-from=-'], 'the root filesystem changes', signal, `${include.join('\0')}\0`);
+    '--xattrs', '--xattrs-exclude=trusted.*', '--null', '--files-from=-'],
+  'the root filesystem changes', signal, `${include.join('\0')}\0`);
 }
 
 /**
@@ -73,9 +76,12 @@ export async function writeArchive(dir: string, location: string, signal: AbortS
   const partial = join(dirname(location), `.${basename(location)}.${randomBytes(4).toString('hex')}.partial`);
   await (await open(partial, 'wx', 0o600)).close();
   try {
-    await tar(['--create', `--file=${partial}`, `--directory=${dir}`, '--sort=name', '--numeric-owner', '--xattrs', '--', ...members], 'the checkpoint archive', signal);
+    const args = ['--create', `--file=${partial}`, `--directory=${dir}`, '--sort=name', '--numeric-owner', '--xattrs', '--', ...members];
+    await tar(args, 'the checkpoint archive', signal);
     await link(partial, location).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'EEXIST') throw new InvalidArgument(`checkpoint location ${location} was created while the checkpoint was written: choose a new path`);
+      if (err.code === 'EEXIST') {
+        throw new InvalidArgument(`checkpoint location ${location} was created while the checkpoint was written: choose a new path`);
+      }
       throw err;
     });
   } finally {
@@ -84,7 +90,8 @@ export async function writeArchive(dir: string, location: string, signal: AbortS
 }
 
 async function tar(args: string[], what: string, signal: AbortSignal, input?: string): Promise<void> {
-  const r = signal.aborted ? undefined : await execa('tar', args, { reject: false, cancelSignal: signal, ...(input === undefined ? { stdin: 'ignore' as const } : { input }) });
+  const stdin = input === undefined ? { stdin: 'ignore' as const } : { input };
+  const r = signal.aborted ? undefined : await execa('tar', args, { reject: false, cancelSignal: signal, ...stdin });
   if (!r || signal.aborted) throw new DeadlineExceeded(`writing ${what} did not finish before the checkpoint's timeout`);
   if (r.exitCode !== 0) throw new Internal(`writing ${what} with tar failed: ${r.stderr.trim()}`);
 }

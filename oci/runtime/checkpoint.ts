@@ -45,9 +45,12 @@ export interface RuncCommand {
 }
 
 /** The dump itself: `runc checkpoint --leave-running` of the (paused) container. */
-export async function runcDump(runc: RuncCommand, id: string, r: Pick<CheckpointRequest, 'imagePath' | 'workPath' | 'signal'>, log: Logger): Promise<void> {
+export async function runcDump(
+  runc: RuncCommand, id: string, r: Pick<CheckpointRequest, 'imagePath' | 'workPath' | 'signal'>, log: Logger,
+): Promise<void> {
   const started = Date.now();
-  const late = () => new DeadlineExceeded(`checkpoint of container "${id}" did not finish in time: runc was stopped and the container resumed; give it a longer timeout`);
+  const late = () => new DeadlineExceeded(`checkpoint of container "${id}" did not finish in time: `
+    + 'runc was stopped and the container resumed; give it a longer timeout');
   if (r.signal.aborted) throw late();
   const sub = execa(runc.path, [...runc.args, ...checkpointArgs(id, r)], { reject: false, stdin: 'ignore' });
   let criu: number[] = [];
@@ -75,7 +78,9 @@ export async function runcDump(runc: RuncCommand, id: string, r: Pick<Checkpoint
   const cause = criuErrors(criuLog);
   // CRIU refuses what it cannot dump (a kernel it does not know, a resource it cannot save): the node or the
   // container is not fit for a checkpoint, which no retry changes.
-  throw new FailedPrecondition(`checkpoint of container "${id}" failed: runc: ${text}${cause.length > 0 ? `; CRIU: ${cause.join('; ')}` : ''} (\`criu check\` tells whether CRIU works on this node)`);
+  const fromCriu = cause.length > 0 ? `; CRIU: ${cause.join('; ')}` : '';
+  throw new FailedPrecondition(`checkpoint of container "${id}" failed: runc: ${text}${fromCriu} `
+    + '(`criu check` tells whether CRIU works on this node)');
 }
 
 async function waitGone(pids: number[], timeoutMs: number, log: Logger): Promise<void> {

@@ -44,11 +44,16 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
   const pidFile = join(r.workDir, `exec-${tag}.pid`);
   const consoleSocket = join(r.workDir, `exec-${tag}.sock`);
   // runc passes a console socket the PTY only when it detaches (-d); the helper then waits for the process.
-  const execArgs = [...r.runtimeArgs, 'exec', '--pid-file', pidFile, ...(r.tty ? ['-d', '--tty', '--console-socket', consoleSocket] : []), r.id, ...r.cmd];
+  const ttyArgs = r.tty ? ['-d', '--tty', '--console-socket', consoleSocket] : [];
+  const execArgs = [...r.runtimeArgs, 'exec', '--pid-file', pidFile, ...ttyArgs, r.id, ...r.cmd];
   const started = Date.now();
   const child = r.tty
-    ? spawn(r.helperPath ?? STREAM_HELPER, ['pty', consoleSocket, pidFile, r.runtimePath, ...execArgs], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] })
-    : spawn(r.runtimePath, execArgs, { stdio: [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr ? 'pipe' : 'ignore'] });
+    ? spawn(r.helperPath ?? STREAM_HELPER, ['pty', consoleSocket, pidFile, r.runtimePath, ...execArgs], {
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    })
+    : spawn(r.runtimePath, execArgs, {
+      stdio: [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr ? 'pipe' : 'ignore'],
+    });
   const stderrTail: Buffer[] = [];
   wireInput(io.stdin, child.stdin);
   if (child.stdout && io.stdout) child.stdout.pipe(io.stdout, { end: false });

@@ -116,7 +116,10 @@ export async function probeHandlerFeatures(
   const out = new Map<string, HandlerFeatures>();
   await Promise.all([...runtimes].map(async ([handler, r]) => {
     const features = handlerFeatures(await probeRuncFeatures(r.runtimePath), kernel);
-    if (features.missing.length > 0) log.info({ handler, missing: features.missing, recursiveReadOnly: features.recursiveReadOnly, userNamespaces: features.userNamespaces }, 'runtime handler features');
+    if (features.missing.length > 0) {
+      const { missing, recursiveReadOnly, userNamespaces } = features;
+      log.info({ handler, missing, recursiveReadOnly, userNamespaces }, 'runtime handler features');
+    }
     out.set(handler, features);
   }));
   return out;

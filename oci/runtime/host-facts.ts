@@ -81,7 +81,9 @@ export async function gatherNodeFacts(log: Logger, apparmor: ApparmorSetup): Pro
       ]);
       return {
         passwd, group, mountinfo, oomScoreAdjMin: oom.minAllowed, boundingCaps, devices,
-        apparmor: profiles && { defaultProfile: apparmor.defaultProfile, defaultMissing: apparmor.defaultMissing, loaded: new Set(profiles.keys()) },
+        apparmor: profiles && {
+          defaultProfile: apparmor.defaultProfile, defaultMissing: apparmor.defaultMissing, loaded: new Set(profiles.keys()),
+        },
         selinux, kernelRelease, swapAccounting,
       };
     },

@@ -19,7 +19,8 @@ export interface RuncStateFile {
 export function parseProcStat(text: string): { state: string; ppid: number; cpuTicks: number; startTime: number } {
   // The command name may hold spaces and parentheses: fields are counted from the last ')'.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { state: fields[0] ?? '', ppid: Number(fields[1]), cpuTicks: Number(fields[11]) + Number(fields[12]), startTime: Number(fields[19]) };
+  const cpuTicks = Number(fields[11]) + Number(fields[12]);
+  return { state: fields[0] ?? '', ppid: Number(fields[1]), cpuTicks, startTime: Number(fields[19]) };
 }
 
 export function runcStatus(state: RuncStateFile, procStat: string | undefined, execFifoExists: boolean): RuncStatus {

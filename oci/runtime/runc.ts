@@ -176,7 +176,9 @@ export class OciRuntime {
     try {
       process.kill(st.pid, number);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ESRCH') throw new FailedPrecondition(`cannot signal container "${id}": it is not running`);
+      if ((err as NodeJS.ErrnoException).code === 'ESRCH') {
+        throw new FailedPrecondition(`cannot signal container "${id}": it is not running`);
+      }
       throw new Internal(`cannot signal container "${id}" (pid ${st.pid}): ${(err as Error).message}`, { cause: err });
     }
   }
@@ -200,7 +202,8 @@ export class OciRuntime {
     }
     await this.signalIfRunning(id, 'KILL');
     if (!(await this.waitForExit(id, KILL_WAIT_MS))) {
-      throw new DeadlineExceeded(`container "${id}" did not exit within ${KILL_WAIT_MS} ms of SIGKILL; check its process (D state?) and conmon`);
+      throw new DeadlineExceeded(`container "${id}" did not exit within ${KILL_WAIT_MS} ms of SIGKILL; `
+        + 'check its process (D state?) and conmon');
     }
   }
 
@@ -216,7 +219,8 @@ export class OciRuntime {
       throw new FailedPrecondition(`container "${id}" is ${st.status}: stop it before deleting, or delete with force`);
     }
     if (st && !(st.status === 'stopped' && o.bundle && await this.deleteStopped(id, o.bundle))) {
-      const r = await execa(this.opts.runtimePath, [...this.globalArgs, 'delete', ...(o.force || st.status === 'created' ? ['--force'] : []), id], { reject: false });
+      const force = o.force || st.status === 'created' ? ['--force'] : [];
+      const r = await execa(this.opts.runtimePath, [...this.globalArgs, 'delete', ...force, id], { reject: false });
       if (r.exitCode !== 0 && !isNotExist(runcErrorText(r.stderr))) {
         throw new Internal(`runc delete of container "${id}" failed: ${runcErrorText(r.stderr)}`);
       }
@@ -273,13 +277,15 @@ export class OciRuntime {
       // Non-blocking: with no reader (conmon gone) this fails with ENXIO instead of hanging.
       fh = await open(join(meta.bundle, 'ctl'), fsConstants.O_WRONLY | fsConstants.O_NONBLOCK);
     } catch (err) {
-      throw new FailedPrecondition(`container "${id}": cannot reach conmon to reopen its log (${(err as Error).message}); is the container running?`, { cause: err });
+      throw new FailedPrecondition(
+        `container "${id}": cannot reach conmon to reopen its log (${(err as Error).message}); is the container running?`, { cause: err });
     }
     try {
       // "<type> <height> <width>": conmon wants all three numbers even for a reopen.
       await fh.write('2 0 0\n');
     } catch (err) {
-      throw new FailedPrecondition(`container "${id}": conmon stopped listening while asked to reopen its log (${(err as Error).message})`, { cause: err });
+      throw new FailedPrecondition(
+        `container "${id}": conmon stopped listening while asked to reopen its log (${(err as Error).message})`, { cause: err });
     } finally {
       await fh.close();
     }
@@ -370,7 +376,8 @@ export class OciRuntime {
 
   private async runc(args: string[], what: string, input?: string): Promise<void> {
     const started = Date.now();
-    const r = await execa(this.opts.runtimePath, [...this.globalArgs, ...args], { reject: false, ...(input === undefined ? {} : { input }) });
+    const stdin = input === undefined ? {} : { input };
+    const r = await execa(this.opts.runtimePath, [...this.globalArgs, ...args], { reject: false, ...stdin });
     this.log.debug({ args, ms: Date.now() - started }, 'runc');
     if (r.exitCode === 0) return;
     const text = runcErrorText(r.stderr || r.stdout);
@@ -493,7 +500,9 @@ export function conmonLogLevel(level: string): 'debug' | 'info' | 'warn' | 'erro
 }
 
 function checkId(id: string): void {
-  if (!ID.test(id)) throw new InvalidArgument(`invalid container id "${id}": use 1-128 letters, digits, '_', '.', '-', starting with a letter or digit`);
+  if (!ID.test(id)) {
+    throw new InvalidArgument(`invalid container id "${id}": use 1-128 letters, digits, '_', '.', '-', starting with a letter or digit`);
+  }
 }
 
 /** A live (not zombie) process with the given command name. */

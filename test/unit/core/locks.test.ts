@@ -46,7 +46,11 @@ test('single-flight: one caller giving up leaves the run to the others; the last
   let settled = false;
   const work = (signal: AbortSignal) => new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => resolve('done'), 50);
-    signal.addEventListener('abort', () => { clearTimeout(timer); aborted = true; setImmediate(() => { settled = true; reject(signal.reason); }); });
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      aborted = true;
+      setImmediate(() => { settled = true; reject(signal.reason); });
+    });
   });
   const a = new AbortController();
   const pa = sf.do('k', work, a.signal);

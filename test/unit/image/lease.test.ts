@@ -5,7 +5,12 @@ import { Leases, type PullIntent } from '../../../oci/image/lease.js';
 /** An intent table that keeps what it is given, as the state store's does. */
 function table() {
   const rows = new Map<string, PullIntent>();
-  return { rows, list: () => [...rows.values()], put: (p: PullIntent) => { rows.set(p.id, p); }, delete: (id: string) => { rows.delete(id); } };
+  return {
+    rows,
+    list: () => [...rows.values()],
+    put: (p: PullIntent) => { rows.set(p.id, p); },
+    delete: (id: string) => { rows.delete(id); },
+  };
 }
 
 test('a pull lease writes its intent first, a copy per hold, and deletes it on release', () => {

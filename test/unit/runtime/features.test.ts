@@ -4,9 +4,12 @@ import { handlerFeatures, parseRuncFeatures, type KernelFeatures } from '../../.
 import { runtimeHandlers } from '../../../pod/runtime-status.js';
 
 const RUNC_115 = JSON.stringify({
-  ociVersionMin: '1.0.0', mountOptions: ['bind', 'rbind', 'ro', 'rro', 'rrw'], linux: { namespaces: ['cgroup', 'ipc', 'mount', 'network', 'pid', 'user', 'uts'] },
+  ociVersionMin: '1.0.0', mountOptions: ['bind', 'rbind', 'ro', 'rro', 'rrw'],
+  linux: { namespaces: ['cgroup', 'ipc', 'mount', 'network', 'pid', 'user', 'uts'] },
 });
-const KERNEL_OK: KernelFeatures = { mountSetattr: true, userNamespaces: true, idmapMounts: true, overlayIdmappedLayers: true, stagingReachable: true };
+const KERNEL_OK: KernelFeatures = {
+  mountSetattr: true, userNamespaces: true, idmapMounts: true, overlayIdmappedLayers: true, stagingReachable: true,
+};
 
 describe('runtime handler features', () => {
   it('reads the mount options and namespaces of `runc features`, and nothing from an unreadable answer', () => {
