@@ -1,5 +1,5 @@
-// The image catalogue: the image records and their lookups, pulls (each a Pull, pull.ts) and the import of local
-// images (the pause image) recorded, removal, container root filesystems, and collecting what nothing uses.
+// The image catalogue: image records and their lookups; pulls (each run by a Pull, pull.ts) and local imports (the
+// pause image) committed as records; removal, container root filesystems, disk usage, and collecting what nothing uses.
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,7 +18,7 @@ import { RegistryClient } from './registry.js';
 import { diskUsage, LayerStore, type Rootfs, type RootfsOptions } from './snapshot.js';
 import type { AuthConfig, ImageConfig, ImageRecord, ImageRepository, RegistryHostsConfig } from './types.js';
 
-/** The daemon keeps its pull intents in the state store: it names the record type here, beside the options. */
+/** The record type of `ImagesOptions.pulls`, for the daemon's state store. */
 export type { PullIntent } from './lease.js';
 
 export interface ImagesOptions {
