@@ -26,8 +26,7 @@ export async function retry<T>(fn: (attempt: number) => Promise<T>, opts: RetryO
       opts.signal?.throwIfAborted();
       if (attempt >= opts.attempts || !opts.retryable(err)) throw err;
       await opts.onRetry?.(err, attempt);
-      await sleep((opts.backoffMs ?? 200) * 2 ** (attempt - 1), { signal: opts.signal })
-        .catch((e: unknown) => { throw opts.signal?.aborted ? opts.signal.reason : e; });
+      await sleep((opts.backoffMs ?? 200) * 2 ** (attempt - 1), { signal: opts.signal });
     }
   }
 }

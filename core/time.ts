@@ -14,7 +14,9 @@ export function nowNanos(): string {
   return (EPOCH_OFFSET + process.hrtime.bigint()).toString();
 }
 
-/** Resolves after `ms`; `unref` lets the process exit meanwhile, `signal` rejects the wait with its reason. */
+/** Resolves after `ms`; `unref` lets the process exit meanwhile; an abort of `signal` rejects with its reason. */
 export function sleep(ms: number, o: { unref?: boolean; signal?: AbortSignal } = {}): Promise<void> {
-  return timeout(ms, undefined, { ref: !o.unref, signal: o.signal });
+  return timeout(ms, undefined, { ref: !o.unref, signal: o.signal }).catch((err: unknown) => {
+    throw o.signal?.aborted ? o.signal.reason : err;
+  });
 }
