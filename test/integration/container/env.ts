@@ -16,6 +16,7 @@ import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../s
 import { checkThenClean, hostSnapshot, networkFixtureObjects, type HostSnapshot } from '../../support/leaks.js';
 import { containerConfig, podConfig } from '../../support/pods.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
+import { sleep } from '../../../core/time.js';
 
 const IP_FORWARD = '/proc/sys/net/ipv4/ip_forward';
 
@@ -172,6 +173,4 @@ async function writeGatewayNetwork(net: TestNet): Promise<void> {
   }));
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
+export { sleep };
