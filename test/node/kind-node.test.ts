@@ -19,7 +19,6 @@ import { CriClient } from '../support/cri-client.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../support/leaks.js';
 import { startRegistry, type TestRegistry } from '../support/registry.js';
 import { KindNode, NODE_BRIDGE, NODE_SUBNET } from './node.js';
-import { sleep } from '../../core/time.js';
 
 const CHECKOUT = resolve(fileURLToPath(import.meta.url), '../../../..');
 const SOCKET = '/run/minicri/minicri.sock';
@@ -33,6 +32,7 @@ const CONFLIST = JSON.stringify({
   plugins: [{ type: 'bridge', bridge: NODE_BRIDGE, isGateway: false, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet: NODE_SUBNET }]] } }],
 }, null, 2);
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> {
   const deadline = Date.now() + ms;

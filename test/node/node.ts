@@ -11,7 +11,6 @@ import { mkdir, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { cgroupHierarchies } from '../../oci/runtime/cgroups.js';
-import { sleep } from '../../core/time.js';
 
 /** Kept between runs where the machine keeps it: the debootstrapped rootfs, and apt's and npm's downloads. */
 export const CACHE = '/var/cache/minicri-test';
@@ -21,6 +20,7 @@ export const NODE_BRIDGE = 'mcri-node0';
 export const NODE_SUBNET = '10.236.0.0/24';
 const NODE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The Debian mirror the host's apt uses (deb822 sources or sources.list), so the node downloads from it too. */
 export async function hostDebianMirror(): Promise<string> {

@@ -80,7 +80,9 @@ export class ContainerEnv {
     return { id, config };
   }
 
-  async create(pod: Pod, name: string, command: string[], change: (c: ContainerConfig) => void = () => {}, image = this.images.root): Promise<string> {
+  async create(
+    pod: Pod, name: string, command: string[], change: (c: ContainerConfig) => void = () => {}, image = this.images.root,
+  ): Promise<string> {
     const config = containerConfig(name, image, command, change);
     const r = await this.rt.runtime.call('CreateContainer', { pod_sandbox_id: pod.id, config, sandbox_config: pod.config });
     return r.container_id;
