@@ -4,7 +4,7 @@
 // subscriber. A runtime that does not serve GetContainerEvents (containerd before 1.7) says so, and only its
 // idle CPU is measured (its subscription ended at once: it is the figure without one).
 import * as grpc from '@grpc/grpc-js';
-import { pool } from '../core/pool.js';
+import { pool } from '../core/locks.js';
 import type { ContainerEventResponse__Output } from '../gen/runtime/v1/ContainerEventResponse.js';
 import { benchContainer, benchPod } from './lib/pods.js';
 import { cpuPercent } from './lib/proc.js';
@@ -48,7 +48,8 @@ interface Subscription {
 
 /** Subscribes; resolves once the stream is in place (its headers) or has ended (a runtime that does not serve it). */
 async function subscribe(target: Target): Promise<Subscription> {
-  const call = target.client.runtime.stream('GetContainerEvents', {}) as unknown as grpc.ClientReadableStream<ContainerEventResponse__Output>;
+  type Events = grpc.ClientReadableStream<ContainerEventResponse__Output>;
+  const call = target.client.runtime.stream('GetContainerEvents', {}) as unknown as Events;
   const waiting = new Map<string, (at: number) => void>();
   const sub: Subscription = {
     ended: undefined,
@@ -85,7 +86,8 @@ export async function eventsBench(target: Target, image: string, logRoot: string
     await pool(Array.from({ length: pods }), SETUP_CONCURRENCY, async () => {
       const config = benchPod('events', logRoot);
       const { pod_sandbox_id: pod } = await rt.call('RunPodSandbox', { config }, { timeoutMs: 300_000 });
-      const { container_id: id } = await rt.call('CreateContainer', { pod_sandbox_id: pod, config: benchContainer('app', image), sandbox_config: config }, { timeoutMs: 300_000 });
+      const create = { pod_sandbox_id: pod, config: benchContainer('app', image), sandbox_config: config };
+      const { container_id: id } = await rt.call('CreateContainer', create, { timeoutMs: 300_000 });
       await rt.call('StartContainer', { container_id: id }, { timeoutMs: 300_000 });
       containers.push(id);
     });

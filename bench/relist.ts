@@ -6,7 +6,7 @@ import type { Target } from './lib/targets.js';
 import { drain } from './lib/targets.js';
 import { benchContainer, benchPod } from './lib/pods.js';
 import { cpuPercent, memoryOf, sumMemory, type Memory } from './lib/proc.js';
-import { pool } from '../core/pool.js';
+import { pool } from '../core/locks.js';
 import { round, summarize, timed, type Summary } from './lib/stats.js';
 
 const CPU_WINDOW_MS = 5000;
@@ -42,11 +42,15 @@ export interface FootprintResult {
 /** The daemon's memory and CPU (over a few seconds) and its helpers' memory, now. */
 export async function sample(target: Target): Promise<FootprintSample> {
   const helpers = await target.helpers();
-  const [daemon, daemonCpuPercent, helperMem] = await Promise.all([memoryOf(target.pid), cpuPercent(target.pid, CPU_WINDOW_MS), sumMemory(helpers)]);
+  const [daemon, daemonCpuPercent, helperMem] = await Promise.all([
+    memoryOf(target.pid), cpuPercent(target.pid, CPU_WINDOW_MS), sumMemory(helpers),
+  ]);
   return { daemon, daemonCpuPercent: round(daemonCpuPercent, 2), helpers: { count: helpers.length, ...helperMem } };
 }
 
-export async function relistBench(target: Target, image: string, logRoot: string, pods: number, iterations: number): Promise<{ relist: RelistResult; footprint: FootprintResult }> {
+export async function relistBench(
+  target: Target, image: string, logRoot: string, pods: number, iterations: number,
+): Promise<{ relist: RelistResult; footprint: FootprintResult }> {
   const rt = target.client.runtime;
   const errors: string[] = [];
   const idle = await sample(target);
@@ -55,7 +59,8 @@ export async function relistBench(target: Target, image: string, logRoot: string
     const config = benchPod('relist', logRoot);
     const { pod_sandbox_id: pod } = await rt.call('RunPodSandbox', { config }, { timeoutMs: 300_000 });
     for (const name of ['app', 'sidecar']) {
-      const { container_id: id } = await rt.call('CreateContainer', { pod_sandbox_id: pod, config: benchContainer(name, image), sandbox_config: config }, { timeoutMs: 300_000 });
+      const create = { pod_sandbox_id: pod, config: benchContainer(name, image), sandbox_config: config };
+      const { container_id: id } = await rt.call('CreateContainer', create, { timeoutMs: 300_000 });
       await rt.call('StartContainer', { container_id: id }, { timeoutMs: 300_000 });
     }
     });
@@ -72,12 +77,16 @@ export async function relistBench(target: Target, image: string, logRoot: string
         const sandboxes = (await time(calls, 'ListPodSandbox', () => rt.call('ListPodSandbox', {}))).items;
         const containers = (await time(calls, 'ListContainers', () => rt.call('ListContainers', {}))).containers;
         for (const s of sandboxes) {
-          await time(calls, 'PodSandboxStatus', () => rt.call('PodSandboxStatus', { pod_sandbox_id: s.id })).catch((e: Error) => errors.push(e.message));
+          await time(calls, 'PodSandboxStatus', () => rt.call('PodSandboxStatus', { pod_sandbox_id: s.id }))
+            .catch((e: Error) => errors.push(e.message));
         }
         for (const c of containers) {
-          await time(calls, 'ContainerStatus', () => rt.call('ContainerStatus', { container_id: c.id })).catch((e: Error) => errors.push(e.message));
+          await time(calls, 'ContainerStatus', () => rt.call('ContainerStatus', { container_id: c.id }))
+            .catch((e: Error) => errors.push(e.message));
         }
-        if (sandboxes.length !== pods || containers.length !== 2 * pods) errors.push(`listed ${sandboxes.length} pods and ${containers.length} containers`);
+        if (sandboxes.length !== pods || containers.length !== 2 * pods) {
+          errors.push(`listed ${sandboxes.length} pods and ${containers.length} containers`);
+        }
       });
     }
     const perPod = (k: keyof Memory) => round((loaded.daemon[k] - idle.daemon[k] + loaded.helpers[k]) / pods, 1);

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { parse as parseYaml } from 'yaml';
 import { InvalidArgument } from '../core/errors.js';
+import { versionAtLeast } from '../core/version.js';
 
 export interface CdiDeviceNode {
   /** Where the node appears in the container. */
@@ -112,15 +113,9 @@ const specSchema = z.object({
 
 /** The versions read: 0.3.0 to 0.8.x, and 1.0.x (the same fields as 0.8). */
 export function isSupportedCdiVersion(version: string): boolean {
-  const m = /^v?(\d+)\.(\d+)\.(\d+)$/.exec(version);
-  if (!m) return false;
-  const [major, minor] = [Number(m[1]), Number(m[2])];
-  return (major === 0 && minor >= 3 && minor <= 8) || (major === 1 && minor === 0);
-}
-
-function versionAtLeast(version: string, minor: number): boolean {
-  const m = /^v?(\d+)\.(\d+)\./.exec(version)!;
-  return Number(m[1]) > 0 || Number(m[2]) >= minor;
+  if (!/^v?\d+\.\d+\.\d+$/.test(version)) return false;
+  const within = (from: string, below: string) => versionAtLeast(version, from) && !versionAtLeast(version, below);
+  return within('0.3.0', '0.9.0') || within('1.0.0', '1.1.0');
 }
 
 const VENDOR = /^[A-Za-z](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?$/;
@@ -136,7 +131,8 @@ export function parseQualifiedName(name: string): { vendor: string; class: strin
   }
   const [vendor, klass, device] = [name.slice(0, slash), name.slice(slash + 1, eq), name.slice(eq + 1)];
   if (!VENDOR.test(vendor) || !CLASS.test(klass) || !DEVICE.test(device)) {
-    throw new InvalidArgument(`CDI device "${name}" is not a valid name: vendor and class start with a letter, the device name with a letter or digit; use letters, digits, '-', '_' and '.'`);
+    throw new InvalidArgument(`CDI device "${name}" is not a valid name: vendor and class start with a letter, `
+      + "the device name with a letter or digit; use letters, digits, '-', '_' and '.'");
   }
   return { vendor, class: klass, device };
 }
@@ -162,9 +158,12 @@ export function parseCdiSpec(file: string, text: string): CdiSpec {
   if (!isSupportedCdiVersion(s.cdiVersion)) bad(`cdiVersion "${s.cdiVersion}" is not one this runtime reads (0.3.0 to 0.8.x, 1.0.x)`);
   const [vendor = '', klass = '', ...more] = s.kind.split('/');
   if (more.length > 0 || !VENDOR.test(vendor) || !CLASS.test(klass)) bad(`kind "${s.kind}" is not vendor.com/class`);
-  if (klass.includes('.') && !versionAtLeast(s.cdiVersion, 6)) bad(`kind "${s.kind}" has a '.' in its class, which needs cdiVersion 0.6.0`);
+  if (klass.includes('.') && !versionAtLeast(s.cdiVersion, '0.6.0')) {
+    bad(`kind "${s.kind}" has a '.' in its class, which needs cdiVersion 0.6.0`);
+  }
   const needs = (what: string, minor: number): void => {
-    if (!versionAtLeast(s.cdiVersion, minor)) bad(`${what} needs cdiVersion 0.${minor}.0 or later, but the file says ${s.cdiVersion}`);
+    if (versionAtLeast(s.cdiVersion, `0.${minor}.0`)) return;
+    bad(`${what} needs cdiVersion 0.${minor}.0 or later, but the file says ${s.cdiVersion}`);
   };
   const checkEdits = (e: z.infer<typeof edits> | null | undefined, where: string): void => {
     if (!e) return;
@@ -173,13 +172,17 @@ export function parseCdiSpec(file: string, text: string): CdiSpec {
     if (e.additionalGids) needs(`${where}: additionalGids`, 7);
     if (e.intelRdt) needs(`${where}: intelRdt`, 7);
     for (const d of e.deviceNodes ?? []) if (!d.path.startsWith('/')) bad(`${where}: device node path "${d.path}" must be absolute`);
-    for (const m of e.mounts ?? []) if (!m.containerPath.startsWith('/')) bad(`${where}: mount containerPath "${m.containerPath}" must be absolute`);
+    for (const m of e.mounts ?? []) {
+      if (!m.containerPath.startsWith('/')) bad(`${where}: mount containerPath "${m.containerPath}" must be absolute`);
+    }
   };
   if (s.annotations) needs('annotations', 6);
   checkEdits(s.containerEdits, 'containerEdits');
   const seen = new Set<string>();
   for (const d of s.devices) {
-    if (!DEVICE.test(d.name)) bad(`device name "${d.name}" is not valid: start and end with a letter or digit; use letters, digits, '-', '_', '.' and ':'`);
+    if (!DEVICE.test(d.name)) {
+      bad(`device name "${d.name}" is not valid: start and end with a letter or digit; use letters, digits, '-', '_', '.' and ':'`);
+    }
     if (/^[0-9]/.test(d.name)) needs(`device "${d.name}" (a name starting with a digit)`, 5);
     if (seen.has(d.name)) bad(`device "${d.name}" is listed twice`);
     seen.add(d.name);
@@ -188,7 +191,9 @@ export function parseCdiSpec(file: string, text: string): CdiSpec {
   }
   return {
     cdiVersion: s.cdiVersion, kind: s.kind, ...(s.annotations ? { annotations: s.annotations } : {}),
-    devices: s.devices.map((d) => ({ name: d.name, ...(d.annotations ? { annotations: d.annotations } : {}), containerEdits: cleanEdits(d.containerEdits) })),
+    devices: s.devices.map((d) => ({
+      name: d.name, ...(d.annotations ? { annotations: d.annotations } : {}), containerEdits: cleanEdits(d.containerEdits),
+    })),
     ...(s.containerEdits ? { containerEdits: cleanEdits(s.containerEdits) } : {}),
   };
 }
@@ -215,7 +220,9 @@ export function requestedCdiDevices(cdiDevices: ReadonlyArray<{ name: string }>,
   const names: string[] = cdiDevices.map((d) => d.name);
   for (const key of Object.keys(annotations).filter((k) => k.startsWith(CDI_ANNOTATION_PREFIX)).sort()) {
     for (const name of annotations[key]!.split(',')) {
-      if (name.trim() === '') throw new InvalidArgument(`annotation ${key} has an empty CDI device name: list vendor.com/class=name entries separated by commas`);
+      if (name.trim() === '') {
+        throw new InvalidArgument(`annotation ${key} has an empty CDI device name: list vendor.com/class=name entries separated by commas`);
+      }
       names.push(name.trim());
     }
   }

@@ -1,6 +1,7 @@
 // Follows a config directory with fs.watch: `onChange` on every change; while the directory does not
 // exist (yet, or any more: inotify watches die with their directory), retry until it does.
-import { promises as fs, watch, type FSWatcher } from 'node:fs';
+import { watch, type FSWatcher } from 'node:fs';
+import { exists } from '../core/fs.js';
 
 const WATCH_RETRY_MS = 1000;
 
@@ -30,8 +31,7 @@ export class DirWatcher {
   /** Call after handling a change: notices a removed directory and waits for it to come back. */
   async checkStillThere(): Promise<void> {
     if (this.closed || !this.watcher) return;
-    const exists = await fs.stat(this.dir).then(() => true, () => false);
-    if (!exists) this.rewatch();
+    if (!(await exists(this.dir))) this.rewatch();
   }
 
   close(): void {

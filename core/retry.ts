@@ -1,7 +1,7 @@
 // Another try for work whose failures may pass (a reset connection, a busy server): a few attempts with
 // exponentially growing waits between them, ending at once on a failure not worth retrying or when the caller
 // gives up, so a cancelled call never sleeps through its own cancellation.
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from './time.js';
 
 export interface RetryOptions {
   /** Tries in all, the first included. */
@@ -26,8 +26,7 @@ export async function retry<T>(fn: (attempt: number) => Promise<T>, opts: RetryO
       opts.signal?.throwIfAborted();
       if (attempt >= opts.attempts || !opts.retryable(err)) throw err;
       await opts.onRetry?.(err, attempt);
-      await sleep((opts.backoffMs ?? 200) * 2 ** (attempt - 1), undefined, { signal: opts.signal })
-        .catch((e: unknown) => { throw opts.signal?.aborted ? opts.signal.reason : e; });
+      await sleep((opts.backoffMs ?? 200) * 2 ** (attempt - 1), { signal: opts.signal });
     }
   }
 }

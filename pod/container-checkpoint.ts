@@ -6,10 +6,12 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { readBundleSpec, writeArchive, writeCheckpointFiles, writeRootfsDiff } from '../oci/runtime/checkpoint-archive.js';
+import { writeArchive, writeCheckpointFiles, writeRootfsDiff } from '../oci/runtime/checkpoint-archive.js';
+import { readBundleSpec } from '../oci/runtime/bundle.js';
 import { CHECKPOINT_DIR } from '../oci/runtime/checkpoint-layout.js';
 import { containerNow, handlerOf, runtimeOf } from './container-refresh.js';
 import type { PodContext } from './context.js';
+import { exists } from '../core/fs.js';
 
 /** What a checkpoint may take when the request leaves it to the runtime (kubelet's own CRI timeout is 2 minutes). */
 export const DEFAULT_CHECKPOINT_TIMEOUT_SEC = 120;
@@ -21,17 +23,24 @@ export const CHECKPOINT_WORK_PREFIX = 'checkpoint-';
 export function checkpointLocation(location: string): string {
   if (!location) throw new InvalidArgument('checkpoint location is empty: give the absolute path of the archive to write');
   if (!isAbsolute(location)) throw new InvalidArgument(`checkpoint location "${location}" is not an absolute path`);
-  if (location.endsWith('/')) throw new InvalidArgument(`checkpoint location "${location}" names a directory: give the path of the archive file to write`);
+  if (location.endsWith('/')) {
+    throw new InvalidArgument(`checkpoint location "${location}" names a directory: give the path of the archive file to write`);
+  }
   return location;
 }
 
 /** The request's timeout in ms: 0 is the default, negative is refused. Pure. */
 export function checkpointTimeoutMs(timeoutSec: number): number {
-  if (!Number.isFinite(timeoutSec) || timeoutSec < 0) throw new InvalidArgument(`checkpoint timeout ${timeoutSec} must be 0 (the default, ${DEFAULT_CHECKPOINT_TIMEOUT_SEC} s) or a number of seconds`);
+  if (!Number.isFinite(timeoutSec) || timeoutSec < 0) {
+    throw new InvalidArgument(
+      `checkpoint timeout ${timeoutSec} must be 0 (the default, ${DEFAULT_CHECKPOINT_TIMEOUT_SEC} s) or a number of seconds`);
+  }
   return (timeoutSec || DEFAULT_CHECKPOINT_TIMEOUT_SEC) * 1000;
 }
 
-export async function checkpointContainer(ctx: PodContext, req: { idOrPrefix: string; location: string; timeoutSec: number }, log: Logger): Promise<void> {
+export async function checkpointContainer(
+  ctx: PodContext, req: { idOrPrefix: string; location: string; timeoutSec: number }, log: Logger,
+): Promise<void> {
   const location = checkpointLocation(req.location);
   const timeoutMs = checkpointTimeoutMs(req.timeoutSec);
   const { id } = ctx.tables.containers.find(req.idOrPrefix);
@@ -43,24 +52,27 @@ export async function checkpointContainer(ctx: PodContext, req: { idOrPrefix: st
     }
     const runtime = runtimeOf(ctx, record);
     const signal = AbortSignal.timeout(timeoutMs);
-    const spec = await readBundleSpec(record.dir);
+    const bundle = await readBundleSpec(record.dir);
     const work = await mkdtemp(join(record.dir, CHECKPOINT_WORK_PREFIX));
     try {
       await runtime.checkpoint(id, {
         imagePath: join(work, CHECKPOINT_DIR),
         workPath: work,
         signal,
-        whileFrozen: async () => { if (record.rootfsUpper) await writeRootfsDiff(record.rootfsUpper, work, spec.mounts, signal); },
+        whileFrozen: async () => {
+          if (record.rootfsUpper) await writeRootfsDiff(record.rootfsUpper, work, bundle.spec.mounts ?? [], signal);
+        },
       });
       await writeCheckpointFiles(work, {
         id, name: record.config.metadata.name, image: { id: record.image.id, name: record.image.name },
         runtimeHandler: handlerOf(ctx, record), createdAt: record.createdAt,
-      }, spec, new Date());
+      }, bundle, new Date());
       await writeArchive(work, location, signal);
     } catch (err) {
       // A step that failed because time ran out says so, whatever its own error was.
       if (signal.aborted && !(err instanceof DeadlineExceeded)) {
-        throw new DeadlineExceeded(`checkpoint of container ${id} did not finish within ${timeoutMs / 1000} s; nothing was written`, { cause: err });
+        throw new DeadlineExceeded(
+          `checkpoint of container ${id} did not finish within ${timeoutMs / 1000} s; nothing was written`, { cause: err });
       }
       throw err;
     } finally {
@@ -72,9 +84,11 @@ export async function checkpointContainer(ctx: PodContext, req: { idOrPrefix: st
 
 /** INVALID_ARGUMENT unless `location` is free and its directory exists. */
 async function checkLocationFree(location: string): Promise<void> {
-  if (await stat(location).then(() => true, () => false)) {
+  if (await exists(location)) {
     throw new InvalidArgument(`checkpoint location ${location} already exists: choose a new path (an archive is never overwritten)`);
   }
   const dir = await stat(dirname(location)).catch(() => undefined);
-  if (!dir?.isDirectory()) throw new InvalidArgument(`checkpoint location ${location}: directory ${dirname(location)} does not exist; create it first`);
+  if (!dir?.isDirectory()) {
+    throw new InvalidArgument(`checkpoint location ${location}: directory ${dirname(location)} does not exist; create it first`);
+  }
 }

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../core/log.js';
-import { pool } from '../core/pool.js';
+import { pool } from '../core/locks.js';
 import { Timeline } from '../core/timeline.js';
 import { nowNanos } from '../core/time.js';
 import { cgroupExists, podCgroupParentDir } from '../oci/runtime/cgroups.js';

@@ -12,6 +12,7 @@ import {
   decodeHeaderBlock, encodeData, encodeGoAway, encodeHeaderBlock, encodePing, encodeRstStream, encodeSynReply, encodeSynStream,
   FLAG_FIN, HEADER_DICTIONARY, parseFrames, RST_CANCEL, RST_PROTOCOL_ERROR, type Frame, type SpdyHeaders,
 } from './spdy-frames.js';
+import { Mutex } from '../core/locks.js';
 
 /** DATA frames we send carry at most this much, so one stream cannot hog the connection. */
 const DATA_CHUNK = 32 * 1024;
@@ -19,7 +20,7 @@ const DATA_CHUNK = 32 * 1024;
 /** One zlib context per direction, shared by every header block of the connection (SPDY's rule). */
 class HeaderCodec {
   private readonly z: zlib.Inflate | zlib.Deflate;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly queue = new Mutex();
 
   constructor(kind: 'inflate' | 'deflate') {
     const opts = { dictionary: HEADER_DICTIONARY, readableHighWaterMark: 1 << 20 } as zlib.ZlibOptions;
@@ -29,7 +30,7 @@ class HeaderCodec {
 
   /** Feeds one header block through the shared context and returns what it produced. */
   run(input: Buffer): Promise<Buffer> {
-    const next = this.queue.then(() => new Promise<Buffer>((resolve, reject) => {
+    return this.queue.lock(() => new Promise<Buffer>((resolve, reject) => {
       const onError = (err: Error) => reject(err);
       this.z.once('error', onError);
       this.z.write(input);
@@ -40,8 +41,6 @@ class HeaderCodec {
         resolve(Buffer.concat(out));
       });
     }));
-    this.queue = next.catch(() => undefined);
-    return next;
   }
 
   close(): void {
@@ -120,9 +119,9 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
   private readonly deflate = new HeaderCodec('deflate');
   private pending: Buffer = Buffer.alloc(0);
   /** Frames are handled one at a time, in order, since header blocks decompress asynchronously. */
-  private incoming: Promise<void> = Promise.resolve();
+  private readonly incoming = new Mutex();
   /** Frames go out in the order they were asked for; header compression must not reorder them. */
-  private outgoing: Promise<void> = Promise.resolve();
+  private readonly outgoing = new Mutex();
   private nextId: number;
   private lastPeerId = 0;
   private closed = false;
@@ -132,7 +131,7 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
     this.nextId = opts.client ? 1 : 2;
     socket.on('data', (b: Buffer) => this.onBytes(b));
     // Frames already received are still handled (their header blocks inflate asynchronously).
-    const drainThenShutdown = () => { this.incoming = this.incoming.then(() => this.shutdown()); };
+    const drainThenShutdown = () => { void this.incoming.lock(() => this.shutdown()); };
     socket.on('close', drainThenShutdown);
     socket.on('end', drainThenShutdown);
     socket.on('error', () => this.shutdown());
@@ -153,7 +152,9 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
     try {
       await Promise.race([
         stream.replyReceived,
-        new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`no SYN_REPLY for stream ${id} within ${timeoutMs} ms`)), timeoutMs); }),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no SYN_REPLY for stream ${id} within ${timeoutMs} ms`)), timeoutMs);
+        }),
         once(stream, 'close').then(() => { throw new Error(`stream ${id} was closed before the peer accepted it`); }),
       ]);
     } finally {
@@ -203,17 +204,13 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
   }
 
   private enqueue(frame: () => Buffer): Promise<void> {
-    const next = this.outgoing.then(() => this.write(frame()));
-    this.outgoing = next.catch(() => undefined);
-    return next;
+    return this.outgoing.lock(() => this.write(frame()));
   }
 
   private enqueueCompressed(headers: SpdyHeaders, frame: (compressed: Buffer) => Buffer): Promise<void> {
     // Compress in queue order: the deflate context is shared, so blocks must reach the wire in the
     // order they were compressed.
-    const next = this.outgoing.then(async () => this.write(frame(await this.deflate.run(encodeHeaderBlock(headers)))));
-    this.outgoing = next.catch(() => undefined);
-    return next;
+    return this.outgoing.lock(async () => this.write(frame(await this.deflate.run(encodeHeaderBlock(headers)))));
   }
 
   private write(buf: Buffer): Promise<void> {
@@ -234,7 +231,7 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
       return;
     }
     for (const f of frames) {
-      this.incoming = this.incoming.then(() => this.handle(f)).catch(() => this.destroy());
+      void this.incoming.lock(() => this.handle(f).catch(() => this.destroy()));
     }
   }
 

@@ -9,7 +9,7 @@ import { CriClient } from '../../test/support/cri-client.js';
 import { MAIN, unmountUnder } from '../../test/support/daemon.js';
 import { CNI_BIN, RUNC, removeRuncState, type BenchEnv } from './env.js';
 import { liveProcesses } from '../../oci/runtime/processes.js';
-import { pool } from '../../core/pool.js';
+import { pool } from '../../core/locks.js';
 
 export type TargetName = 'minicri' | 'containerd';
 
@@ -64,7 +64,9 @@ class Daemon {
   child: ChildProcess;
   client: CriClient;
 
-  constructor(private readonly launch: () => ChildProcess, private readonly socket: string, readonly what: string, readonly logFile: string) {
+  constructor(
+    private readonly launch: () => ChildProcess, private readonly socket: string, readonly what: string, readonly logFile: string,
+  ) {
     this.child = launch();
     this.client = new CriClient(socket, { reconnectMs: RECONNECT_MS });
   }
@@ -180,7 +182,8 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
   const serve = ['serve', '--config', configPath];
   const shebang = shebangNodeCommand(readFileSync(MAIN, 'utf8'));
   const daemon = new Daemon(() => (opts.cpuProfDir
-    ? spawnLogged(process.execPath, [...shebang.nodeFlags, '--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, MAIN, ...serve], logFile, { ...process.env, ...shebang.env })
+    ? spawnLogged(process.execPath, [...shebang.nodeFlags, '--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, MAIN, ...serve], logFile,
+      { ...process.env, ...shebang.env })
     : spawnLogged(MAIN, serve, logFile)), socket, 'minicri', logFile);
   // The conmons, and the daemon's one mount helper: memory minicri adds to the host either way.
   const helpers = async () => {
@@ -191,7 +194,9 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
 }
 
 /** Waits for the daemon, readies it, and hands it out as a Target; stops it if it cannot be readied. */
-async function startTarget(name: TargetName, daemon: Daemon, helpers: () => Promise<number[]>, stop: () => Promise<void>, ready: () => Promise<void>): Promise<Target> {
+async function startTarget(
+  name: TargetName, daemon: Daemon, helpers: () => Promise<number[]>, stop: () => Promise<void>, ready: () => Promise<void>,
+): Promise<Target> {
   try {
     await daemon.waitServing();
     await ready();
@@ -215,7 +220,10 @@ function containerdConfig(env: BenchEnv, dir: string, socket: string): string {
   return `version = 2
 root = "${join(dir, 'root')}"
 state = "${join(dir, 'state')}"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.aufs",
+]
 
 [grpc]
   address = "${socket}"

@@ -2,7 +2,7 @@
 // hashed while it streams, and renamed into place only when size and digest match, so the store never holds
 // a partial or corrupt blob. Concurrent requests for one digest share a single download.
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -10,7 +10,8 @@ import { MinicriError, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { retry } from '../../core/retry.js';
 import { FileSink } from './file-sink.js';
-import { SingleFlight } from './flight.js';
+import { SingleFlight } from '../../core/locks.js';
+import { exists } from '../../core/fs.js';
 
 /** A blob being written as it streams by; see ContentStore.tee. */
 export interface BlobTee {
@@ -44,7 +45,9 @@ export function blobWriter(tmp: string, digest: string, size: number | undefined
   const stream = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       bytes += chunk.length;
-      if (size !== undefined && bytes > size) return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
+      if (size !== undefined && bytes > size) {
+        return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
+      }
       hash.update(chunk);
       onBytes?.(chunk.length);
       if (file.write(chunk)) cb(null, chunk);
@@ -53,7 +56,9 @@ export function blobWriter(tmp: string, digest: string, size: number | undefined
     flush(cb) {
       file.end(() => {
         const got = `sha256:${hash.digest('hex')}`;
-        if (size !== undefined && bytes !== size) return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
+        if (size !== undefined && bytes !== size) {
+          return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
+        }
         if (got !== digest) return cb(new Internal(`${what} has digest ${got}, not ${digest}: the registry serves corrupt content`));
         verified = true;
         cb();
@@ -85,7 +90,7 @@ export class ContentStore {
   }
 
   async has(digest: string): Promise<boolean> {
-    return stat(this.path(digest)).then(() => true, () => false);
+    return exists(this.path(digest));
   }
 
   read(digest: string): Promise<Buffer> {
@@ -110,7 +115,10 @@ export class ContentStore {
    * Makes sure the blob is present, streaming it from `open` when not. Returns bytes downloaded (0 when it was
    * already there or another caller fetched it). `open` is retried on transient (non-typed) errors.
    */
-  async ensure(digest: string, size: number | undefined, what: string, open: (signal: AbortSignal) => Promise<Readable>, signal?: AbortSignal, attempts = 3): Promise<number> {
+  async ensure(
+    digest: string, size: number | undefined, what: string, open: (signal: AbortSignal) => Promise<Readable>,
+    signal?: AbortSignal, attempts = 3,
+  ): Promise<number> {
     if (await this.has(digest)) return 0;
     let fetched = false;
     const bytes = await this.flights.do(digest, async (shared) => {

@@ -10,9 +10,10 @@ import type { Logger } from '../../core/log.js';
 import { isMounted } from '../../mounter/mounter.js';
 import { idmapMount, MountError, mount, unmount, unmountIfMounted, type IdRange } from '../../mounter/mounter.js';
 import { hexOf } from './content.js';
-import { SingleFlight } from './flight.js';
+import { SingleFlight } from '../../core/locks.js';
 import { unpackLayerKeepingBlob, type BlobToWrite } from './unpack.js';
 import { unpackInWorker, unpacksInWorker } from './unpack-pool.js';
+import { exists } from '../../core/fs.js';
 
 /** Mount data must fit in one page; lowerdirs are given as short names relative to the link dir to stay under it. */
 const MAX_MOUNT_DATA = 4000;
@@ -92,7 +93,7 @@ export class LayerStore {
   }
 
   async has(diffId: string): Promise<boolean> {
-    return stat(this.dir(diffId)).then(() => true, () => false);
+    return exists(this.dir(diffId));
   }
 
   /**
@@ -113,10 +114,14 @@ export class LayerStore {
    * `beforeCommit` (which puts the verified blob in the store), then renamed into place.
    * Any failure, the source's included, removes what was unpacked.
    */
-  async unpack(diffId: string, source: Readable, what: string, size: number, blob?: BlobToWrite, beforeCommit?: () => Promise<void>): Promise<void> {
+  async unpack(
+    diffId: string, source: Readable, what: string, size: number, blob?: BlobToWrite, beforeCommit?: () => Promise<void>,
+  ): Promise<void> {
     const tmp = join(this.tmpDir, `layer-${randomBytes(8).toString('hex')}`);
     try {
-      const { diffId: got } = unpacksInWorker(size) ? await unpackInWorker(source, tmp, what, blob) : await unpackLayerKeepingBlob(source, tmp, what, this.log, blob);
+      const { diffId: got } = unpacksInWorker(size)
+        ? await unpackInWorker(source, tmp, what, blob)
+        : await unpackLayerKeepingBlob(source, tmp, what, this.log, blob);
       if (got !== diffId) throw new InvalidArgument(`${what} unpacks to ${got}, but the image config says ${diffId}: the image is corrupt`);
       await beforeCommit?.();
       // Another pull may have put the same layer in place meanwhile: theirs is as good as ours.
@@ -183,7 +188,9 @@ export class LayerStore {
     }
     if (existing) return { rootfs: await this.describe(key, existing), created: false };
     const readOnly = opts.readOnlyWith !== undefined && layers.length === 1 && await hasDirs(this.dir(layers[0]!), opts.readOnlyWith);
-    const meta: RootfsMeta = { imageId, layers, createdAt: Date.now(), ...(readOnly ? { readOnly } : {}), ...(opts.idmap ? { idmap: opts.idmap } : {}) };
+    const meta: RootfsMeta = {
+      imageId, layers, createdAt: Date.now(), ...(readOnly ? { readOnly } : {}), ...(opts.idmap ? { idmap: opts.idmap } : {}),
+    };
     await mkdir(dir);
     try {
       await writeFile(join(dir, 'meta.json'), JSON.stringify(meta));
@@ -222,7 +229,8 @@ export class LayerStore {
         // The overlay holds its own copies of the layer mounts: the staged ones go at once.
         if (idmap) await this.unstageLayers(dir);
       }
-      this.log.debug({ key: rootfs.key, imageId: rootfs.imageId, layers: rootfs.layers.length, ms: Date.now() - started }, 'rootfs mounted');
+      const ms = Date.now() - started;
+      this.log.debug({ key: rootfs.key, imageId: rootfs.imageId, layers: rootfs.layers.length, ms }, 'rootfs mounted');
       return { ...rootfs, mounted: true };
     } catch (err) {
       if (created) await rm(this.rootfsPath(rootfs.key), { recursive: true, force: true });
@@ -316,7 +324,8 @@ export class LayerStore {
 
   private async describe(key: string, meta: RootfsMeta): Promise<Rootfs> {
     if (meta.readOnly) {
-      return { key, imageId: meta.imageId, path: this.dir(meta.layers[0]!), layers: meta.layers, mounted: true, readOnly: true, idmapped: false };
+      const path = this.dir(meta.layers[0]!);
+      return { key, imageId: meta.imageId, path, layers: meta.layers, mounted: true, readOnly: true, idmapped: false };
     }
     const dir = this.rootfsPath(key);
     const lower = meta.layers.length ? lowerOrder(meta.layers).map((l) => this.dir(l)) : [join(dir, 'empty')];
@@ -326,7 +335,10 @@ export class LayerStore {
       imageId: meta.imageId,
       path,
       layers: meta.layers,
-      mount: { type: 'overlay', source: 'overlay', options: [`lowerdir=${lower.join(':')}`, `upperdir=${join(dir, 'upper')}`, `workdir=${join(dir, 'work')}`] },
+      mount: {
+        type: 'overlay', source: 'overlay',
+        options: [`lowerdir=${lower.join(':')}`, `upperdir=${join(dir, 'upper')}`, `workdir=${join(dir, 'work')}`],
+      },
       mounted: await isMounted(path),
       readOnly: false,
       idmapped: !!meta.idmap,

@@ -2,10 +2,13 @@
 // cache, swap, OOM kills, block I/O per device, process and thread counts and, on cgroup v2, pressure stall
 // information; a pod cgroup's pressure; and a pod's interface counters from /proc/<pid>/net/dev. Parsers
 // and builders are pure; the readers touch the filesystem and read each file once.
-import { access, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Internal, NotFound } from '../../core/errors.js';
-import { CGROUP_ROOT, controllerPathsFromProcCgroup, parseFlatKeyed, parseSingleValue, statsFromV1, statsFromV2, type CgroupStats } from './stats.js';
+import {
+  CGROUP_ROOT, controllerPathsFromProcCgroup, parseFlatKeyed, parseSingleValue, statsFromV1, statsFromV2, V1_UNLIMITED, type CgroupStats,
+} from './stats.js';
+import { exists } from '../../core/fs.js';
 
 /** Bytes and operations one cgroup did on one block device. */
 export interface DeviceIo {
@@ -74,8 +77,6 @@ export interface InterfaceCounters {
 /** Every file a sample reads, by name; a file this kernel or configuration lacks is undefined. */
 export type CgroupFiles = Record<string, string | undefined>;
 
-// cgroup v1 reports "no limit" as a huge page-aligned number near 2^63.
-const V1_UNLIMITED = 2 ** 62;
 // cpuacct.stat counts in USER_HZ ticks, 100 a second on every Linux architecture Kubernetes runs on.
 const NS_PER_USER_HZ_TICK = 10_000_000;
 
@@ -134,7 +135,9 @@ export function parsePsi(text: string): Psi {
     if (kind === undefined || kind === '') continue;
     const values = Object.fromEntries(pairs.map((p) => p.split('='))) as Record<string, string | undefined>;
     const numbers = [values.avg10, values.avg60, values.avg300, values.total].map(Number);
-    if (numbers.some((n) => !Number.isFinite(n))) throw new Internal(`unparsable pressure line "${line}": expected "<some|full> avg10=.. avg60=.. avg300=.. total=.."`);
+    if (numbers.some((n) => !Number.isFinite(n))) {
+      throw new Internal(`unparsable pressure line "${line}": expected "<some|full> avg10=.. avg60=.. avg300=.. total=.."`);
+    }
     const [avg10, avg60, avg300, totalUs] = numbers as [number, number, number, number];
     lines.set(kind, { avg10, avg60, avg300, totalNs: totalUs * 1000 });
   }
@@ -154,7 +157,10 @@ export function parseNetDev(text: string): InterfaceCounters[] {
     const f = line.slice(colon + 1).trim().split(/\s+/).map(Number);
     if (f.length < 16 || f.some((n) => !Number.isFinite(n))) throw new Internal(`unparsable /proc/net/dev line "${line.trim()}"`);
     if (name === 'lo') continue;
-    out.push({ name, rxBytes: f[0]!, rxPackets: f[1]!, rxErrors: f[2]!, rxDropped: f[3]!, txBytes: f[8]!, txPackets: f[9]!, txErrors: f[10]!, txDropped: f[11]! });
+    out.push({
+      name, rxBytes: f[0]!, rxPackets: f[1]!, rxErrors: f[2]!, rxDropped: f[3]!,
+      txBytes: f[8]!, txPackets: f[9]!, txErrors: f[10]!, txDropped: f[11]!,
+    });
   }
   return out;
 }
@@ -177,7 +183,8 @@ export function detailFromV1(f: CgroupFiles): CgroupDetail {
   const memswLimit = single(f['memory.memsw.limit_in_bytes']);
   // memsw counts memory and swap together: swap is the difference, and so is its limit.
   const swapUsage = memswUsage === undefined ? undefined : Math.max(0, memswUsage - usage);
-  const swapLimit = memswLimit === undefined || limit === undefined || memswLimit >= V1_UNLIMITED ? undefined : Math.max(0, memswLimit - limit);
+  const swapLimit = memswLimit === undefined || limit === undefined || memswLimit >= V1_UNLIMITED
+    ? undefined : Math.max(0, memswLimit - limit);
   const ticks = (key: string) => (cpuacct.has(key) ? cpuacct.get(key)! * NS_PER_USER_HZ_TICK : undefined);
   return {
     cpuUserNs: ticks('user'),
@@ -241,16 +248,18 @@ export function pressureFromV2(f: CgroupFiles): CgroupDetail['psi'] {
 const V1_FILES: Record<string, string[]> = {
   cpuacct: ['cpuacct.usage', 'cpuacct.stat'],
   cpu: ['cpu.stat'],
-  memory: ['memory.usage_in_bytes', 'memory.stat', 'memory.limit_in_bytes', 'memory.max_usage_in_bytes', 'memory.failcnt', 'memory.oom_control',
-    'memory.memsw.usage_in_bytes', 'memory.memsw.limit_in_bytes', 'cgroup.procs', 'tasks'],
+  memory: ['memory.usage_in_bytes', 'memory.stat', 'memory.limit_in_bytes', 'memory.max_usage_in_bytes', 'memory.failcnt',
+    'memory.oom_control', 'memory.memsw.usage_in_bytes', 'memory.memsw.limit_in_bytes', 'cgroup.procs', 'tasks'],
   blkio: ['blkio.throttle.io_service_bytes_recursive', 'blkio.throttle.io_serviced_recursive'],
 };
 const PRESSURE_FILES = ['cpu.pressure', 'memory.pressure', 'io.pressure'];
-const V2_FILES = ['cpu.stat', 'memory.current', 'memory.stat', 'memory.max', 'memory.peak', 'memory.events', 'memory.swap.current', 'memory.swap.max',
-  'io.stat', 'cgroup.procs', 'cgroup.threads', ...PRESSURE_FILES];
+const V2_FILES = ['cpu.stat', 'memory.current', 'memory.stat', 'memory.max', 'memory.peak', 'memory.events', 'memory.swap.current',
+  'memory.swap.max', 'io.stat', 'cgroup.procs', 'cgroup.threads', ...PRESSURE_FILES];
 
 /** A file the sample must have: without it the cgroup is gone. */
-const REQUIRED = new Set(['cpuacct.usage', 'memory.usage_in_bytes', 'memory.stat', 'memory.limit_in_bytes', 'cpu.stat', 'memory.current', 'memory.max']);
+const REQUIRED = new Set([
+  'cpuacct.usage', 'memory.usage_in_bytes', 'memory.stat', 'memory.limit_in_bytes', 'cpu.stat', 'memory.current', 'memory.max',
+]);
 
 async function readFiles(paths: [name: string, path: string][]): Promise<CgroupFiles> {
   const texts = await Promise.all(paths.map(async ([name, path]) => {
@@ -297,14 +306,20 @@ export async function readFullStatsForPid(pid: number, root = CGROUP_ROOT): Prom
         return dir === undefined ? [] : names.map((name): [string, string] => [name, join(dir, name)]);
       });
       const f = await readFiles(paths);
-      const base = statsFromV1({ cpuacctUsage: f['cpuacct.usage'] ?? '', memoryUsage: f['memory.usage_in_bytes']!, memoryStat: f['memory.stat']!, memoryLimit: f['memory.limit_in_bytes']! }, timestamp);
+      const base = statsFromV1({
+        cpuacctUsage: f['cpuacct.usage'] ?? '', memoryUsage: f['memory.usage_in_bytes']!,
+        memoryStat: f['memory.stat']!, memoryLimit: f['memory.limit_in_bytes']!,
+      }, timestamp);
       const detail = detailFromV1(f);
       return { ...base, detail: { ...detail, io: await named(detail.io) } };
     }
     if (unified === undefined) throw new Internal(`process ${pid} has neither a v1 memory cgroup nor a unified one`);
     const f = await readFiles(V2_FILES.map((name) => [name, join(unified, name)]));
     const detail = detailFromV2(f);
-    return { ...statsFromV2({ cpuStat: f['cpu.stat']!, memoryCurrent: f['memory.current']!, memoryStat: f['memory.stat']!, memoryMax: f['memory.max']! }, timestamp), detail: { ...detail, io: await named(detail.io) } };
+    const base = statsFromV2({
+      cpuStat: f['cpu.stat']!, memoryCurrent: f['memory.current']!, memoryStat: f['memory.stat']!, memoryMax: f['memory.max']!,
+    }, timestamp);
+    return { ...base, detail: { ...detail, io: await named(detail.io) } };
   } catch (err) {
     // A cgroup removed while it is read answers ENODEV on the files already open.
     if (['ENOENT', 'ESRCH', 'ENODEV'].includes((err as NodeJS.ErrnoException).code ?? '')) {
@@ -321,7 +336,7 @@ export async function readFullStatsForPid(pid: number, root = CGROUP_ROOT): Prom
  */
 export async function readPodCgroupPressure(relative: string, root = CGROUP_ROOT): Promise<CgroupDetail['psi'] | undefined> {
   // The unified hierarchy mounted at the root itself: a pure v2 host.
-  if (!(await access(join(root, 'cgroup.controllers')).then(() => true, () => false))) return undefined;
+  if (!(await exists(join(root, 'cgroup.controllers')))) return undefined;
   const dir = join(root, relative);
   return pressureFromV2(await readFiles(PRESSURE_FILES.map((name) => [name, join(dir, name)])));
 }

@@ -2,10 +2,11 @@
 // mounted hierarchy (cgroup v1 controllers and the unified one), so that a container whose runc state is
 // gone (a reboot emptied /run, or a crash) still has its cgroups removed, and orphans can be listed.
 import { existsSync } from 'node:fs';
-import { readdir, readFile, rmdir, stat } from 'node:fs/promises';
+import { readdir, readFile, rmdir } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { Internal } from '../../core/errors.js';
 import { cgroupsPath, type CgroupDriver } from './spec/cgroups.js';
+import { exists } from '../../core/fs.js';
 
 /** Scope name prefix under systemd: the scope is "<prefix>-<id>.scope" (as the spec's cgroupsPath says). */
 const SCOPE = /^(.+)-([^-]+)\.scope$/;
@@ -53,7 +54,10 @@ export async function cgroupHierarchies(): Promise<string[]> {
 
 /** Whether a cgroup directory holds no process and no child cgroup. */
 export async function cgroupEmpty(dir: string): Promise<boolean> {
-  const [procs, entries] = await Promise.all([readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => ''), readdir(dir, { withFileTypes: true }).catch(() => [])]);
+  const [procs, entries] = await Promise.all([
+    readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => ''),
+    readdir(dir, { withFileTypes: true }).catch(() => []),
+  ]);
   return procs.trim() === '' && !entries.some((e) => e.isDirectory());
 }
 
@@ -63,13 +67,16 @@ export async function removeCgroupDir(relative: string, hierarchies?: string[]):
     const dir = join(root, relative);
     await rmdir(dir).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return;
-      throw new Internal(`cannot remove cgroup ${dir}: ${err.code === 'EBUSY' ? 'processes are still in it' : err.message}`, { cause: err });
+      const why = err.code === 'EBUSY' ? 'processes are still in it' : err.message;
+      throw new Internal(`cannot remove cgroup ${dir}: ${why}`, { cause: err });
     });
   }
 }
 
 /** The child cgroups of `relative`, in every hierarchy, that carry a container or sandbox id, and whether each is empty. */
-export async function containerCgroupsBelow(relative: string, hierarchies?: string[]): Promise<{ relative: string; owner: string; empty: boolean }[]> {
+export async function containerCgroupsBelow(
+  relative: string, hierarchies?: string[],
+): Promise<{ relative: string; owner: string; empty: boolean }[]> {
   const found = [];
   for (const root of hierarchies ?? await cgroupHierarchies()) {
     for (const entry of await readdir(join(root, relative), { withFileTypes: true }).catch(() => [])) {
@@ -84,7 +91,7 @@ export async function containerCgroupsBelow(relative: string, hierarchies?: stri
 /** Whether `relative` exists in any hierarchy. */
 export async function cgroupExists(relative: string, hierarchies?: string[]): Promise<boolean> {
   for (const root of hierarchies ?? await cgroupHierarchies()) {
-    if (await stat(join(root, relative)).then(() => true, () => false)) return true;
+    if (await exists(join(root, relative))) return true;
   }
   return false;
 }

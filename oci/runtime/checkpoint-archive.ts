@@ -2,7 +2,7 @@
 // in a work dir, then one tar at the requested location. GNU tar does the tar work: it keeps owners, modes,
 // xattrs (file capabilities), hard links, sparse files and special files as they are.
 import { randomBytes } from 'node:crypto';
-import { lstat, link, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, link, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { getAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
@@ -12,24 +12,22 @@ import {
   BIND_MOUNTS, CONFIG_DUMP, DELETED_FILES, ROOTFS_DIFF_TAR, SPEC_DUMP,
   type CheckpointedContainer, type SpecMount, type UpperEntry,
 } from './checkpoint-layout.js';
-
-/** The bundle's spec as written, and its mounts. */
-export async function readBundleSpec(bundle: string): Promise<{ text: string; mounts: SpecMount[] }> {
-  const text = await readFile(join(bundle, 'config.json'), 'utf8');
-  return { text, mounts: (JSON.parse(text) as { mounts?: SpecMount[] }).mounts ?? [] };
-}
+import type { Spec } from './spec/types.js';
 
 /** config.dump, spec.dump and (with bind mounts) bind.mounts, into `dir`. */
-export async function writeCheckpointFiles(dir: string, c: CheckpointedContainer, spec: { text: string; mounts: SpecMount[] }, now: Date): Promise<void> {
-  const sources = [...new Set(spec.mounts.flatMap((m) => (m.source ? [m.source] : [])))];
+export async function writeCheckpointFiles(
+  dir: string, c: CheckpointedContainer, bundle: { text: string; spec: Spec }, now: Date,
+): Promise<void> {
+  const mounts = bundle.spec.mounts ?? [];
+  const sources = [...new Set(mounts.flatMap((m) => (m.source ? [m.source] : [])))];
   const stats = new Map(await Promise.all(sources.map(async (s) => [s, await stat(s).catch(() => undefined)] as const)));
-  const binds = bindMountsDump(spec.mounts, (source) => {
+  const binds = bindMountsDump(mounts, (source) => {
     const st = stats.get(source);
     return st && { isDirectory: st.isDirectory(), mode: st.mode };
   });
   await Promise.all([
     writeFile(join(dir, CONFIG_DUMP), JSON.stringify(configDump(c, now), null, 2)),
-    writeFile(join(dir, SPEC_DUMP), spec.text),
+    writeFile(join(dir, SPEC_DUMP), bundle.text),
     binds.length > 0 ? writeFile(join(dir, BIND_MOUNTS), JSON.stringify(binds, null, 2)) : undefined,
   ]);
 }
@@ -64,7 +62,8 @@ export async function writeRootfsDiff(upper: string, dir: string, mounts: readon
   if (include.length === 0) return;
   // trusted.* are overlayfs's own marks (opaque dirs are in deleted.files instead).
   await tar(['--create', `--file=${join(dir, ROOTFS_DIFF_TAR)}`, `--directory=${upper}`, '--no-recursion', '--numeric-owner',
-    '--xattrs', '--xattrs-exclude=trusted.*', '--null', '--files-from=-'], 'the root filesystem changes', signal, `${include.join('\0')}\0`);
+    '--xattrs', '--xattrs-exclude=trusted.*', '--null', '--files-from=-'],
+  'the root filesystem changes', signal, `${include.join('\0')}\0`);
 }
 
 /**
@@ -77,9 +76,12 @@ export async function writeArchive(dir: string, location: string, signal: AbortS
   const partial = join(dirname(location), `.${basename(location)}.${randomBytes(4).toString('hex')}.partial`);
   await (await open(partial, 'wx', 0o600)).close();
   try {
-    await tar(['--create', `--file=${partial}`, `--directory=${dir}`, '--sort=name', '--numeric-owner', '--xattrs', '--', ...members], 'the checkpoint archive', signal);
+    const args = ['--create', `--file=${partial}`, `--directory=${dir}`, '--sort=name', '--numeric-owner', '--xattrs', '--', ...members];
+    await tar(args, 'the checkpoint archive', signal);
     await link(partial, location).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'EEXIST') throw new InvalidArgument(`checkpoint location ${location} was created while the checkpoint was written: choose a new path`);
+      if (err.code === 'EEXIST') {
+        throw new InvalidArgument(`checkpoint location ${location} was created while the checkpoint was written: choose a new path`);
+      }
       throw err;
     });
   } finally {
@@ -88,7 +90,8 @@ export async function writeArchive(dir: string, location: string, signal: AbortS
 }
 
 async function tar(args: string[], what: string, signal: AbortSignal, input?: string): Promise<void> {
-  const r = signal.aborted ? undefined : await execa('tar', args, { reject: false, cancelSignal: signal, ...(input === undefined ? { stdin: 'ignore' as const } : { input }) });
+  const stdin = input === undefined ? { stdin: 'ignore' as const } : { input };
+  const r = signal.aborted ? undefined : await execa('tar', args, { reject: false, cancelSignal: signal, ...stdin });
   if (!r || signal.aborted) throw new DeadlineExceeded(`writing ${what} did not finish before the checkpoint's timeout`);
   if (r.exitCode !== 0) throw new Internal(`writing ${what} with tar failed: ${r.stderr.trim()}`);
 }

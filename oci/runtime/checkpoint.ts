@@ -12,6 +12,7 @@ import { DeadlineExceeded, FailedPrecondition, NotFound } from '../../core/error
 import { DUMP_LOG } from './checkpoint-layout.js';
 import { liveProcesses } from './processes.js';
 import { isNotExist, isNotRunning, runcErrorText } from './runc-errors.js';
+import { sleep } from '../../core/time.js';
 
 export interface CheckpointRequest {
   /** Where CRIU writes its images (runc makes the dir). */
@@ -44,9 +45,12 @@ export interface RuncCommand {
 }
 
 /** The dump itself: `runc checkpoint --leave-running` of the (paused) container. */
-export async function runcDump(runc: RuncCommand, id: string, r: Pick<CheckpointRequest, 'imagePath' | 'workPath' | 'signal'>, log: Logger): Promise<void> {
+export async function runcDump(
+  runc: RuncCommand, id: string, r: Pick<CheckpointRequest, 'imagePath' | 'workPath' | 'signal'>, log: Logger,
+): Promise<void> {
   const started = Date.now();
-  const late = () => new DeadlineExceeded(`checkpoint of container "${id}" did not finish in time: runc was stopped and the container resumed; give it a longer timeout`);
+  const late = () => new DeadlineExceeded(`checkpoint of container "${id}" did not finish in time: `
+    + 'runc was stopped and the container resumed; give it a longer timeout');
   if (r.signal.aborted) throw late();
   const sub = execa(runc.path, [...runc.args, ...checkpointArgs(id, r)], { reject: false, stdin: 'ignore' });
   let criu: number[] = [];
@@ -74,7 +78,9 @@ export async function runcDump(runc: RuncCommand, id: string, r: Pick<Checkpoint
   const cause = criuErrors(criuLog);
   // CRIU refuses what it cannot dump (a kernel it does not know, a resource it cannot save): the node or the
   // container is not fit for a checkpoint, which no retry changes.
-  throw new FailedPrecondition(`checkpoint of container "${id}" failed: runc: ${text}${cause.length > 0 ? `; CRIU: ${cause.join('; ')}` : ''} (\`criu check\` tells whether CRIU works on this node)`);
+  const fromCriu = cause.length > 0 ? `; CRIU: ${cause.join('; ')}` : '';
+  throw new FailedPrecondition(`checkpoint of container "${id}" failed: runc: ${text}${fromCriu} `
+    + '(`criu check` tells whether CRIU works on this node)');
 }
 
 async function waitGone(pids: number[], timeoutMs: number, log: Logger): Promise<void> {
@@ -86,6 +92,6 @@ async function waitGone(pids: number[], timeoutMs: number, log: Logger): Promise
       log.warn({ pids: alive.map((p) => p.pid) }, 'CRIU still running after its runc checkpoint was stopped');
       return;
     }
-    await new Promise((resolve) => setTimeout(resolve, wait));
+    await sleep(wait);
   }
 }

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { InvalidArgument, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { SessionStdio } from '../../core/stdio.js';
+import { sleep } from '../../core/time.js';
 
 /** Built by scripts/build-native.sh next to the compiled sources. */
 export const STREAM_HELPER = fileURLToPath(new URL('../../streamhelper/minicri-streamhelper', import.meta.url));
@@ -43,11 +44,16 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
   const pidFile = join(r.workDir, `exec-${tag}.pid`);
   const consoleSocket = join(r.workDir, `exec-${tag}.sock`);
   // runc passes a console socket the PTY only when it detaches (-d); the helper then waits for the process.
-  const execArgs = [...r.runtimeArgs, 'exec', '--pid-file', pidFile, ...(r.tty ? ['-d', '--tty', '--console-socket', consoleSocket] : []), r.id, ...r.cmd];
+  const ttyArgs = r.tty ? ['-d', '--tty', '--console-socket', consoleSocket] : [];
+  const execArgs = [...r.runtimeArgs, 'exec', '--pid-file', pidFile, ...ttyArgs, r.id, ...r.cmd];
   const started = Date.now();
   const child = r.tty
-    ? spawn(r.helperPath ?? STREAM_HELPER, ['pty', consoleSocket, pidFile, r.runtimePath, ...execArgs], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] })
-    : spawn(r.runtimePath, execArgs, { stdio: [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr ? 'pipe' : 'ignore'] });
+    ? spawn(r.helperPath ?? STREAM_HELPER, ['pty', consoleSocket, pidFile, r.runtimePath, ...execArgs], {
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    })
+    : spawn(r.runtimePath, execArgs, {
+      stdio: [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr ? 'pipe' : 'ignore'],
+    });
   const stderrTail: Buffer[] = [];
   wireInput(io.stdin, child.stdin);
   if (child.stdout && io.stdout) child.stdout.pipe(io.stdout, { end: false });
@@ -71,7 +77,7 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
     const [code, signal] = await exited(child);
-    await Promise.race([new Promise((resolve) => child.once('close', resolve)), delay(DRAIN_GRACE_MS)]);
+    await Promise.race([new Promise((resolve) => child.once('close', resolve)), sleep(DRAIN_GRACE_MS, { unref: true })]);
     child.stdout?.unpipe();
     child.stderr?.unpipe();
     child.stdout?.destroy();
@@ -122,7 +128,7 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
     const [code] = await exited(child);
-    await Promise.race([new Promise((resolve) => child.once('close', resolve)), delay(DRAIN_GRACE_MS)]);
+    await Promise.race([new Promise((resolve) => child.once('close', resolve)), sleep(DRAIN_GRACE_MS, { unref: true })]);
     if (code === HELPER_FAILED) {
       throw new Internal(`attach to container "${r.id}": ${Buffer.concat(helperErr).toString().trim() || 'the attach helper failed'}`);
     }
@@ -177,8 +183,4 @@ async function writeCtl(path: string, message: string): Promise<void> {
   } finally {
     await fh.close();
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

@@ -10,6 +10,7 @@ import { constants } from 'node:os';
 import { execa } from 'execa';
 import type { Logger } from '../../core/log.js';
 import { InvalidArgument } from '../../core/errors.js';
+import { sleep } from '../../core/time.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 // How long to keep reading output after runc has exited (children of the exec'd process may hold the pipes).
@@ -97,7 +98,7 @@ export async function runcExecSync(r: RuncExecRequest): Promise<ExecSyncResult> 
     });
     clearTimeout(timer);
     clearTimeout(runcKillTimer);
-    await Promise.race([settled, delay(DRAIN_GRACE_MS)]);
+    await Promise.race([settled, sleep(DRAIN_GRACE_MS, { unref: true })]);
     // Whatever still holds the pipes (a background child of the command) does not hold us up.
     sub.stdout!.destroy();
     sub.stderr!.destroy();
@@ -130,8 +131,4 @@ async function killExecProcess(pidFile: string, log: Logger): Promise<void> {
 
 function signalNumber(signal: NodeJS.Signals | null): number {
   return signal ? constants.signals[signal] : 0;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

@@ -9,6 +9,7 @@ import { release } from 'node:os';
 import { promisify } from 'node:util';
 import type { Logger } from '../../core/log.js';
 import { probeIdmap } from '../../mounter/mounter.js';
+import { versionAtLeast } from '../../core/version.js';
 
 /** What `<runtime> features` says that we read (OCI runtime features document). */
 export interface RuncFeatures {
@@ -46,17 +47,6 @@ export function parseRuncFeatures(text: string): RuncFeatures {
   } catch {
     return { mountOptions: [], namespaces: [] };
   }
-}
-
-/** "6.18.44-fc" → [6, 18]; unknown → [0, 0]. Pure. */
-export function kernelVersion(releaseText: string): [number, number] {
-  const m = /^(\d+)\.(\d+)/.exec(releaseText);
-  return m ? [Number(m[1]), Number(m[2])] : [0, 0];
-}
-
-export function kernelAtLeast(releaseText: string, major: number, minor: number): boolean {
-  const [a, b] = kernelVersion(releaseText);
-  return a > major || (a === major && b >= minor);
 }
 
 /** A handler's features from its runtime's answer and the kernel's. Pure. */
@@ -114,7 +104,7 @@ export async function probeKernelFeatures(rootDir: string, stagingDir: string, l
     mountSetattr: idmap.ok || idmap.step !== 'mount_setattr',
     userNamespaces: maxUserns > 0,
     idmapMounts: idmap.ok,
-    overlayIdmappedLayers: kernelAtLeast(release(), 5, 19),
+    overlayIdmappedLayers: versionAtLeast(release(), '5.19'),
     stagingReachable: reachable,
   };
 }
@@ -126,7 +116,10 @@ export async function probeHandlerFeatures(
   const out = new Map<string, HandlerFeatures>();
   await Promise.all([...runtimes].map(async ([handler, r]) => {
     const features = handlerFeatures(await probeRuncFeatures(r.runtimePath), kernel);
-    if (features.missing.length > 0) log.info({ handler, missing: features.missing, recursiveReadOnly: features.recursiveReadOnly, userNamespaces: features.userNamespaces }, 'runtime handler features');
+    if (features.missing.length > 0) {
+      const { missing, recursiveReadOnly, userNamespaces } = features;
+      log.info({ handler, missing, recursiveReadOnly, userNamespaces }, 'runtime handler features');
+    }
     out.set(handler, features);
   }));
   return out;

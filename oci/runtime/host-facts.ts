@@ -1,7 +1,7 @@
 // Gathers the node facts spec building needs (the spec functions themselves stay pure): the
 // capability bounding set, host devices, AppArmor's loaded profiles, SELinux, the oom_score_adj floor,
 // mountinfo, and the passwd/group files of a container's rootfs, read without following links out of it.
-import { access, readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { readlinkSync } from 'node:fs';
 import { release } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { loadedProfiles, type ApparmorSetup } from './apparmor/loader.js';
 import { KNOWN_CAPABILITIES } from './spec/capabilities.js';
 import { secureJoin, type HostDevice, type HostFacts } from './spec/index.js';
 import { readOomScoreLimits } from './oom.js';
+import { exists } from '../../core/fs.js';
 
 /** Capability names by kernel bit number (KNOWN_CAPABILITIES lists them in that order). */
 const CAPABILITY_BY_BIT = [...KNOWN_CAPABILITIES];
@@ -59,10 +60,10 @@ export async function gatherNodeFacts(log: Logger, apparmor: ApparmorSetup): Pro
     readFile('/proc/self/status', 'utf8'),
     readOomScoreLimits(),
     // Present whenever SELinux is enabled, enforcing or permissive.
-    access('/sys/fs/selinux/enforce').then(() => true, () => false),
+    exists('/sys/fs/selinux/enforce'),
     hostDevices(),
     // cgroup v1 limits swap only with swap accounting on (memory.memsw.*); v2 always can.
-    access('/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes').then(() => true, () => access('/sys/fs/cgroup/cgroup.controllers').then(() => true, () => false)),
+    exists('/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes').then((v) => v || exists('/sys/fs/cgroup/cgroup.controllers')),
   ]);
   const boundingCaps = capabilitiesFromMask(/^CapBnd:\s*([0-9a-f]+)/m.exec(status)?.[1] ?? '0');
   if (oom.minAllowed > -1000) {
@@ -80,7 +81,9 @@ export async function gatherNodeFacts(log: Logger, apparmor: ApparmorSetup): Pro
       ]);
       return {
         passwd, group, mountinfo, oomScoreAdjMin: oom.minAllowed, boundingCaps, devices,
-        apparmor: profiles && { defaultProfile: apparmor.defaultProfile, defaultMissing: apparmor.defaultMissing, loaded: new Set(profiles.keys()) },
+        apparmor: profiles && {
+          defaultProfile: apparmor.defaultProfile, defaultMissing: apparmor.defaultMissing, loaded: new Set(profiles.keys()),
+        },
         selinux, kernelRelease, swapAccounting,
       };
     },

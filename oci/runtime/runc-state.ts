@@ -1,9 +1,10 @@
 // A container's runc status read from runc's own state directory (<root>/<id>/state.json, exec.fifo)
 // and /proc, by the rule runc itself applies: stopped unless the init process still lives (same start
 // time, not a zombie); created while the exec fifo exists; running otherwise. No `runc state` process.
-import { access, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Internal } from '../../core/errors.js';
+import { exists } from '../../core/fs.js';
 
 export type RuncStatus = 'created' | 'running' | 'stopped';
 
@@ -18,7 +19,8 @@ export interface RuncStateFile {
 export function parseProcStat(text: string): { state: string; ppid: number; cpuTicks: number; startTime: number } {
   // The command name may hold spaces and parentheses: fields are counted from the last ')'.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { state: fields[0] ?? '', ppid: Number(fields[1]), cpuTicks: Number(fields[11]) + Number(fields[12]), startTime: Number(fields[19]) };
+  const cpuTicks = Number(fields[11]) + Number(fields[12]);
+  return { state: fields[0] ?? '', ppid: Number(fields[1]), cpuTicks, startTime: Number(fields[19]) };
 }
 
 export function runcStatus(state: RuncStateFile, procStat: string | undefined, execFifoExists: boolean): RuncStatus {
@@ -44,7 +46,7 @@ export async function readRuncState(root: string, id: string): Promise<{ status:
   }
   const [procStat, fifo] = await Promise.all([
     readFile(`/proc/${state.init_process_pid}/stat`, 'utf8').catch(() => undefined),
-    access(join(root, id, 'exec.fifo')).then(() => true, () => false),
+    exists(join(root, id, 'exec.fifo')),
   ]);
   const status = runcStatus(state, procStat, fifo);
   return { status, pid: status === 'stopped' ? 0 : state.init_process_pid, bundle: bundleOf(state) };

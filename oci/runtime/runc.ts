@@ -21,6 +21,9 @@ import { cgroupDir, cgroupEmpty, cgroupHierarchies, removeCgroupDir } from './cg
 import { readRuncState } from './runc-state.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
 import { runcDump, type CheckpointRequest } from './checkpoint.js';
+import { exists } from '../../core/fs.js';
+import { sleep } from '../../core/time.js';
+import { readBundleSpec } from './bundle.js';
 
 export interface OciRuntimeOptions {
   runtimePath: string;
@@ -173,7 +176,9 @@ export class OciRuntime {
     try {
       process.kill(st.pid, number);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ESRCH') throw new FailedPrecondition(`cannot signal container "${id}": it is not running`);
+      if ((err as NodeJS.ErrnoException).code === 'ESRCH') {
+        throw new FailedPrecondition(`cannot signal container "${id}": it is not running`);
+      }
       throw new Internal(`cannot signal container "${id}" (pid ${st.pid}): ${(err as Error).message}`, { cause: err });
     }
   }
@@ -197,14 +202,11 @@ export class OciRuntime {
     }
     await this.signalIfRunning(id, 'KILL');
     if (!(await this.waitForExit(id, KILL_WAIT_MS))) {
-      throw new DeadlineExceeded(`container "${id}" did not exit within ${KILL_WAIT_MS} ms of SIGKILL; check its process (D state?) and conmon`);
+      throw new DeadlineExceeded(`container "${id}" did not exit within ${KILL_WAIT_MS} ms of SIGKILL; `
+        + 'check its process (D state?) and conmon');
     }
   }
 
-  /**
-   * Remove the container from runc and drop its exit file and conmon state. A running container
-   * needs force (it is killed). Deleting an unknown container is not an error.
-   */
   /**
    * runc delete; idempotent. When runc no longer knows the container (a reboot or a crash emptied its state),
    * its cgroups may still be there: with the `bundle` it was made from, they are found and removed too.
@@ -217,7 +219,8 @@ export class OciRuntime {
       throw new FailedPrecondition(`container "${id}" is ${st.status}: stop it before deleting, or delete with force`);
     }
     if (st && !(st.status === 'stopped' && o.bundle && await this.deleteStopped(id, o.bundle))) {
-      const r = await execa(this.opts.runtimePath, [...this.globalArgs, 'delete', ...(o.force || st.status === 'created' ? ['--force'] : []), id], { reject: false });
+      const force = o.force || st.status === 'created' ? ['--force'] : [];
+      const r = await execa(this.opts.runtimePath, [...this.globalArgs, 'delete', ...force, id], { reject: false });
       if (r.exitCode !== 0 && !isNotExist(runcErrorText(r.stderr))) {
         throw new Internal(`runc delete of container "${id}" failed: ${runcErrorText(r.stderr)}`);
       }
@@ -235,12 +238,12 @@ export class OciRuntime {
    */
   private async deleteStopped(id: string, bundle: string): Promise<boolean> {
     if (this.opts.cgroupManager === 'systemd') return false;
-    const spec = await readBundleSpec(bundle);
+    const spec = (await readBundleSpec(bundle).catch(() => undefined))?.spec;
     const path = spec?.linux?.cgroupsPath;
     if (!path || (spec.hooks?.poststop?.length ?? 0) > 0) return false;
     const hierarchies = await cgroupHierarchies();
     const dirs = hierarchies.map((root) => join(root, cgroupDir(path)));
-    const empty = await Promise.all(dirs.map(async (dir) => !(await stat(dir).then(() => true, () => false)) || cgroupEmpty(dir)));
+    const empty = await Promise.all(dirs.map(async (dir) => !(await exists(dir)) || cgroupEmpty(dir)));
     if (!empty.every(Boolean)) return false;
     await removeCgroupDir(cgroupDir(path), hierarchies);
     await rm(join(this.opts.root, id), { recursive: true, force: true });
@@ -274,13 +277,15 @@ export class OciRuntime {
       // Non-blocking: with no reader (conmon gone) this fails with ENXIO instead of hanging.
       fh = await open(join(meta.bundle, 'ctl'), fsConstants.O_WRONLY | fsConstants.O_NONBLOCK);
     } catch (err) {
-      throw new FailedPrecondition(`container "${id}": cannot reach conmon to reopen its log (${(err as Error).message}); is the container running?`, { cause: err });
+      throw new FailedPrecondition(
+        `container "${id}": cannot reach conmon to reopen its log (${(err as Error).message}); is the container running?`, { cause: err });
     }
     try {
       // "<type> <height> <width>": conmon wants all three numbers even for a reopen.
       await fh.write('2 0 0\n');
     } catch (err) {
-      throw new FailedPrecondition(`container "${id}": conmon stopped listening while asked to reopen its log (${(err as Error).message})`, { cause: err });
+      throw new FailedPrecondition(
+        `container "${id}": conmon stopped listening while asked to reopen its log (${(err as Error).message})`, { cause: err });
     } finally {
       await fh.close();
     }
@@ -371,7 +376,8 @@ export class OciRuntime {
 
   private async runc(args: string[], what: string, input?: string): Promise<void> {
     const started = Date.now();
-    const r = await execa(this.opts.runtimePath, [...this.globalArgs, ...args], { reject: false, ...(input === undefined ? {} : { input }) });
+    const stdin = input === undefined ? {} : { input };
+    const r = await execa(this.opts.runtimePath, [...this.globalArgs, ...args], { reject: false, ...stdin });
     this.log.debug({ args, ms: Date.now() - started }, 'runc');
     if (r.exitCode === 0) return;
     const text = runcErrorText(r.stderr || r.stdout);
@@ -494,7 +500,9 @@ export function conmonLogLevel(level: string): 'debug' | 'info' | 'warn' | 'erro
 }
 
 function checkId(id: string): void {
-  if (!ID.test(id)) throw new InvalidArgument(`invalid container id "${id}": use 1-128 letters, digits, '_', '.', '-', starting with a letter or digit`);
+  if (!ID.test(id)) {
+    throw new InvalidArgument(`invalid container id "${id}": use 1-128 letters, digits, '_', '.', '-', starting with a letter or digit`);
+  }
 }
 
 /** A live (not zombie) process with the given command name. */
@@ -512,33 +520,11 @@ async function processAlive(pid: number, comm: string): Promise<boolean> {
   }
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /**
  * Removes the cgroups the spec in `bundle` names. A bundle without a whole spec (a crash while it was written)
  * was never given to runc, so it has none to remove.
  */
-/** What removal needs of a bundle's spec; undefined when it is gone or a crash cut its writing short. */
-async function readBundleSpec(bundle: string): Promise<{ linux?: { cgroupsPath?: string }; hooks?: { poststop?: unknown[] } } | undefined> {
-  try {
-    return JSON.parse(await readFile(join(bundle, 'config.json'), 'utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
 async function removeBundleCgroups(bundle: string): Promise<void> {
-  const path = (await readBundleSpec(bundle))?.linux?.cgroupsPath;
+  const path = (await readBundleSpec(bundle).catch(() => undefined))?.spec.linux?.cgroupsPath;
   if (path) await removeCgroupDir(cgroupDir(path));
 }

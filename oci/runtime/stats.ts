@@ -1,9 +1,10 @@
 // Container resource usage from cgroups: cgroup v1 (cgroupfs layout, one hierarchy per controller)
 // or the v2 unified hierarchy. Parsing and arithmetic are pure; only the readers touch the filesystem.
 // CPU rate (nano cores) needs two samples: the caller keeps the previous one and calls nanoCores().
-import { readFile, access } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NotFound, Internal } from '../../core/errors.js';
+import { exists } from '../../core/fs.js';
 
 export interface CgroupStats {
   /** When the sample was taken. */
@@ -26,8 +27,8 @@ export type CgroupDirs = { version: 1; cpuacct: string; memory: string } | { ver
 
 export const CGROUP_ROOT = '/sys/fs/cgroup';
 
-// cgroup v1 reports "no limit" as a huge page-aligned number near 2^63.
-const V1_UNLIMITED = 2 ** 62;
+/** cgroup v1 reports "no limit" as a huge page-aligned number near 2^63: anything from here up is none. */
+export const V1_UNLIMITED = 2 ** 62;
 
 /** Parse a flat-keyed cgroup file ("key value" per line: memory.stat, cpu.stat). */
 export function parseFlatKeyed(text: string): Map<string, number> {
@@ -183,13 +184,4 @@ export async function readStatsForPid(pid: number, root = CGROUP_ROOT): Promise<
     throw new NotFound(`process ${pid} does not exist: the container has exited`, { cause: err });
   }
   return readCgroupStats(cgroupDirsFromProcCgroup(text, root));
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -6,6 +6,7 @@
 // Syscalls that need a capability are allowed only when the container holds it, mirroring what
 // Docker and containerd ship, so a capability granted by the pod spec keeps working.
 import type { LinuxSeccomp, LinuxSyscall } from './types.js';
+import { versionAtLeast } from '../../../core/version.js';
 
 const EPERM = 1;
 const ENOSYS = 38;
@@ -108,14 +109,6 @@ const CLONE_NAMESPACE_FLAGS = 0x7e020000; // NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUS
 // UNAME26 variants, and the query value 0xffffffff).
 const SAFE_PERSONALITIES = [0x0, 0x8, 0x20000, 0x20008, 0xffffffff];
 
-/** True when "major.minor" of a kernel release is at least the given one. */
-export function kernelAtLeast(release: string, major: number, minor: number): boolean {
-  const m = /^(\d+)\.(\d+)/.exec(release);
-  if (!m) return false;
-  const [ma, mi] = [Number(m[1]), Number(m[2])];
-  return ma > major || (ma === major && mi >= minor);
-}
-
 export interface DefaultSeccompOptions {
   /** The capabilities the container's process holds (CAP_ names). */
   capabilities: readonly string[];
@@ -130,7 +123,7 @@ export function defaultSeccompProfile(opts: DefaultSeccompOptions): LinuxSeccomp
   const caps = new Set(opts.capabilities);
   const allowed = new Set([...ALWAYS, ...arch.syscalls]);
   for (const [cap, names] of BY_CAPABILITY) if (caps.has(cap)) names.forEach((n) => allowed.add(n));
-  if (opts.kernelRelease && kernelAtLeast(opts.kernelRelease, 4, 8)) PTRACE_FAMILY.forEach((n) => allowed.add(n));
+  if (opts.kernelRelease && versionAtLeast(opts.kernelRelease, '4.8')) PTRACE_FAMILY.forEach((n) => allowed.add(n));
 
   const syscalls: LinuxSyscall[] = [{ names: [...allowed].sort(), action: 'SCMP_ACT_ALLOW' }];
   // One rule per value: seccomp ORs rules and ANDs the argument checks within one rule.

@@ -8,8 +8,8 @@ import { InvalidArgument, Unimplemented } from '../../../core/errors.js';
 import { mountOf, type MountInfo } from './mountinfo.js';
 import type { SpecOpt } from './opts.js';
 import { linuxOf } from './opts.js';
-import { kernelAtLeast } from './seccomp-default.js';
 import type { LinuxIDMapping, Spec } from './types.js';
+import { versionAtLeast } from '../../../core/version.js';
 
 /** One range: `size` ids from `containerId` inside are `hostId`... on the host. */
 export interface IdRange { containerId: number; hostId: number; size: number }
@@ -48,7 +48,8 @@ function checkRanges(kind: 'uid' | 'gid', mappings: readonly WireMapping[]): IdR
 export function hostIdOverlap(userns: PodUserns): string | undefined {
   const low = [['uid', userns.uids], ['gid', userns.gids]] as const;
   const parts = low.flatMap(([kind, ranges]) => ranges.filter((r) => r.hostId < HOST_IDS).map((r) => `${kind} mapping ${rangeText(r)}`));
-  return parts.length ? `user namespace ${parts.join(' and ')} (container:host:length) overlaps the host's own ids (0-${HOST_IDS - 1})` : undefined;
+  if (!parts.length) return undefined;
+  return `user namespace ${parts.join(' and ')} (container:host:length) overlaps the host's own ids (0-${HOST_IDS - 1})`;
 }
 
 /**
@@ -94,19 +95,23 @@ export function checkUsernsMounts(mounts: readonly UsernsMount[], userns: PodUse
     const where = `mount "${m.container_path}"`;
     if (uids.length > 0 || gids.length > 0) {
       if (!userns) {
-        throw new InvalidArgument(`${where} asks for an id-mapped mount, which only a pod in its own user namespace (hostUsers: false) can have: remove uidMappings and gidMappings, or run the pod with its own user namespace`);
+        throw new InvalidArgument(`${where} asks for an id-mapped mount, which only a pod in its own user namespace (hostUsers: false) `
+          + 'can have: remove uidMappings and gidMappings, or run the pod with its own user namespace');
       }
       if (uids.length === 0 || gids.length === 0) {
-        throw new InvalidArgument(`${where} has ${uids.length ? 'uid' : 'gid'} mappings but no ${uids.length ? 'gid' : 'uid'} mappings: an id-mapped mount needs both, the pod's own`);
+        const [has, lacks] = uids.length ? ['uid', 'gid'] : ['gid', 'uid'];
+        throw new InvalidArgument(`${where} has ${has} mappings but no ${lacks} mappings: an id-mapped mount needs both, the pod's own`);
       }
       for (const [kind, asked, pod] of [['uid', uids, userns.uids], ['gid', gids, userns.gids]] as const) {
         if (wireText(asked) !== pod.map(rangeText).join(',')) {
-          throw new InvalidArgument(`${where} asks for ${kind} mapping ${wireText(asked)}, not its pod's ${pod.map(rangeText).join(',')} (container:host:length): a volume is id-mapped with the pod's user namespace mappings, as kubelet sends them`);
+          throw new InvalidArgument(`${where} asks for ${kind} mapping ${wireText(asked)}, not its pod's ${pod.map(rangeText).join(',')} `
+            + "(container:host:length): a volume is id-mapped with the pod's user namespace mappings, as kubelet sends them");
         }
       }
     }
     if (userns && m.propagation && m.propagation !== 'PROPAGATION_PRIVATE') {
-      throw new InvalidArgument(`${where} asks for propagation ${m.propagation}, which a pod in its own user namespace cannot have: use private propagation`);
+      throw new InvalidArgument(
+        `${where} asks for propagation ${m.propagation}, which a pod in its own user namespace cannot have: use private propagation`);
     }
   }
 }
@@ -128,7 +133,8 @@ export function withUserNamespace(userns: PodUserns | undefined, nsPath?: string
   return (spec) => {
     if (!userns) return;
     const linux = linuxOf(spec);
-    linux.namespaces = [...(linux.namespaces ?? []).filter((n) => n.type !== 'user'), nsPath ? { type: 'user', path: nsPath } : { type: 'user' }];
+    const user = nsPath ? { type: 'user' as const, path: nsPath } : { type: 'user' as const };
+    linux.namespaces = [...(linux.namespaces ?? []).filter((n) => n.type !== 'user'), user];
     linux.uidMappings = ociMappings(userns.uids);
     linux.gidMappings = ociMappings(userns.gids);
   };
@@ -155,7 +161,9 @@ export interface StagedMount {
  * the pod's shm) are bound as they are. Returns what to mount.
  * Bind mounts with propagation are refused: a private id-mapped copy would propagate nothing.
  */
-export function stageUsernsMounts(spec: Spec, entry: string, rootfsIdmapped: boolean, plainSources: ReadonlySet<string> = new Set()): StagedMount[] {
+export function stageUsernsMounts(
+  spec: Spec, entry: string, rootfsIdmapped: boolean, plainSources: ReadonlySet<string> = new Set(),
+): StagedMount[] {
   const staged: StagedMount[] = [];
   if (spec.root) {
     const target = path.posix.join(entry, 'rootfs');
@@ -166,7 +174,8 @@ export function stageUsernsMounts(spec: Spec, entry: string, rootfsIdmapped: boo
   spec.mounts = (spec.mounts ?? []).map((m) => {
     if (m.type !== 'bind' || !m.source) return m;
     if ((m.options ?? []).some((o) => ['rshared', 'shared', 'rslave', 'slave'].includes(o))) {
-      throw new InvalidArgument(`mount "${m.destination}" asks for mount propagation, which a pod in its own user namespace cannot have: use private propagation`);
+      throw new InvalidArgument(
+        `mount "${m.destination}" asks for mount propagation, which a pod in its own user namespace cannot have: use private propagation`);
     }
     const target = path.posix.join(entry, `m${n++}`);
     staged.push({ source: m.source, target, destination: m.destination, kind: plainSources.has(m.source) ? 'bind' : 'idmap' });
@@ -176,7 +185,7 @@ export function stageUsernsMounts(spec: Spec, entry: string, rootfsIdmapped: boo
 }
 
 /** tmpfs allows id-mapped mounts from this Linux release on. */
-const TMPFS_IDMAP: readonly [number, number] = [6, 3];
+const TMPFS_IDMAP = '6.3';
 
 /**
  * Why this kernel cannot id-map a staged mount's source, when it is a reason minicri can name, else
@@ -184,11 +193,16 @@ const TMPFS_IDMAP: readonly [number, number] = [6, 3];
  * emptyDir with medium Memory) cannot be id-mapped, whether the source is on tmpfs or a tmpfs is mounted
  * below it (the id-mapped copy takes the submounts too). `mounts` is the host's mountinfo, parsed.
  */
-export function idmapKernelProblem(m: Pick<StagedMount, 'source' | 'destination'>, mounts: readonly MountInfo[], kernelRelease: string): string | undefined {
-  if (kernelAtLeast(kernelRelease, ...TMPFS_IDMAP)) return undefined;
+export function idmapKernelProblem(
+  m: Pick<StagedMount, 'source' | 'destination'>, mounts: readonly MountInfo[], kernelRelease: string,
+): string | undefined {
+  if (versionAtLeast(kernelRelease, TMPFS_IDMAP)) return undefined;
   const below = mounts.find((x) => x.fsType === 'tmpfs' && x.mountPoint.startsWith(`${m.source.replace(/\/+$/, '')}/`));
-  const what = mountOf(m.source, mounts)?.fsType === 'tmpfs' ? 'the source is on tmpfs' : below ? `a tmpfs is mounted below the source at "${below.mountPoint}"` : undefined;
+  const what = mountOf(m.source, mounts)?.fsType === 'tmpfs' ? 'the source is on tmpfs'
+    : below ? `a tmpfs is mounted below the source at "${below.mountPoint}"` : undefined;
   if (!what) return undefined;
   const where = m.destination ? `mount "${m.destination}" (host path "${m.source}")` : `mount "${m.source}"`;
-  return `${where}: id-mapped mounts of tmpfs need Linux ${TMPFS_IDMAP.join('.')} or newer (this node runs ${kernelRelease}) and ${what}; a pod in its own user namespace (hostUsers: false) gets each volume id-mapped: run it with hostUsers: true, or the node on Linux ${TMPFS_IDMAP.join('.')} or newer`;
+  return `${where}: id-mapped mounts of tmpfs need Linux ${TMPFS_IDMAP} or newer (this node runs ${kernelRelease}) and ${what}; `
+    + 'a pod in its own user namespace (hostUsers: false) gets each volume id-mapped: '
+    + `run it with hostUsers: true, or the node on Linux ${TMPFS_IDMAP} or newer`;
 }

@@ -80,6 +80,18 @@ static socklen_t unix_addr(const char *path, struct sockaddr_un *sa, int *dirfd)
   return sizeof(*sa);
 }
 
+/* A unix socket of `type` that `attach` (bind or connect) has tied to `path`; dies saying what failed. */
+static int unix_socket(const char *path, int type, int (*attach)(int, const struct sockaddr *, socklen_t), const char *what) {
+  struct sockaddr_un sa;
+  int dirfd;
+  socklen_t sl = unix_addr(path, &sa, &dirfd);
+  int s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+  if (s < 0) die("socket");
+  if (attach(s, (struct sockaddr *)&sa, sl) < 0) die(what);
+  if (dirfd >= 0) close(dirfd);
+  return s;
+}
+
 /* ---- pty ---- */
 
 static int receive_fd(int conn) {
@@ -152,12 +164,7 @@ static int run_pty(const char *sock_path, const char *pid_file, char **argv) {
   /* runc hands out the console only when it detaches (exec -d); as a subreaper we inherit the
      exec'd process once runc has exited, and can wait for its status. */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) die("become a subreaper");
-  struct sockaddr_un sa;
-  int dirfd;
-  socklen_t sl = unix_addr(sock_path, &sa, &dirfd);
-  int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (lfd < 0) die("socket");
-  if (bind(lfd, (struct sockaddr *)&sa, sl) < 0) die("bind the console socket");
+  int lfd = unix_socket(sock_path, SOCK_STREAM, bind, "bind the console socket");
   if (listen(lfd, 1) < 0) die("listen");
 
   pid_t runtime = fork();
@@ -191,7 +198,6 @@ static int run_pty(const char *sock_path, const char *pid_file, char **argv) {
   }
   close(lfd);
   unlink(sock_path);
-  if (dirfd >= 0) close(dirfd);
   if (exit_status(status) != 0) return exit_status(status);
 
   pid_t pid = read_pid(pid_file);
@@ -241,16 +247,15 @@ static int run_pty(const char *sock_path, const char *pid_file, char **argv) {
   return exit_status(status);
 }
 
-/* ---- attach ---- */
+/* ---- relay: attach and port-forward ---- */
 
-static int run_attach(const char *path) {
-  struct sockaddr_un sa;
-  int dirfd;
-  socklen_t sl = unix_addr(path, &sa, &dirfd);
-  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (s < 0) die("socket");
-  if (connect(s, (struct sockaddr *)&sa, sl) < 0) die("connect to the attach socket");
-  int err_fd = fcntl(3, F_GETFD) >= 0 ? 3 : 1;
+/*
+ * Copies stdin to the socket `s` and `s` to stdout until the socket side is done (for attach: conmon closed,
+ * the container has exited; for a port: the server is done, and what the client still sends has nowhere to go)
+ * or the client is gone. The end of stdin half-closes `s`. `framed` is conmon's attach socket: each message it
+ * sends starts with the stream it belongs to (stderr goes to `err_fd`), and each one we send is one message.
+ */
+static void relay(int s, int framed, int err_fd) {
   char buf[BUF + 1];
   int in_open = 1;
   for (;;) {
@@ -260,21 +265,31 @@ static int run_attach(const char *path) {
       die("poll");
     }
     if (p[0].revents) {
-      ssize_t n = recv(s, buf, sizeof(buf), 0);
-      if (n <= 0) break; /* conmon closed: the container has exited */
-      int fd = buf[0] == ATTACH_STDERR ? err_fd : buf[0] == ATTACH_STDOUT ? 1 : -1;
-      if (fd >= 0 && n > 1 && write_all(fd, buf + 1, (size_t)n - 1) < 0) break;
+      ssize_t n = recv(s, buf, framed ? sizeof(buf) : BUF, 0);
+      if (n <= 0) break;
+      if (framed) {
+        int fd = buf[0] == ATTACH_STDERR ? err_fd : buf[0] == ATTACH_STDOUT ? 1 : -1;
+        if (fd >= 0 && n > 1 && write_all(fd, buf + 1, (size_t)n - 1) < 0) break;
+      } else if (write_all(1, buf, (size_t)n) < 0) {
+        break;
+      }
     }
     if (p[1].revents) {
       ssize_t n = read(0, buf, BUF);
       if (n <= 0) {
         in_open = 0;
         shutdown(s, SHUT_WR);
-      } else if (send(s, buf, (size_t)n, MSG_NOSIGNAL) < 0) {
+      } else if (framed ? send(s, buf, (size_t)n, MSG_NOSIGNAL) < 0 : write_all(s, buf, (size_t)n) < 0) {
         break;
       }
     }
   }
+}
+
+/* ---- attach ---- */
+
+static int run_attach(const char *path) {
+  relay(unix_socket(path, SOCK_SEQPACKET, connect, "connect to the attach socket"), 1, fcntl(3, F_GETFD) >= 0 ? 3 : 1);
   return 0;
 }
 
@@ -304,29 +319,7 @@ static int run_connect(const char *netns, const char *port_s) {
       return 2;
     }
   }
-  char buf[BUF];
-  int in_open = 1;
-  for (;;) {
-    struct pollfd p[2] = { { .fd = s, .events = POLLIN }, { .fd = in_open ? 0 : -1, .events = POLLIN } };
-    if (poll(p, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      die("poll");
-    }
-    if (p[0].revents) {
-      ssize_t n = read(s, buf, sizeof(buf));
-      /* The server is done (what the client still sends has nowhere to go), or the client is gone. */
-      if (n <= 0 || write_all(1, buf, (size_t)n) < 0) break;
-    }
-    if (p[1].revents) {
-      ssize_t n = read(0, buf, sizeof(buf));
-      if (n <= 0) {
-        in_open = 0;
-        shutdown(s, SHUT_WR);
-      } else if (write_all(s, buf, (size_t)n) < 0) {
-        break;
-      }
-    }
-  }
+  relay(s, 0, 1);
   return 0;
 }
 

@@ -16,6 +16,7 @@ import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../s
 import { checkThenClean, hostSnapshot, networkFixtureObjects, type HostSnapshot } from '../../support/leaks.js';
 import { containerConfig, podConfig } from '../../support/pods.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
+import { sleep } from '../../../core/time.js';
 
 const IP_FORWARD = '/proc/sys/net/ipv4/ip_forward';
 
@@ -79,7 +80,9 @@ export class ContainerEnv {
     return { id, config };
   }
 
-  async create(pod: Pod, name: string, command: string[], change: (c: ContainerConfig) => void = () => {}, image = this.images.root): Promise<string> {
+  async create(
+    pod: Pod, name: string, command: string[], change: (c: ContainerConfig) => void = () => {}, image = this.images.root,
+  ): Promise<string> {
     const config = containerConfig(name, image, command, change);
     const r = await this.rt.runtime.call('CreateContainer', { pod_sandbox_id: pod.id, config, sandbox_config: pod.config });
     return r.container_id;
@@ -172,6 +175,4 @@ async function writeGatewayNetwork(net: TestNet): Promise<void> {
   }));
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
+export { sleep };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { pool } from '../../../core/pool.js';
+import { pool } from '../../../core/locks.js';
 import { median, percentile, summarize } from '../../../bench/lib/stats.js';
 import { medianOf, pick, table } from '../../../bench/lib/report.js';
 import { shebangNodeCommand } from '../../../bench/lib/targets.js';
@@ -68,7 +68,8 @@ describe('shebangNodeCommand', () => {
   it('takes the environment and node flags of an env -S shebang, and nothing from another interpreter', () => {
     assert.deepEqual(shebangNodeCommand('#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=60\n// x'),
       { env: {}, nodeFlags: ['--max-semi-space-size=2', '--heap-growing-percent=60'] });
-    assert.deepEqual(shebangNodeCommand('#!/usr/bin/env -S A_B=1 C=x=y node --flag\n'), { env: { A_B: '1', C: 'x=y' }, nodeFlags: ['--flag'] });
+    const command = shebangNodeCommand('#!/usr/bin/env -S A_B=1 C=x=y node --flag\n');
+    assert.deepEqual(command, { env: { A_B: '1', C: 'x=y' }, nodeFlags: ['--flag'] });
     assert.deepEqual(shebangNodeCommand('#!/usr/bin/env node\nx'), { env: {}, nodeFlags: [] });
     assert.deepEqual(shebangNodeCommand('#!/bin/sh -e\nx'), { env: {}, nodeFlags: [] });
     assert.deepEqual(shebangNodeCommand('#!/usr/bin/env -S X=1 python3\n'), { env: {}, nodeFlags: [] });

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { handlerFeatures, kernelAtLeast, parseRuncFeatures, type KernelFeatures } from '../../../oci/runtime/features.js';
+import { handlerFeatures, parseRuncFeatures, type KernelFeatures } from '../../../oci/runtime/features.js';
 import { runtimeHandlers } from '../../../pod/runtime-status.js';
 
 const RUNC_115 = JSON.stringify({
-  ociVersionMin: '1.0.0', mountOptions: ['bind', 'rbind', 'ro', 'rro', 'rrw'], linux: { namespaces: ['cgroup', 'ipc', 'mount', 'network', 'pid', 'user', 'uts'] },
+  ociVersionMin: '1.0.0', mountOptions: ['bind', 'rbind', 'ro', 'rro', 'rrw'],
+  linux: { namespaces: ['cgroup', 'ipc', 'mount', 'network', 'pid', 'user', 'uts'] },
 });
-const KERNEL_OK: KernelFeatures = { mountSetattr: true, userNamespaces: true, idmapMounts: true, overlayIdmappedLayers: true, stagingReachable: true };
+const KERNEL_OK: KernelFeatures = {
+  mountSetattr: true, userNamespaces: true, idmapMounts: true, overlayIdmappedLayers: true, stagingReachable: true,
+};
 
 describe('runtime handler features', () => {
   it('reads the mount options and namespaces of `runc features`, and nothing from an unreadable answer', () => {
@@ -41,13 +44,6 @@ describe('runtime handler features', () => {
     const silent = handlerFeatures(undefined, KERNEL_OK);
     assert.deepEqual([silent.recursiveReadOnly, silent.userNamespaces], [false, false]);
     assert.match(silent.missing.join(), /does not answer/);
-  });
-
-  it('compares kernel releases by major and minor', () => {
-    assert.ok(kernelAtLeast('6.18.44-fc-v657', 5, 19));
-    assert.ok(kernelAtLeast('5.19.0', 5, 19));
-    assert.ok(!kernelAtLeast('5.15.0-91-generic', 5, 19));
-    assert.ok(!kernelAtLeast('garbage', 5, 12));
   });
 
   it('Status lists the default handler under the empty name and its own, then every other configured one', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { defaultSeccompProfile, kernelAtLeast } from '../../../oci/runtime/spec/seccomp-default.js';
+import { defaultSeccompProfile } from '../../../oci/runtime/spec/seccomp-default.js';
 import type { LinuxSeccomp } from '../../../oci/runtime/spec/types.js';
 
 const allowed = (p: LinuxSeccomp): Set<string> =>
@@ -47,11 +47,5 @@ describe('defaultSeccompProfile', () => {
     const p = defaultSeccompProfile({ capabilities: [], arch: 'arm64' });
     assert.deepEqual(p.architectures, ['SCMP_ARCH_AARCH64', 'SCMP_ARCH_ARM']);
     assert.ok(!allowed(p).has('arch_prctl'));
-  });
-  it('kernelAtLeast', () => {
-    assert.ok(kernelAtLeast('6.18.44-fc', 4, 8));
-    assert.ok(kernelAtLeast('4.8.0', 4, 8));
-    assert.ok(!kernelAtLeast('4.7.10', 4, 8));
-    assert.ok(!kernelAtLeast('junk', 4, 8));
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Mutex, Semaphore, SingleFlight } from '../../../oci/image/flight.js';
+import { Mutex, Semaphore, SingleFlight } from '../../../core/locks.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -46,7 +46,11 @@ test('single-flight: one caller giving up leaves the run to the others; the last
   let settled = false;
   const work = (signal: AbortSignal) => new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => resolve('done'), 50);
-    signal.addEventListener('abort', () => { clearTimeout(timer); aborted = true; setImmediate(() => { settled = true; reject(signal.reason); }); });
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      aborted = true;
+      setImmediate(() => { settled = true; reject(signal.reason); });
+    });
   });
   const a = new AbortController();
   const pa = sf.do('k', work, a.signal);
