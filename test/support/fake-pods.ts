@@ -1,6 +1,7 @@
 // A pod domain wired to fakes of its narrow interfaces, for unit tests of the lifecycle's orchestration.
 // Every fake step is journaled ("do:netns", "undo:netns"); any step can be made to fail; the records live
-// in a real store in a temp dir, where the pod and container directories go too.
+// in a real store in a temp dir, where the pod and container directories go too. The store freezes what it
+// hands out (MINICRI_TEST_FROZEN_RECORDS), so a record changed anywhere but in its table's update throws.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,12 +12,13 @@ import type { ImageRecord } from '../../oci/image/types.js';
 import type { PodContext } from '../../pod/context.js';
 import { podEvents } from '../../pod/events.js';
 import type { ContainerRuntime, PodHost, PodImages, PodNetwork } from '../../pod/interfaces.js';
+import { hostMechanics } from '../../pod/host.js';
 import { openTables, type ContainerRecord, type SandboxRecord } from '../../pod/records.js';
 import { Store } from '../../store/store.js';
 import { hostFacts } from '../unit/spec/fixtures.js';
 
 /** The steps a fake can be made to fail at, and what each one's undo is journaled as. */
-export const STEPS = ['shm', 'netns', 'sysctls', 'cni', 'rootfs', 'facts', 'create', 'start'] as const;
+export const STEPS = ['files', 'shm', 'netns', 'sysctls', 'cni', 'rootfs', 'facts', 'create', 'start'] as const;
 export type Step = typeof STEPS[number];
 
 export const IMAGE: ImageRecord = {
@@ -39,7 +41,11 @@ export interface FakePods {
   close(): void;
 }
 
+/** The node's name files as the fake host reads them (not this machine's). */
+export const NODE_FILES = { hostname: 'node-1', resolvConf: 'nameserver 192.0.2.53\n', hosts: '127.0.0.1\tlocalhost\n192.0.2.1\tnode-1\n' };
+
 export function fakePods(): FakePods {
+  process.env.MINICRI_TEST_FROZEN_RECORDS = '1';
   const dir = mkdtempSync(join(tmpdir(), 'minicri-pods-'));
   const store = Store.open(join(dir, 'minicri.db'));
   const tables = openTables(store);
@@ -62,7 +68,14 @@ export function fakePods(): FakePods {
   };
   const undo = (name: string) => { journal.push(`undo:${name}`); };
 
+  // Directories and files are real, in the temp dir; the node's own files are NODE_FILES.
   const host: PodHost = {
+    makePodDir: hostMechanics.makePodDir,
+    removeDir: hostMechanics.removeDir,
+    nodeNameFiles: async () => NODE_FILES,
+    writePodFiles: async (podDir, files) => hostMechanics.writePodFiles(podDir, await step('files', files)),
+    writeBundleSpec: hostMechanics.writeBundleSpec,
+    netnsPaths: hostMechanics.netnsPaths,
     createNetns: (_, __) => step('netns', undefined),
     removeNetns: async () => undo('netns'),
     netnsExists: async () => true,
