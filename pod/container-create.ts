@@ -12,8 +12,8 @@ import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import { checkUsernsMounts, containerLogPath, podUserNamespace } from '../oci/runtime/spec/index.js';
 import {
-  containerHostFacts, createRuncContainer, finishContainer, makeVolumeDirs, mountVolumes, prepareContainerRootfs, recordContainer, writeContainerSpec,
-  type ContainerBuild,
+  containerHostFacts, createRuncContainer, finishContainer, makeVolumeDirs, mountVolumes, prepareContainerRootfs, recordContainer,
+  writeContainerSpec, type ContainerBuild,
 } from './container-steps.js';
 import type { PodContext } from './context.js';
 import { specImageConfig } from './image-config.js';
@@ -29,8 +29,8 @@ import { checkContainerConfig } from './validation.js';
  * stop_signal as its CRI number, which the edge decodes (the enum's names change between cri-api versions).
  */
 export async function createContainer(
-  ctx: PodContext, sandboxIdOrPrefix: string, config: ContainerConfig__Output | null, sandboxConfig: PodSandboxConfig__Output | null, log: Logger,
-  stopSignal = 0,
+  ctx: PodContext, sandboxIdOrPrefix: string, config: ContainerConfig__Output | null, sandboxConfig: PodSandboxConfig__Output | null,
+  log: Logger, stopSignal = 0,
 ): Promise<string> {
   checkContainerConfig(config);
   // Under the sandbox's lock: a pod being stopped or removed meanwhile would miss this container.
@@ -75,7 +75,8 @@ async function planContainer(
   // Refreshed: a container must never join the namespaces of a pause that has died (its pid may be reused).
   const sandbox = await sandboxNow(ctx, sandboxId);
   if (sandbox.state !== 'SANDBOX_READY') {
-    throw new FailedPrecondition(`sandbox ${sandbox.id} is not ready (state ${sandbox.state}): start a new sandbox and create the container there`);
+    throw new FailedPrecondition(
+      `sandbox ${sandbox.id} is not ready (state ${sandbox.state}): start a new sandbox and create the container there`);
   }
   // The pod's user namespace is the one its pause was made with, whatever the request repeats.
   const userns = podUserNamespace(sandbox.config);
@@ -103,7 +104,8 @@ async function planContainer(
     id, sandboxId: sandbox.id, state: 'CONTAINER_CREATED', creating: true, createdAt: nowNanos(), startedAt: '0', finishedAt: '0',
     exitCode: 0, reason: '', message: '', config,
     image: { id: image.id, name: config.image!.image, ref: image.repoDigests[0] ?? image.id },
-    dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '', stopSignal: stopSignalInForce(stopSignal, imageConfig.StopSignal),
+    dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '',
+    stopSignal: stopSignalInForce(stopSignal, imageConfig.StopSignal),
     ...(imageVolumes.length ? { imageVolumes } : {}),
   };
   return {

@@ -110,12 +110,16 @@ export async function mountVolumes(b: ContainerBuild): Promise<Omit<ContainerVol
   b.undo.push('image volumes', () => releaseImageVolumes(ctx, record, b.log));
   const imageVolumes = await mountImageVolumes(ctx, record.imageVolumes ?? [], b.userns);
   const sources = await resolveMountSources(record.config.mounts.filter((m) => !m.image?.image));
-  for (const path of sources.created) ctx.tables.hostPaths.put({ id: path, containerId: b.id, sandboxId: b.sandbox.id, createdAt: Date.now() });
+  for (const path of sources.created) {
+    ctx.tables.hostPaths.put({ id: path, containerId: b.id, sandboxId: b.sandbox.id, createdAt: Date.now() });
+  }
   return { imageVolumes, mounts: sources.mounts };
 }
 
 /** The OCI spec, in the bundle; returns the process identity it resolved. */
-export async function writeContainerSpec(b: ContainerBuild, rootfs: Rootfs, host: HostFacts, v: ContainerVolumes): Promise<ContainerRecord['user']> {
+export async function writeContainerSpec(
+  b: ContainerBuild, rootfs: Rootfs, host: HostFacts, v: ContainerVolumes,
+): Promise<ContainerRecord['user']> {
   const { ctx, id, record, sandbox, userns } = b;
   const spec = buildContainerSpec({
     id, sandboxId: sandbox.id, config: { ...record.config, mounts: v.mounts }, sandboxConfig: b.sandboxConfig,
@@ -161,7 +165,8 @@ export function finishContainer(b: ContainerBuild, rootfs: Rootfs, pid: number, 
   const rootfsUpper = upperDir(rootfs);
   b.t.add({ step: 'total', ms: performance.now() - b.begun });
   const done = b.ctx.tables.containers.update(b.id, (r) => ({
-    ...markContainerCreated(r, pid), ...(rootfsUpper !== undefined ? { rootfsUpper } : {}), ...(user ? { user } : {}), timeline: b.t.entries,
+    ...markContainerCreated(r, pid), ...(rootfsUpper !== undefined ? { rootfsUpper } : {}), ...(user ? { user } : {}),
+    timeline: b.t.entries,
   }));
   b.log.info({ name: done.config.metadata.name, image: done.image.name, ms: b.t.ms }, 'container created');
 }

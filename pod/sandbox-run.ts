@@ -30,14 +30,16 @@ export async function runSandbox(
   return ctx.locks.run(sandboxReservation(record), () => ctx.locks.run(plan.id, () => withUndo(plan.log, async (undo) => {
     const b: SandboxBuild = { ...plan, undo };
     recordSandbox(b, record);
-    // Pod files ∥ shm ∥ netns ∥ pause rootfs → pause; netns → network. The shm mount and the netns go first:
-    // each needs a process, and the pause waits for both. The pause only needs the namespace to join, not
-    // the network in it: CNI ADD runs while the pause is created and started, off the critical path.
+    // shm ∥ netns ∥ pause rootfs ∥ pod files → pause; netns → network (user-namespaced: pause → netns pin → network).
+    // The shm mount and the netns go first: each needs a process, and the pause waits for both. The pause only
+    // needs the namespace to join, not the network in it: CNI ADD runs while the pause is created and started,
+    // which takes the plugins off the critical path.
     const { t } = b;
     const shm = t.step('shm', () => mountPodShm(b));
     const netns = t.step('netns', () => makeNetns(b));
-    const paused = inParallel([shm, netns, t.step('pause-rootfs', () => preparePauseRoot(b)), t.step('pod-files', () => writePodFiles(b))])
-      .then(([, , root]) => startPause(b, root));
+    const root = t.step('pause-rootfs', () => preparePauseRoot(b));
+    const files = t.step('pod-files', () => writePodFiles(b));
+    const paused = inParallel([shm, netns, root, files]).then(([, , made]) => startPause(b, made));
     // A user-namespaced pod's network namespace exists once its pause does.
     const networked = (b.userns ? paused.then(() => pinPauseNetns(b)) : netns).then(() => attachNetwork(b));
     await inParallel([networked, paused]);
@@ -65,7 +67,8 @@ async function planSandbox(
   const cgroupParent = podCgroupParentDir(ctx.settings.cgroup_driver, config.linux?.cgroup_parent ?? '');
   const seccompProfiles = await readSeccompProfiles(config.linux?.security_context ?? undefined);
   // Secondary networks are resolved first: a bad request for them must not cost a namespace and a pause.
-  if (!hostNetwork) ctx.network.checkPodNetworks({ name: config.metadata.name, namespace: config.metadata.namespace, annotations: config.annotations });
+  const { name, namespace } = config.metadata;
+  if (!hostNetwork) ctx.network.checkPodNetworks({ name, namespace, annotations: config.annotations });
   const pause = await t.step('pause-image', () => ctx.pauseImage(parentLog));
   const id = randomBytes(32).toString('hex');
   const plan = {
@@ -85,7 +88,8 @@ function checkHostIdOverlap(ctx: PodContext, pod: string, userns: PodUserns, log
   const overlap = hostIdOverlap(userns);
   if (!overlap) return;
   if (ctx.settings.userns_refuse_host_id_overlap) {
-    throw new InvalidArgument(`${overlap}, which this node refuses (userns_refuse_host_id_overlap = true): map the pod to ids from ${HOST_IDS} up`);
+    throw new InvalidArgument(
+      `${overlap}, which this node refuses (userns_refuse_host_id_overlap = true): map the pod to ids from ${HOST_IDS} up`);
   }
   log.warn({ pod },
     `${overlap}: the pod's ids are those of the host's own users and groups (allowed: userns_refuse_host_id_overlap is false)`);
@@ -95,6 +99,8 @@ function checkHostIdOverlap(ctx: PodContext, pod: string, userns: PodUserns, log
 export function checkUsernsSupport(ctx: PodContext, handler: string): void {
   const features = ctx.runtimeFeatures?.get(handler);
   if (!features?.userNamespaces) {
-    throw new FailedPrecondition(`runtime handler "${handler}" does not support user namespaces on this node${features ? `: ${features.missing.join('; ')}` : ''}: run the pod with hostUsers: true`);
+    const why = features ? `: ${features.missing.join('; ')}` : '';
+    throw new FailedPrecondition(
+      `runtime handler "${handler}" does not support user namespaces on this node${why}: run the pod with hostUsers: true`);
   }
 }

@@ -8,7 +8,9 @@ import type { Timeline } from '../core/timeline.js';
 import type { UndoStack } from '../core/undo.js';
 import type { Rootfs } from '../oci/image/snapshot.js';
 import { hostsFile, resolvConf } from '../oci/runtime/pod/files.js';
-import { buildPauseSpec, defaultMountRoots, podRootOnHost, stageUsernsMounts, type HostFacts, type PodUserns } from '../oci/runtime/spec/index.js';
+import {
+  buildPauseSpec, defaultMountRoots, podRootOnHost, stageUsernsMounts, type HostFacts, type PodUserns,
+} from '../oci/runtime/spec/index.js';
 import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import type { PauseImage, PodContext } from './context.js';
 import type { ContainerRuntime } from './interfaces.js';
@@ -123,7 +125,9 @@ export async function attachNetwork(b: SandboxBuild): Promise<void> {
 export async function preparePauseRoot(b: SandboxBuild): Promise<PauseRoot> {
   const { images } = b.ctx;
   // The pause never writes its root, so one that already has the mount points is used as it is.
-  const rootfs = await images.prepareRootfs(b.id, b.pause.id, { readOnlyWith: defaultMountRoots(), ...(b.userns ? { idmap: b.userns } : {}) });
+  const rootfs = await images.prepareRootfs(b.id, b.pause.id, {
+    readOnlyWith: defaultMountRoots(), ...(b.userns ? { idmap: b.userns } : {}),
+  });
   b.undo.push('pause rootfs', () => images.removeRootfs(b.id));
   faultPoint('pause-rootfs-mounted');
   const facts = await b.ctx.hostFacts(rootfs.path);
@@ -137,7 +141,8 @@ export async function startPause(b: SandboxBuild, { rootfs, facts }: PauseRoot):
   const { host } = b.ctx;
   const record = recordOf(b);
   const spec = buildPauseSpec({
-    sandboxId: id, config: b.config, image: { name: b.pause.name, config: b.pause.config }, rootfs: rootfs.path, rootfsShared: rootfs.readOnly,
+    sandboxId: id, config: b.config, image: { name: b.pause.name, config: b.pause.config },
+    rootfs: rootfs.path, rootfsShared: rootfs.readOnly,
     netnsPath: record.netns?.path, shmPath: record.shm, cgroupDriver: b.ctx.settings.cgroup_driver, host: facts,
   });
   const staging = usernsStagingEntry(b.ctx.settings.state_dir, id);

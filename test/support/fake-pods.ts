@@ -22,7 +22,8 @@ export const STEPS = ['files', 'shm', 'netns', 'sysctls', 'cni', 'rootfs', 'fact
 export type Step = typeof STEPS[number];
 
 export const IMAGE: ImageRecord = {
-  id: 'sha256:1111', repoTags: ['example.test/app:1'], repoDigests: ['example.test/app@sha256:2222'], size: 1, layers: ['sha256:3333'], blobs: [],
+  id: 'sha256:1111', repoTags: ['example.test/app:1'], repoDigests: ['example.test/app@sha256:2222'], size: 1, layers: ['sha256:3333'],
+  blobs: [],
   pinned: false, createdAt: 0,
   config: { entrypoint: ['/app'], cmd: [], env: [], workingDir: '/', user: '', exposedPorts: [], volumes: [], stopSignal: '', labels: {} },
 };
@@ -53,7 +54,8 @@ export function fakePods(): FakePods {
   const failing = new Set<Step>();
   const attempted = new Set<Step>();
   const states = new Map<string, string[]>();
-  for (const table of [tables.sandboxes, tables.containers] as { get(id: string): SandboxRecord | ContainerRecord | undefined; onChange(l: (id: string) => void): void }[]) {
+  type Watched = { get(id: string): SandboxRecord | ContainerRecord | undefined; onChange(l: (id: string) => void): void };
+  for (const table of [tables.sandboxes, tables.containers] as Watched[]) {
     table.onChange((id) => {
       const r = table.get(id);
       if (r) states.set(id, [...(states.get(id) ?? []), r.state]);
@@ -88,7 +90,9 @@ export function fakePods(): FakePods {
     unstageUserns: async () => {},
   };
   const network: PodNetwork = {
-    setUpPod: () => step('cni', { ips: ['10.99.0.2'], results: [], networkStatus: [], steps: [{ step: 'cni-add', plugin: 'bridge', network: 'pods', ms: 1.5 }] }),
+    setUpPod: () => step('cni', {
+      ips: ['10.99.0.2'], results: [], networkStatus: [], steps: [{ step: 'cni-add', plugin: 'bridge', network: 'pods', ms: 1.5 }],
+    }),
     tearDownPod: async () => undo('cni'),
     checkPod: async () => {},
     checkPodNetworks: () => {},
@@ -105,7 +109,9 @@ export function fakePods(): FakePods {
     exitStatus: async () => undefined,
     exits: { mayHaveExited: () => false, onExit: () => {} },
     reopenLog: async () => {},
-    execSync: async () => ({ stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0, timedOut: false, stdoutTruncated: false, stderrTruncated: false }),
+    execSync: async () => ({
+      stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0, timedOut: false, stdoutTruncated: false, stderrTruncated: false,
+    }),
     update: async () => {},
     checkpoint: async () => {},
     resume: async () => {},
@@ -123,8 +129,13 @@ export function fakePods(): FakePods {
     gc: async () => {},
   };
   const ctx: PodContext = {
-    settings: { root_dir: join(dir, 'root'), state_dir: join(dir, 'state'), netns_dir: join(dir, 'netns'), cgroup_driver: 'cgroupfs', default_runtime: 'runc', cni: { cache_dir: join(dir, 'cni'), conf_dir: join(dir, 'net.d'), networks_dir: join(dir, 'networks.d') } },
-    tables, events: podEvents(tables, 16), locks: new KeyedLock(), background: new Background(silentLogger), log: silentLogger, network, runtimes: new Map([['runc', runtime]]), images, host,
+    settings: {
+      root_dir: join(dir, 'root'), state_dir: join(dir, 'state'), netns_dir: join(dir, 'netns'),
+      cgroup_driver: 'cgroupfs', default_runtime: 'runc',
+      cni: { cache_dir: join(dir, 'cni'), conf_dir: join(dir, 'net.d'), networks_dir: join(dir, 'networks.d') },
+    },
+    tables, events: podEvents(tables, 16), locks: new KeyedLock(), background: new Background(silentLogger), log: silentLogger, network,
+    runtimes: new Map([['runc', runtime]]), images, host,
     pauseImage: async () => ({ id: 'sha256:pause', name: 'localhost/minicri/pause:test', config: { Entrypoint: ['/pause'] } }),
     hostFacts: () => step('facts', hostFacts()),
     cdi: { resolve: async () => [], inventory: async () => ({ devices: [], errors: {} }) },

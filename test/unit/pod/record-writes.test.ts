@@ -57,7 +57,9 @@ describe('a refused write at each transition leaves memory as sqlite has it', ()
   afterEach(() => f.close());
 
   const pod = () => sandboxConfig({ log_directory: join(f.dir, 'logs') });
-  const config = () => containerConfig({ image: { image: 'example.test/app:1', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' } });
+  const config = () => containerConfig({
+    image: { image: 'example.test/app:1', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' },
+  });
   const container = async () => createContainer(f.ctx, await runSandbox(f.ctx, pod(), '', silentLogger), config(), null, silentLogger);
   /** The fake runtime reports every container exited, as conmon's exit file would. */
   const exitAll = () => {

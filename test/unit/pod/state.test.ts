@@ -3,15 +3,16 @@ import { describe, it } from 'node:test';
 import { Internal } from '../../../core/errors.js';
 import type { ContainerRecord, SandboxRecord } from '../../../pod/records.js';
 import {
-  markContainerCreated, markContainerExited, markContainerLost, markContainerRunning, markNeverStarted, markSandboxNotReady, markSandboxReady,
-  markStartFailed,
+  markContainerCreated, markContainerExited, markContainerLost, markContainerRunning, markNeverStarted, markSandboxNotReady,
+  markSandboxReady, markStartFailed,
 } from '../../../pod/state.js';
 
 // Frozen: a transition must return the moved record and leave the one it was given as it was.
 const container = (over: Partial<ContainerRecord> = {}) => Object.freeze({
   id: 'c1', state: 'CONTAINER_CREATED', startedAt: '0', finishedAt: '0', exitCode: 0, reason: '', message: '', ...over,
 }) as ContainerRecord;
-const sandbox = (over: Partial<SandboxRecord> = {}) => Object.freeze({ id: 's1', state: 'SANDBOX_NOTREADY', creating: true, ...over }) as SandboxRecord;
+const sandbox = (over: Partial<SandboxRecord> = {}) =>
+  Object.freeze({ id: 's1', state: 'SANDBOX_NOTREADY', creating: true, ...over }) as SandboxRecord;
 
 describe('sandbox transitions', () => {
   it('becomes READY once, at the end of its creation', () => {
@@ -43,7 +44,8 @@ describe('container transitions', () => {
   });
 
   it('refuses the moves the lifecycle never makes', () => {
-    assert.throws(() => markContainerRunning(container({ state: 'CONTAINER_EXITED' }), '1'), /cannot go from CONTAINER_EXITED to CONTAINER_RUNNING/);
+    assert.throws(() => markContainerRunning(container({ state: 'CONTAINER_EXITED' }), '1'),
+      /cannot go from CONTAINER_EXITED to CONTAINER_RUNNING/);
     assert.throws(() => markContainerRunning(container({ state: 'CONTAINER_RUNNING' }), '1'), Internal);
     assert.throws(() => markNeverStarted(container({ state: 'CONTAINER_RUNNING' })), Internal);
     assert.throws(() => markContainerCreated(container({ state: 'CONTAINER_RUNNING', creating: true }), 1), Internal);
@@ -52,7 +54,8 @@ describe('container transitions', () => {
 
   it('a start that failed, a stop before the start and a lost container all end EXITED and never read as success', () => {
     const failed = markStartFailed(container(), 'runc said no');
-    assert.deepEqual([failed.state, failed.exitCode, failed.reason, failed.message], ['CONTAINER_EXITED', 128, 'StartError', 'runc said no']);
+    assert.deepEqual([failed.state, failed.exitCode, failed.reason, failed.message],
+      ['CONTAINER_EXITED', 128, 'StartError', 'runc said no']);
     const never = markNeverStarted(container());
     assert.deepEqual([never.state, never.exitCode, never.reason], ['CONTAINER_EXITED', 255, 'Error']);
     const lost = markContainerLost(container({ state: 'CONTAINER_RUNNING' }), 'gone');

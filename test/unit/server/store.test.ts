@@ -32,12 +32,14 @@ describe('store', () => {
   it('reserves a name for one record only, and frees it on delete', () => {
     const store = Store.open(path);
     const pods = store.table<Pod>('sandbox', (p) => p.name);
-    assert.throws(() => pods.put({ id: 'bbb2', name: 'web', state: 'READY' }), (err) => err instanceof AlreadyExists && /aaa1/.test(err.message));
+    assert.throws(() => pods.put({ id: 'bbb2', name: 'web', state: 'READY' }),
+      (err) => err instanceof AlreadyExists && /aaa1/.test(err.message));
     pods.update('aaa1', (p) => { p.state = 'NOTREADY'; });
     assert.equal(pods.get('aaa1')?.state, 'NOTREADY');
     pods.delete('aaa1');
     pods.put({ id: 'bbb2', name: 'web', state: 'READY' });
-    assert.throws(() => pods.put({ id: 'ccc4', name: 'web', state: 'READY' }), (err) => err instanceof AlreadyExists && /bbb2/.test(err.message));
+    assert.throws(() => pods.put({ id: 'ccc4', name: 'web', state: 'READY' }),
+      (err) => err instanceof AlreadyExists && /bbb2/.test(err.message));
     store.close();
   });
 
