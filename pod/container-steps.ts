@@ -89,7 +89,7 @@ export async function makeVolumeDirs(b: ContainerBuild): Promise<Record<string, 
 /** What the spec needs to know of the node, the handler and the container whose PID namespace it may join. */
 export async function containerHostFacts(b: ContainerBuild, rootfs: Rootfs): Promise<HostFacts> {
   const { ctx, sandbox } = b;
-  const host = await ctx.hostFacts(rootfs.path);
+  const host = await ctx.hostFacts(rootfs.path, b.record.image.name);
   // "rro" only where this handler's runc and the kernel were found to support it.
   host.recursiveReadOnly = ctx.runtimeFeatures?.get(sandbox.runtimeHandler)?.recursiveReadOnly ?? false;
   if (b.seccompProfiles) host.seccompProfiles = b.seccompProfiles;

@@ -50,8 +50,8 @@ export interface PodContext {
   cdi: PodCdi;
   /** The configured pause image (pulled on first use) or the built-in one. */
   pauseImage(log: Logger): Promise<PauseImage>;
-  /** What spec building needs to know of this node, with the passwd and group files of `rootfs`. */
-  hostFacts(rootfs: string): Promise<HostFacts>;
+  /** What spec building needs to know of this node, with the passwd and group files of `rootfs` (made from `image`, named in errors). */
+  hostFacts(rootfs: string, image: string): Promise<HostFacts>;
   /** What each handler supports on this node (probed at start); a handler absent here supports none of it. */
   runtimeFeatures?: ReadonlyMap<string, HandlerFeatures>;
 }

@@ -3,12 +3,12 @@
 // records say who uses which, so RemoveImage, recovery and doctor know the view is in use. A user-namespaced
 // pod's view is an overlay of id-mapped layers with the pod's mappings (as containerd prepares its snapshot
 // with them), one per mapping: its files show their image owners inside the pod.
-import { readlinkSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { InvalidArgument } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Mount__Output } from '../gen/runtime/v1/Mount.js';
-import { imageSubPath, secureJoin, type ImageVolumeMount, type PodUserns } from '../oci/runtime/spec/index.js';
+import { resolveInRoot } from '../oci/runtime/rootfs-read.js';
+import { imageSubPath, type ImageVolumeMount, type PodUserns } from '../oci/runtime/spec/index.js';
 import type { PodContext } from './context.js';
 import type { ContainerRecord, ImageVolumeUse } from './records.js';
 
@@ -45,7 +45,7 @@ export async function mountImageVolumes(ctx: PodContext, uses: readonly ImageVol
   const out: ImageVolumeMount[] = [];
   for (const use of uses) {
     const view = await ctx.locks.run(use.key, () => ctx.images.prepareRootfs(use.key, use.imageId, userns ? { idmap: userns } : {}));
-    const source = use.subPath ? secureJoin(view.path, use.subPath, (p) => { try { return readlinkSync(p); } catch { return undefined; } }) : view.path;
+    const source = use.subPath ? await resolveInRoot(view.path, use.subPath, `image volume ${use.image}`) : view.path;
     const st = await stat(source).catch(() => undefined);
     if (!st?.isDirectory()) {
       throw new InvalidArgument(`image_sub_path "${use.subPath}" is not a directory in image volume ${use.image}: name a directory of the image`);

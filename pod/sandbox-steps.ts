@@ -130,7 +130,7 @@ export async function preparePauseRoot(b: SandboxBuild): Promise<PauseRoot> {
   });
   b.undo.push('pause rootfs', () => images.removeRootfs(b.id));
   faultPoint('pause-rootfs-mounted');
-  const facts = await b.ctx.hostFacts(rootfs.path);
+  const facts = await b.ctx.hostFacts(rootfs.path, b.pause.name);
   if (b.seccompProfiles) facts.seccompProfiles = b.seccompProfiles;
   return { rootfs, facts };
 }

@@ -138,7 +138,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       settings: config, tables, locks, background, log, network: cni, runtimes, images, host: hostMechanics,
       events: podEvents(tables, config.container_events_buffer),
       pauseImage: await pauseImageSource(config, images, VERSION),
-      hostFacts: async (rootfs) => ({ ...await node.forRootfs(rootfs), cgroupNamespace }),
+      hostFacts: async (rootfs, image) => ({ ...await node.forRootfs(rootfs, image), cgroupNamespace }),
       cdi: new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' })),
       runtimeFeatures,
     };

@@ -1,16 +1,16 @@
 // Gathers the node facts spec building needs (the spec functions themselves stay pure): the
 // capability bounding set, host devices, AppArmor's loaded profiles, SELinux, the oom_score_adj floor,
-// mountinfo, and the passwd/group files of a container's rootfs, read without following links out of it.
+// mountinfo, and the passwd/group files of a container's rootfs (read as rootfs-read.ts reads an image's files).
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { readlinkSync } from 'node:fs';
 import { release } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../../core/log.js';
 import { loadedProfiles, type ApparmorSetup } from './apparmor/loader.js';
 import { KNOWN_CAPABILITIES } from './spec/capabilities.js';
-import { secureJoin, type HostDevice, type HostFacts } from './spec/index.js';
+import type { HostDevice, HostFacts } from './spec/index.js';
 import { readOomScoreLimits } from './oom.js';
 import { exists } from '../../core/fs.js';
+import { readRootfsFile } from './rootfs-read.js';
 
 /** Capability names by kernel bit number (KNOWN_CAPABILITIES lists them in that order). */
 const CAPABILITY_BY_BIT = [...KNOWN_CAPABILITIES];
@@ -40,15 +40,13 @@ async function hostDevices(dir = '/dev'): Promise<HostDevice[]> {
   return devices;
 }
 
-/** Reads a file of the rootfs as the container would see it, or undefined when absent. */
-async function readInRootfs(rootfs: string, path: string): Promise<string | undefined> {
-  const hostPath = secureJoin(rootfs, path, (p) => { try { return readlinkSync(p); } catch { return undefined; } });
-  return readFile(hostPath, 'utf8').catch(() => undefined);
-}
-
 export interface NodeFacts {
-  /** Facts for a spec whose rootfs is `rootfs`. */
-  forRootfs(rootfs: string): Promise<HostFacts>;
+  /**
+   * Facts for a spec whose rootfs is `rootfs`, made from `image` (named in errors). Its /etc/passwd and
+   * /etc/group are absent or regular files, or the call fails, as containerd's user lookup does: a file
+   * that exists but cannot be read is an error even for a numeric user, never silently an empty one.
+   */
+  forRootfs(rootfs: string, image: string): Promise<HostFacts>;
 }
 
 /**
@@ -72,11 +70,11 @@ export async function gatherNodeFacts(log: Logger, apparmor: ApparmorSetup): Pro
   }
   const kernelRelease = release();
   return {
-    forRootfs: async (rootfs) => {
+    forRootfs: async (rootfs, image) => {
       const [mountinfo, passwd, group, profiles] = await Promise.all([
         readFile('/proc/self/mountinfo', 'utf8'),
-        readInRootfs(rootfs, '/etc/passwd'),
-        readInRootfs(rootfs, '/etc/group'),
+        readRootfsFile(rootfs, '/etc/passwd', `image ${image}`),
+        readRootfsFile(rootfs, '/etc/group', `image ${image}`),
         apparmor.enabled ? loadedProfiles() : undefined,
       ]);
       return {

@@ -9,7 +9,7 @@ export type { ImageConfig } from './process.js';
 export type { CgroupDriver } from './cgroups.js';
 export { cgroupsPath, SYSTEMD_SCOPE_PREFIX } from './cgroups.js';
 export { containerLogPath } from './logpath.js';
-export { defaultMountRoots, secureJoin, imageVolumesToCreate } from './mounts.js';
+export { defaultMountRoots, imageVolumesToCreate } from './mounts.js';
 export { clampOomScoreAdj } from './resources.js';
 export { splitSysctls, type PodSysctls } from './pod.js';
 export { podNamespaceModes } from './common.js';

@@ -1,5 +1,5 @@
 // Mounts: the kernel filesystems every container gets, the pod's files, CRI bind mounts with
-// their propagation, image volumes, and the secure-join walk the edge uses to create targets.
+// their propagation, and image volumes.
 import path from 'node:path';
 import { Internal, InvalidArgument } from '../../../core/errors.js';
 import { ensureShared, ensureSharedOrSlave, type MountInfo } from './mountinfo.js';
@@ -201,35 +201,4 @@ export function withBindMounts(mounts: readonly CriMount[], ctx: BindMountContex
     spec.mounts = [...kept, ...built];
     if (propagation) linuxOf(spec).rootfsPropagation = propagation;
   };
-}
-
-/**
- * Resolves `unsafePath` inside `root` the way a chroot would: ".." stops at root and symlinks
- * (absolute or relative) are followed relative to root, so the result never leaves it. Pure:
- * `readlink(hostPath)` is the edge's lookup, returning the link text or undefined when the path is
- * not a symlink or does not exist. The edge uses it to create mount targets in the rootfs.
- */
-export function secureJoin(root: string, unsafePath: string, readlink: (hostPath: string) => string | undefined): string {
-  const cleanRoot = path.posix.resolve(root);
-  const resolved: string[] = [];
-  const pending = unsafePath.split('/');
-  let links = 0;
-  while (pending.length > 0) {
-    const part = pending.shift() as string;
-    if (part === '' || part === '.') continue;
-    if (part === '..') {
-      resolved.pop();
-      continue;
-    }
-    const candidate = [...resolved, part];
-    const target = readlink(path.posix.join(cleanRoot, ...candidate));
-    if (target === undefined) {
-      resolved.push(part);
-      continue;
-    }
-    if (++links > 255) throw new InvalidArgument(`path "${unsafePath}" has too many levels of symbolic links inside "${root}"`);
-    if (target.startsWith('/')) resolved.length = 0;
-    pending.unshift(...target.split('/'));
-  }
-  return path.posix.join(cleanRoot, ...resolved);
 }

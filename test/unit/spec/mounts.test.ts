@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { Internal, InvalidArgument } from '../../../core/errors.js';
 import { parseMountInfo } from '../../../oci/runtime/spec/mountinfo.js';
 import {
-  cleanPath, defaultMountRoots, defaultMounts, imageVolumeMounts, imageVolumesToCreate, podFileMounts, secureJoin, withBindMounts,
+  cleanPath, defaultMountRoots, defaultMounts, imageVolumeMounts, imageVolumesToCreate, podFileMounts, withBindMounts,
   withDefaultMounts, withPodShm, withReadonlyRootfs, withWritableSysfs,
 } from '../../../oci/runtime/spec/mounts.js';
 import { applyOpts, baseSpec } from '../../../oci/runtime/spec/opts.js';
@@ -138,27 +138,5 @@ describe('cleanPath', () => {
   it('normalises and strips trailing slashes', () => {
     assert.equal(cleanPath('/a//b/../c/'), '/a/c');
     assert.equal(cleanPath('/'), '/');
-  });
-});
-
-describe('secureJoin', () => {
-  const links: Record<string, string> = {
-    '/root/etc/abs': '/target',
-    '/root/etc/rel': '../usr',
-    '/root/escape': '../../../../host',
-    '/root/loop': 'loop',
-  };
-  const readlink = (p: string): string | undefined => links[p];
-  it('joins plain paths and clamps .. at the root', () => {
-    assert.equal(secureJoin('/root', '/a/b', readlink), '/root/a/b');
-    assert.equal(secureJoin('/root/', '../../etc/passwd', readlink), '/root/etc/passwd');
-  });
-  it('follows symlinks relative to the root', () => {
-    assert.equal(secureJoin('/root', '/etc/abs/x', readlink), '/root/target/x');
-    assert.equal(secureJoin('/root', '/etc/rel/x', readlink), '/root/usr/x');
-    assert.equal(secureJoin('/root', '/escape/x', readlink), '/root/host/x');
-  });
-  it('stops symlink loops', () => {
-    assert.throws(() => secureJoin('/root', '/loop', readlink), /too many levels/);
   });
 });
