@@ -2,11 +2,10 @@
 // (failed CNI teardowns, removals), sandboxes and containers by state, per-RPC outcomes, and how long each
 // step of starting a pod or a container took (the timelines the records keep). prom-client is
 // loaded only when the endpoint is on, so a daemon without metrics does not carry it.
-import { chmod } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { claimSocketPath } from './listen.js';
+import { claimSocketPath, listenUnixSocket } from './listen.js';
 import type { Logger } from '../core/log.js';
 import type { TimelineEntry } from '../core/timeline.js';
 import type { Tables } from '../pod/records.js';
@@ -122,19 +121,18 @@ export async function startMetrics(address: string, tables: Tables, log: Logger,
   });
   const target = listenTarget(address);
   if ('path' in target) await claimSocketPath(target.path);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) => reject(new Error(`cannot serve metrics on ${address}: ${err.message}`)));
-    server.listen(target, resolve);
-  });
-  if ('path' in target) await chmod(target.path, 0o660);
+  const unix = await ('path' in target ? listenUnixSocket(server, target.path) : new Promise<undefined>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(target, () => { server.off('error', reject); resolve(undefined); });
+  })).catch((err: Error) => { throw new Error(`cannot serve metrics on ${address}: ${err.message}`); });
   const where = 'path' in target ? target.path : `${target.host}:${(server.address() as AddressInfo).port}`;
   log.info({ address: where }, 'metrics endpoint listening');
   return {
     observe,
     address: where,
-    stop: () => new Promise<void>((resolve) => {
+    stop: async () => {
       server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+      await (unix ? unix.close() : new Promise<void>((resolve) => server.close(() => resolve())));
+    },
   };
 }
