@@ -11,7 +11,7 @@ import type { TestRegistry } from './registry.js';
 
 export interface TarEntry {
   name: string;
-  type?: 'file' | 'directory' | 'symlink' | 'link' | 'character-device' | 'fifo';
+  type?: 'file' | 'directory' | 'symlink' | 'link' | 'character-device' | 'block-device' | 'fifo';
   data?: Buffer | string;
   mode?: number;
   linkname?: string;

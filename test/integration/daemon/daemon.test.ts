@@ -1,7 +1,8 @@
 // The daemon as a user meets it: started on its own socket, answering the foundation RPCs,
 // refusing what it must refuse, surviving bad input, keeping state across restarts.
 import assert from 'node:assert/strict';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -84,8 +85,9 @@ describe('daemon', () => {
     );
   });
 
-  it('creates the socket with mode 0660', () => {
+  it('creates the socket with mode 0660, bound in a private directory that is gone once it serves', () => {
     assert.equal(statSync(dirs.socket).mode & 0o777, 0o660);
+    assert.deepEqual(readdirSync(dirname(dirs.socket)).filter((name) => name.startsWith('.sock-')), []);
   });
 
   it('survives malformed and oversized requests', async () => {
