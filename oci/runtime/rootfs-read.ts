@@ -51,7 +51,8 @@ export async function resolveInRoot(root: string, unsafePath: string, where: str
     const part = pending.pop() as string;
     if (part === '' || part === '.') continue;
     if (++visited > MAX_COMPONENTS) {
-      throw new InvalidArgument(`${unsafePath} of ${where} resolves through more than ${MAX_COMPONENTS} path components: fix the image's symbolic links`);
+      throw new InvalidArgument(
+        `${unsafePath} of ${where} resolves through more than ${MAX_COMPONENTS} path components: fix the image's symbolic links`);
     }
     if (part === '..') {
       // Lexical: `missing/..` is the parent again (the kernel would say ENOENT; either way it stays in the root).
@@ -61,8 +62,9 @@ export async function resolveInRoot(root: string, unsafePath: string, where: str
     }
     // Under a component that does not exist nothing is a link: no lookup needed.
     const target = missing ? undefined : await linkAt(path.join(cleanRoot, ...resolved, part)).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENAMETOOLONG') throw new InvalidArgument(`${unsafePath} of ${where} resolves to a path longer than the kernel allows: fix the image's symbolic links`);
-      throw err;
+      if (err.code !== 'ENAMETOOLONG') throw err;
+      throw new InvalidArgument(
+        `${unsafePath} of ${where} resolves to a path longer than the kernel allows: fix the image's symbolic links`);
     });
     if (target === null) missing = true;
     if (typeof target !== 'string') {
@@ -70,7 +72,8 @@ export async function resolveInRoot(root: string, unsafePath: string, where: str
       continue;
     }
     if (++links > MAX_SYMLINKS) {
-      throw new InvalidArgument(`${unsafePath} of ${where} goes through more than ${MAX_SYMLINKS} symbolic links (a loop?): fix the image's symbolic links`);
+      throw new InvalidArgument(
+        `${unsafePath} of ${where} goes through more than ${MAX_SYMLINKS} symbolic links (a loop?): fix the image's symbolic links`);
     }
     if (target.startsWith('/')) resolved.length = 0;
     pending.push(...target.split('/').reverse());
@@ -90,7 +93,8 @@ function kind(st: Stats): string {
 
 function mustBeRegular(st: Stats, file: string, where: string, maxBytes: number): void {
   if (!st.isFile()) {
-    throw new InvalidArgument(`${file} of ${where} is ${kind(st)}, not a regular file: minicri reads only regular files from an image; fix the image`);
+    throw new InvalidArgument(
+      `${file} of ${where} is ${kind(st)}, not a regular file: minicri reads only regular files from an image; fix the image`);
   }
   if (st.size > maxBytes) {
     throw new InvalidArgument(`${file} of ${where} is ${st.size} bytes, more than the ${maxBytes} minicri reads: fix the image`);
@@ -102,7 +106,9 @@ function mustBeRegular(st: Stats, file: string, where: string, maxBytes: number)
  * there (a dangling link included). Anything but a regular file of at most `maxBytes` is an InvalidArgument
  * naming the file, `where` and what is wrong; a device or FIFO is never opened.
  */
-export async function readRootfsFile(root: string, file: string, where: string, maxBytes = ROOTFS_FILE_MAX_BYTES): Promise<string | undefined> {
+export async function readRootfsFile(
+  root: string, file: string, where: string, maxBytes = ROOTFS_FILE_MAX_BYTES,
+): Promise<string | undefined> {
   const hostPath = await resolveInRoot(root, file, where);
   const seen = await lstat(hostPath).catch((err: NodeJS.ErrnoException) => {
     if (absent(err)) return undefined;

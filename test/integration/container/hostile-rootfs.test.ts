@@ -25,7 +25,9 @@ const HOSTILE: Record<string, (name: 'passwd' | 'group') => TarEntry[]> = {
   fifo: (name) => [{ name: `etc/${name}`, type: 'fifo', mode: 0o644 }],
   chardev: (name) => [{ name: `etc/${name}`, type: 'character-device', devmajor: 1, devminor: 5, mode: 0o644 }],
   blockdev: (name) => [{ name: `etc/${name}`, type: 'block-device', devmajor: 7, devminor: 0, mode: 0o644 }],
-  proclink: (name) => [{ name: `etc/${name}`, type: 'symlink', linkname: name === 'passwd' ? '/proc/self/environ' : '../../../proc/1/environ' }],
+  proclink: (name) => [
+    { name: `etc/${name}`, type: 'symlink', linkname: name === 'passwd' ? '/proc/self/environ' : '../../../proc/1/environ' },
+  ],
   loop: (name) => [
     { name: `etc/${name}`, type: 'symlink', linkname: `${name}.next` },
     { name: `etc/${name}.next`, type: 'symlink', linkname: `/etc/${name}` },
@@ -36,6 +38,9 @@ const LIVENESS_MS = 10_000;
 /** A daemon stuck on a file fails the test instead of hanging it. */
 const STUCK = { timeout: 60_000 };
 const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** INVALID_ARGUMENT naming the file, the image and what is wrong. */
+const refusal = (image: string, what: string) =>
+  grpcCode(grpc.status.INVALID_ARGUMENT, new RegExp(`/etc/(passwd|group) of image ${literal(image)} ${what}`));
 
 describe('images whose passwd and group are no regular files', () => {
   let env: ContainerEnv;
@@ -74,7 +79,7 @@ describe('images whose passwd and group are no regular files', () => {
 
   it('refuses FIFOs without opening them and keeps serving', STUCK, async (t) => {
     const pod = await env.runPod(t, 'fifo');
-    const refused = grpcCode(grpc.status.INVALID_ARGUMENT, new RegExp(`/etc/(passwd|group) of image ${literal(images.fifo!)} is a FIFO, not a regular file`));
+    const refused = refusal(images.fifo!, 'is a FIFO, not a regular file');
     // Two containers: before, each blocked one of libuv's four threads for good.
     await assert.rejects(env.create(pod, 'named', ['true'], asUser('app'), images.fifo), refused);
     await assert.rejects(env.create(pod, 'numeric', ['true'], asUid(1000), images.fifo), refused);
@@ -86,7 +91,7 @@ describe('images whose passwd and group are no regular files', () => {
     it(`refuses ${what} without reading it`, STUCK, async (t) => {
       const pod = await env.runPod(t, tag);
       await assert.rejects(env.create(pod, 'named', ['true'], asUser('app'), images[tag]),
-        grpcCode(grpc.status.INVALID_ARGUMENT, new RegExp(`/etc/(passwd|group) of image ${literal(images[tag]!)} is ${what}, not a regular file`)));
+        refusal(images[tag]!, `is ${what}, not a regular file`));
       await nothingLeft(pod);
       await stillAnswers(t, `after-${tag}`);
     });
@@ -103,7 +108,7 @@ describe('images whose passwd and group are no regular files', () => {
   it('refuses a symlink loop', STUCK, async (t) => {
     const pod = await env.runPod(t, 'loop');
     await assert.rejects(env.create(pod, 'numeric', ['true'], asUid(0), images.loop),
-      grpcCode(grpc.status.INVALID_ARGUMENT, new RegExp(`/etc/(passwd|group) of image ${literal(images.loop!)} goes through more than 40 symbolic links`)));
+      refusal(images.loop!, 'goes through more than 40 symbolic links'));
     await nothingLeft(pod);
     await stillAnswers(t, 'after-loop');
   });

@@ -45,7 +45,8 @@ describe('resolveInRoot', () => {
 
   it('refuses a symlink loop', async () => {
     await assert.rejects(resolveInRoot(root, '/loop-a/x', WHERE),
-      (err: Error) => err instanceof InvalidArgument && /\/loop-a\/x of image test:1 goes through more than 40 symbolic links/.test(err.message));
+      (err: Error) => err instanceof InvalidArgument
+        && /\/loop-a\/x of image test:1 goes through more than 40 symbolic links/.test(err.message));
   });
 
   it('refuses more links than the kernel would follow, and takes exactly that many', async () => {
@@ -99,7 +100,8 @@ describe('readRootfsFile', () => {
   });
 
   it('refuses a file over the size cap', async () => {
-    await assert.rejects(readRootfsFile(root, '/etc/big', WHERE), /\/etc\/big of image test:1 is 4194305 bytes, more than the 4194304 minicri reads/);
+    await assert.rejects(readRootfsFile(root, '/etc/big', WHERE),
+      /\/etc\/big of image test:1 is 4194305 bytes, more than the 4194304 minicri reads/);
     assert.equal((await readRootfsFile(root, '/etc/big', WHERE, ROOTFS_FILE_MAX_BYTES + 1))?.length, ROOTFS_FILE_MAX_BYTES + 1);
   });
 });
