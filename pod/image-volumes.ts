@@ -32,7 +32,13 @@ export function imageVolumeUses(ctx: PodContext, mounts: readonly Mount__Output[
     const name = m.image!.image;
     // NotFound naming the image when kubelet did not pull it.
     const image = ctx.images.resolve(name);
-    return { key: imageVolumeKey(image.id, userns), imageId: image.id, image: name, containerPath: m.container_path, subPath: imageSubPath(m.image_sub_path, name) };
+    return {
+      key: imageVolumeKey(image.id, userns),
+      imageId: image.id,
+      image: name,
+      containerPath: m.container_path,
+      subPath: imageSubPath(m.image_sub_path, name),
+    };
   });
 }
 
@@ -45,10 +51,13 @@ export async function mountImageVolumes(ctx: PodContext, uses: readonly ImageVol
   const out: ImageVolumeMount[] = [];
   for (const use of uses) {
     const view = await ctx.locks.run(use.key, () => ctx.images.prepareRootfs(use.key, use.imageId, userns ? { idmap: userns } : {}));
-    const source = use.subPath ? secureJoin(view.path, use.subPath, (p) => { try { return readlinkSync(p); } catch { return undefined; } }) : view.path;
+    const readlink = (p: string) => { try { return readlinkSync(p); } catch { return undefined; } };
+    const source = use.subPath ? secureJoin(view.path, use.subPath, readlink) : view.path;
     const st = await stat(source).catch(() => undefined);
     if (!st?.isDirectory()) {
-      throw new InvalidArgument(`image_sub_path "${use.subPath}" is not a directory in image volume ${use.image}: name a directory of the image`);
+      throw new InvalidArgument(
+        `image_sub_path "${use.subPath}" is not a directory in image volume ${use.image}: name a directory of the image`,
+      );
     }
     out.push({ destination: use.containerPath, source });
   }
