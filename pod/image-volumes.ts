@@ -51,8 +51,7 @@ export async function mountImageVolumes(ctx: PodContext, uses: readonly ImageVol
   const out: ImageVolumeMount[] = [];
   for (const use of uses) {
     const view = await ctx.locks.run(use.key, () => ctx.images.prepareRootfs(use.key, use.imageId, userns ? { idmap: userns } : {}));
-    const readlink = (p: string) => { try { return readlinkSync(p); } catch { return undefined; } };
-    const source = use.subPath ? secureJoin(view.path, use.subPath, readlink) : view.path;
+    const source = use.subPath ? secureJoin(view.path, use.subPath, (p) => { try { return readlinkSync(p); } catch { return undefined; } }) : view.path;
     const st = await stat(source).catch(() => undefined);
     if (!st?.isDirectory()) {
       throw new InvalidArgument(
