@@ -11,7 +11,9 @@ export class Background {
   /** Starts `work` now without waiting for it; `what` names it in the log if it fails. */
   run(what: string, work: () => Promise<unknown>): void {
     const task: Promise<void> = work()
-      .then(() => undefined, (err: unknown) => { this.log.warn({ err: (err as Error).message }, `${what} failed; it is retried in the background`); })
+      .then(() => undefined, (err: unknown) => {
+        this.log.warn({ err: (err as Error).message }, `${what} failed; it is retried in the background`);
+      })
       .finally(() => this.running.delete(task));
     this.running.add(task);
   }

@@ -39,9 +39,14 @@ export function normalizeSysctls(sysctls: Readonly<Record<string, string>>): Rec
     const name = normalizeSysctlName(raw);
     if (!NAME.test(name)) throw new InvalidArgument(`sysctl "${raw}" is not a valid sysctl name`);
     if (!sysctlNamespace(name)) {
-      throw new InvalidArgument(`sysctl "${raw}" is not namespaced per pod and cannot be set: only IPC (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*) and net.* sysctls can`);
+      throw new InvalidArgument(
+        `sysctl "${raw}" is not namespaced per pod and cannot be set: ` +
+          'only IPC (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*) and net.* sysctls can',
+      );
     }
-    if (/[\n\0=]/.test(value)) throw new InvalidArgument(`sysctl "${raw}" has an invalid value ${JSON.stringify(value)}: no newline, NUL or '=' allowed`);
+    if (/[\n\0=]/.test(value)) {
+      throw new InvalidArgument(`sysctl "${raw}" has an invalid value ${JSON.stringify(value)}: no newline, NUL or '=' allowed`);
+    }
     out[name] = value;
   }
   return out;

@@ -173,7 +173,9 @@ export class ClientFrameFilter {
       const streamId = buf.readUInt32BE(pos + 5) & 0x7fff_ffff;
       if (type === TYPE_HEADERS || type === TYPE_CONTINUATION) {
         if (length > MAX_HEADER_BLOCK) {
-          throw new InvalidArgument(`HTTP/2 header frame of ${length} bytes on stream ${streamId} exceeds ${MAX_HEADER_BLOCK}: closing the connection`);
+          throw new InvalidArgument(
+            `HTTP/2 header frame of ${length} bytes on stream ${streamId} exceeds ${MAX_HEADER_BLOCK}: closing the connection`,
+          );
         }
         const frameLen = FRAME_HEADER_LEN + length;
         if (avail < frameLen) { this.need = frameLen; break; }
@@ -182,7 +184,10 @@ export class ClientFrameFilter {
         continue;
       }
       if (this.block) {
-        throw new InvalidArgument(`HTTP/2 frame of type ${type} inside the header block of stream ${this.block.streamId}, where only CONTINUATION may come: closing the connection`);
+        throw new InvalidArgument(
+          `HTTP/2 frame of type ${type} inside the header block of stream ${this.block.streamId}, ` +
+            'where only CONTINUATION may come: closing the connection',
+        );
       }
       if (type === TYPE_PUSH_PROMISE) {
         throw new InvalidArgument('HTTP/2 client sent PUSH_PROMISE, which only servers may send: closing the connection');
@@ -202,19 +207,26 @@ export class ClientFrameFilter {
     const payload = frame.subarray(FRAME_HEADER_LEN);
     if (type === TYPE_HEADERS) {
       if (this.block) {
-        throw new InvalidArgument(`HTTP/2 HEADERS for stream ${streamId} while the header block of stream ${this.block.streamId} is still open: closing the connection`);
+        throw new InvalidArgument(
+          `HTTP/2 HEADERS for stream ${streamId} while the header block of stream ${this.block.streamId} is still open: ` +
+            'closing the connection',
+        );
       }
       if (streamId === 0) throw new InvalidArgument('HTTP/2 HEADERS on stream 0: closing the connection');
       let start = 0;
       let end = payload.length;
       if (flags & FLAG_PADDED) {
-        if (end < 1) throw new InvalidArgument(`HTTP/2 padded HEADERS frame on stream ${streamId} has no pad length: closing the connection`);
+        if (end < 1) {
+          throw new InvalidArgument(`HTTP/2 padded HEADERS frame on stream ${streamId} has no pad length: closing the connection`);
+        }
         start = 1;
         end -= payload[0]!;
       }
       if (flags & FLAG_PRIORITY) start += PRIORITY_FIELDS_LEN;
       if (start > end) {
-        throw new InvalidArgument(`HTTP/2 HEADERS frame on stream ${streamId} is shorter than its padding and priority fields: closing the connection`);
+        throw new InvalidArgument(
+          `HTTP/2 HEADERS frame on stream ${streamId} is shorter than its padding and priority fields: closing the connection`,
+        );
       }
       this.block = {
         streamId,
@@ -225,7 +237,9 @@ export class ClientFrameFilter {
       };
     } else {
       if (!this.block || this.block.streamId !== streamId) {
-        throw new InvalidArgument(`HTTP/2 CONTINUATION for stream ${streamId} without an open header block on that stream: closing the connection`);
+        throw new InvalidArgument(
+          `HTTP/2 CONTINUATION for stream ${streamId} without an open header block on that stream: closing the connection`,
+        );
       }
       this.block.frames.push(frame);
       this.block.fragments.push(payload);
@@ -242,7 +256,8 @@ export class ClientFrameFilter {
   }
 
   private finishBlock(block: OpenBlock, out: Buffer[]): void {
-    const fields = this.decode(block.fragments.length === 1 ? block.fragments[0]! : Buffer.concat(block.fragments, block.size), block.streamId);
+    const bytes = block.fragments.length === 1 ? block.fragments[0]! : Buffer.concat(block.fragments, block.size);
+    const fields = this.decode(bytes, block.streamId);
     if (this.modeNow === 'undecided') {
       const problem = authorityProblem(fields);
       if (problem === null) {
@@ -269,7 +284,10 @@ export class ClientFrameFilter {
       decoder.execute();
     }
     if (this.decodeError) {
-      throw new InvalidArgument(`HTTP/2 header block on stream ${streamId} is not valid HPACK (${this.decodeError.message}): closing the connection`, { cause: this.decodeError });
+      throw new InvalidArgument(
+        `HTTP/2 header block on stream ${streamId} is not valid HPACK (${this.decodeError.message}): closing the connection`,
+        { cause: this.decodeError },
+      );
     }
     const fields: HpackDecodedField[] = [];
     let listSize = 0;
@@ -278,7 +296,9 @@ export class ClientFrameFilter {
       listSize += field.name.length + field.value.length + FIELD_OVERHEAD;
     }
     if (listSize > MAX_HEADER_BLOCK) {
-      throw new InvalidArgument(`HTTP/2 header list on stream ${streamId} decodes to ${listSize} bytes, over ${MAX_HEADER_BLOCK}: closing the connection`);
+      throw new InvalidArgument(
+        `HTTP/2 header list on stream ${streamId} decodes to ${listSize} bytes, over ${MAX_HEADER_BLOCK}: closing the connection`,
+      );
     }
     return fields;
   }

@@ -75,7 +75,9 @@ class Helper {
     child.on('error', (err) => this.gone(`cannot run ${MOUNTER}: ${err.message} (npm run build makes it)`));
     child.on('exit', () => this.onExit(this));
     // 'close' comes once the helper and its children have all closed stdout: every answer is in by then.
-    child.on('close', (code, signal) => this.gone(`minicri-mounter exited (${signal ?? code})${this.stderr ? `: ${this.stderr.trim()}` : ''}`));
+    child.on('close', (code, signal) =>
+      this.gone(`minicri-mounter exited (${signal ?? code})${this.stderr ? `: ${this.stderr.trim()}` : ''}`),
+    );
   }
 
   send(id: number, request: Buffer, p: Pending): void {
@@ -180,8 +182,14 @@ export function idMapText(ranges: readonly IdRange[]): string {
  * on disk appear owned by the host id N maps to, so a user namespace with the same mapping sees them
  * with their own owners. `recursive` clones and maps the submounts too (each filesystem must allow it).
  */
-export function idmapMount(source: string, target: string, maps: { uids: readonly IdRange[]; gids: readonly IdRange[] }, opts: { recursive?: boolean } = {}): Promise<void> {
-  return mounter.call('idmap', [source, target, idMapText(maps.uids), idMapText(maps.gids), opts.recursive ? '1' : '0'], `id-mapped mount of ${source} on ${target}`);
+export function idmapMount(
+  source: string,
+  target: string,
+  maps: { uids: readonly IdRange[]; gids: readonly IdRange[] },
+  opts: { recursive?: boolean } = {},
+): Promise<void> {
+  const args = [source, target, idMapText(maps.uids), idMapText(maps.gids), opts.recursive ? '1' : '0'];
+  return mounter.call('idmap', args, `id-mapped mount of ${source} on ${target}`);
 }
 
 /**

@@ -135,7 +135,9 @@ export async function listPodNetns(dir: string = DEFAULT_NETNS_DIR): Promise<str
 export async function setNetnsSysctls(nsPath: string, sysctls: Record<string, string>): Promise<void> {
   const entries = Object.entries(normalizeSysctls(sysctls));
   const other = entries.find(([name]) => sysctlNamespace(name) !== 'net');
-  if (other) throw new InvalidArgument(`sysctl "${other[0]}" cannot be set in a pod network namespace: only net.* names are namespaced there`);
+  if (other) {
+    throw new InvalidArgument(`sysctl "${other[0]}" cannot be set in a pod network namespace: only net.* names are namespaced there`);
+  }
   if (entries.length === 0) return;
   if (!(await netnsExists(nsPath))) throw new NotFound(`network namespace ${nsPath} does not exist: recreate the sandbox`);
   const result = await execa('nsenter', [`--net=${nsPath}`, '--', 'sysctl', '-q', '-w', ...entries.map(([k, v]) => `${k}=${v}`)], {
@@ -149,7 +151,10 @@ export async function setNetnsSysctls(nsPath: string, sysctls: Record<string, st
   // sysctl names each key the kernel refused: a value the caller gave, not a failure of ours.
   const refused = [...stderr.matchAll(/setting key "([^"]+)"(?:: (.+))?/g)];
   if (refused.length > 0) {
-    const which = refused.map(([, key, why]) => `${key}=${JSON.stringify(entries.find(([k]) => k === key)?.[1] ?? '')}${why ? ` (${why.trim()})` : ''}`);
+    const which = refused.map(([, key, why]) => {
+      const given = entries.find(([k]) => k === key)?.[1] ?? '';
+      return `${key}=${JSON.stringify(given)}${why ? ` (${why.trim()})` : ''}`;
+    });
     throw new InvalidArgument(`the kernel refused the pod's sysctl value ${which.join(', ')}: give a value the kernel accepts for it`);
   }
   throw new Internal(`cannot set sysctls in network namespace ${nsPath}: ${stderr || result.message}`);
@@ -166,9 +171,13 @@ function errText(err: unknown): string {
  * family's other default routes go, one via the gateway comes.
  */
 export async function setDefaultRoutes(nsPath: string, ifName: string, gateways: string[]): Promise<void> {
-  const batch = gateways.flatMap((gw) => [`route flush exact ${gw.includes(':') ? '::/0' : '0.0.0.0/0'}`, `route add default via ${gw} dev ${ifName}`]);
+  const batch = gateways.flatMap((gw) => [
+    `route flush exact ${gw.includes(':') ? '::/0' : '0.0.0.0/0'}`,
+    `route add default via ${gw} dev ${ifName}`,
+  ]);
   const out = await execa('nsenter', [`--net=${nsPath}`, '--', 'ip', '-batch', '-'], { input: `${batch.join('\n')}\n`, reject: false });
   if (out.exitCode !== 0) {
-    throw new InvalidArgument(`cannot make ${ifName} the default route via ${gateways.join(', ')} in ${nsPath}: ${String(out.stderr).trim() || `exit status ${out.exitCode}`}`);
+    const why = String(out.stderr).trim() || `exit status ${out.exitCode}`;
+    throw new InvalidArgument(`cannot make ${ifName} the default route via ${gateways.join(', ')} in ${nsPath}: ${why}`);
   }
 }

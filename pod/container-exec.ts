@@ -10,7 +10,9 @@ const MAX_EXEC_OUTPUT = 16 * 1024 * 1024;
 export async function execSync(ctx: PodContext, idOrPrefix: string, cmd: string[], timeoutSec: number): Promise<ExecSyncResult> {
   if (cmd.length === 0) throw new InvalidArgument('ExecSync needs a command');
   const record = await containerNow(ctx, idOrPrefix);
-  if (record.state !== 'CONTAINER_RUNNING') throw new FailedPrecondition(`container ${record.id} is ${record.state}, not running: cannot exec into it`);
+  if (record.state !== 'CONTAINER_RUNNING') {
+    throw new FailedPrecondition(`container ${record.id} is ${record.state}, not running: cannot exec into it`);
+  }
   const result = await runtimeOf(ctx, record).execSync(record.id, cmd, { timeoutSec, maxOutputBytes: MAX_EXEC_OUTPUT });
   if (result.timedOut) throw new DeadlineExceeded(`command ${JSON.stringify(cmd)} timed out after ${timeoutSec}s and was killed`);
   return result;

@@ -44,7 +44,12 @@ export function runtimeFor(ctx: PodContext, record: ContainerRecord): ContainerR
 /** Like runtimeFor, but a handler no longer configured is FAILED_PRECONDITION. */
 export function runtimeOf(ctx: PodContext, record: ContainerRecord): ContainerRuntime {
   const runtime = runtimeFor(ctx, record);
-  if (!runtime) throw new FailedPrecondition(`runtime handler "${handlerOf(ctx, record)}" of container ${record.id} is no longer configured: add it back to the config and restart`);
+  if (!runtime) {
+    throw new FailedPrecondition(
+      `runtime handler "${handlerOf(ctx, record)}" of container ${record.id} is no longer configured: ` +
+        'add it back to the config and restart',
+    );
+  }
   return runtime;
 }
 
@@ -52,7 +57,9 @@ export function runtimeOf(ctx: PodContext, record: ContainerRecord): ContainerRu
 export async function runningContainer(ctx: PodContext, idOrPrefix: string, verb: string): Promise<ContainerRecord> {
   const record = await containerNow(ctx, idOrPrefix);
   if (record.state !== 'CONTAINER_RUNNING') {
-    throw new FailedPrecondition(`container "${record.id}" is ${record.state}, not running: cannot ${verb} it; start it or pick a running one`);
+    throw new FailedPrecondition(
+      `container "${record.id}" is ${record.state}, not running: cannot ${verb} it; start it or pick a running one`,
+    );
   }
   return record;
 }

@@ -18,7 +18,8 @@ import { attemptRemoval, removalBegun } from './removal.js';
 export async function removeContainer(ctx: PodContext, idOrPrefix: string, log: Logger): Promise<void> {
   const found = ctx.tables.containers.lookup(idOrPrefix);
   if (!found) return;
-  const retired = await ctx.locks.run(found.id, () => attemptRemoval(ctx.tables.containers, found.id, () => retireContainerLocked(ctx, found.id, log)));
+  const retired = await ctx.locks.run(found.id, () =>
+    attemptRemoval(ctx.tables.containers, found.id, () => retireContainerLocked(ctx, found.id, log)));
   if (retired) ctx.background.run(`cleanup of removed container ${found.id}`, () => finishContainerCleanup(ctx, found.id, log));
 }
 

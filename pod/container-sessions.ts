@@ -14,7 +14,9 @@ interface StdioRequest { stdin: boolean; stdout: boolean; stderr: boolean; tty: 
 
 function checkStdio(o: StdioRequest, what: string): void {
   if (!o.stdin && !o.stdout && !o.stderr) throw new InvalidArgument(`${what}: at least one of stdin, stdout and stderr must be requested`);
-  if (o.tty && o.stderr) throw new InvalidArgument(`${what}: tty and stderr cannot both be requested (a terminal merges stderr into stdout)`);
+  if (o.tty && o.stderr) {
+    throw new InvalidArgument(`${what}: tty and stderr cannot both be requested (a terminal merges stderr into stdout)`);
+  }
 }
 
 /** The running container an Exec may run `cmd` in. */
@@ -29,7 +31,9 @@ export async function attachTarget(ctx: PodContext, containerId: string, stdio: 
   checkStdio(stdio, `Attach to container "${containerId}"`);
   const record = await runningContainer(ctx, containerId, 'attach to');
   if (stdio.stdin && !record.config.stdin) {
-    throw new InvalidArgument(`Attach to container "${record.id}" with stdin: the container was created without stdin; create it with stdin: true`);
+    throw new InvalidArgument(
+      `Attach to container "${record.id}" with stdin: the container was created without stdin; create it with stdin: true`,
+    );
   }
   return record;
 }

@@ -29,7 +29,9 @@ export async function stopContainerLocked(ctx: PodContext, id: string, timeoutSe
   const runtime = runtimeOf(ctx, record);
   if (record.state === 'CONTAINER_RUNNING') {
     // runc no longer knowing the container means it is not running: stopped is what was asked.
-    await runtime.stop(id, { timeoutSec, signal: record.stopSignal }).catch((err: unknown) => { if (!(err instanceof NotFound)) throw err; });
+    await runtime.stop(id, { timeoutSec, signal: record.stopSignal }).catch((err: unknown) => {
+      if (!(err instanceof NotFound)) throw err;
+    });
     faultPoint('container-stopped');
     // Read directly, not through the exit watcher, which may not have seen the file yet.
     recordExit(ctx, id, await runtime.exitStatus(id));

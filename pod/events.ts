@@ -8,7 +8,8 @@ import { nowNanos } from '../core/time.js';
 import { EventHub, type EventSink } from './event-hub.js';
 import type { ContainerRecord, SandboxRecord, Tables } from './records.js';
 
-export type ContainerEventType = 'CONTAINER_CREATED_EVENT' | 'CONTAINER_STARTED_EVENT' | 'CONTAINER_STOPPED_EVENT' | 'CONTAINER_DELETED_EVENT';
+export type ContainerEventType =
+  'CONTAINER_CREATED_EVENT' | 'CONTAINER_STARTED_EVENT' | 'CONTAINER_STOPPED_EVENT' | 'CONTAINER_DELETED_EVENT';
 
 /**
  * One event, with the sandbox and its containers as they are right after the change. The records are the
@@ -70,7 +71,11 @@ function publishPodEvents(tables: Pick<Tables, 'sandboxes' | 'containers'>, sink
     if (record) containerStates.set(id, { ...seen(record), sandboxId: record.sandboxId });
     else containerStates.delete(id);
     const sandboxId = record?.sandboxId ?? before?.sandboxId;
-    publish(eventsOf(before, record && seen(record), 'CONTAINER_RUNNING', 'CONTAINER_EXITED'), id, sandboxId === undefined ? undefined : sandboxes.get(sandboxId));
+    publish(
+      eventsOf(before, record && seen(record), 'CONTAINER_RUNNING', 'CONTAINER_EXITED'),
+      id,
+      sandboxId === undefined ? undefined : sandboxes.get(sandboxId),
+    );
   });
   // A deleted sandbox's DELETED event carries the record it had last.
   const lastSandbox = new Map(sandboxes.list().map((r) => [r.id, r]));

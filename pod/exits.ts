@@ -13,7 +13,8 @@ export function recordExitsAsTheyHappen(ctx: PodContext): void {
       const container = ctx.tables.containers.get(id);
       const sandbox = ctx.tables.sandboxes.get(id);
       const recorded = container ? refreshContainer(ctx, container) : sandbox ? refreshSandbox(ctx, sandbox) : undefined;
-      recorded?.catch((err: unknown) => ctx.log.warn({ id, err: (err as Error).message }, 'recording an exit failed; the next read of it records it'));
+      recorded?.catch((err: unknown) =>
+        ctx.log.warn({ id, err: (err as Error).message }, 'recording an exit failed; the next read of it records it'));
     });
   }
 }

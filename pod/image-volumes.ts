@@ -32,7 +32,13 @@ export function imageVolumeUses(ctx: PodContext, mounts: readonly Mount__Output[
     const name = m.image!.image;
     // NotFound naming the image when kubelet did not pull it.
     const image = ctx.images.resolve(name);
-    return { key: imageVolumeKey(image.id, userns), imageId: image.id, image: name, containerPath: m.container_path, subPath: imageSubPath(m.image_sub_path, name) };
+    return {
+      key: imageVolumeKey(image.id, userns),
+      imageId: image.id,
+      image: name,
+      containerPath: m.container_path,
+      subPath: imageSubPath(m.image_sub_path, name),
+    };
   });
 }
 
@@ -48,7 +54,9 @@ export async function mountImageVolumes(ctx: PodContext, uses: readonly ImageVol
     const source = use.subPath ? await resolveInRoot(view.path, use.subPath, `image volume ${use.image}`) : view.path;
     const st = await stat(source).catch(() => undefined);
     if (!st?.isDirectory()) {
-      throw new InvalidArgument(`image_sub_path "${use.subPath}" is not a directory in image volume ${use.image}: name a directory of the image`);
+      throw new InvalidArgument(
+        `image_sub_path "${use.subPath}" is not a directory in image volume ${use.image}: name a directory of the image`,
+      );
     }
     out.push({ destination: use.containerPath, source });
   }

@@ -24,7 +24,9 @@ export interface RepairTools {
 }
 
 export interface Finding {
-  kind: 'netns' | 'runc' | 'conmon' | 'cgroup' | 'rootfs' | 'shm' | 'cni-attachment' | 'ip-reservation' | 'iptables-chain' | 'host-path' | 'sandbox'
+  kind:
+    | 'netns' | 'runc' | 'conmon' | 'cgroup' | 'rootfs' | 'shm' | 'cni-attachment' | 'ip-reservation' | 'iptables-chain' | 'host-path'
+    | 'sandbox'
     | 'userns-staging' | 'userns';
   object: string;
   /** The sandbox or container id the object belongs to, when it says. */
@@ -58,7 +60,9 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
   // A pending teardown explains the network objects it is still releasing.
   const networked = new Set([...known, ...tables.teardowns.list().map((t) => t.id)]);
   const findings: Finding[] = [];
-  const add = (kind: Finding['kind'], object: string, owner: string | undefined, ok: boolean, repair: (tools: RepairTools) => Promise<unknown>) =>
+  const add = (
+    kind: Finding['kind'], object: string, owner: string | undefined, ok: boolean, repair: (tools: RepairTools) => Promise<unknown>,
+  ) =>
     findings.push({ kind, object, owner, status: ok ? 'ok' : 'orphan', ...(ok ? {} : { repair }) });
 
   const podDirs = [join(settings.root_dir, 'sandboxes'), join(settings.state_dir, 'sandboxes')];
@@ -76,13 +80,19 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
     if (ours(owner)) add('netns', path, owner, pinned.has(path), () => removePodNetns({ path }));
   }
   for (const s of sandboxes) {
-    if (s.state === 'SANDBOX_READY' && s.netns && !pins.includes(s.netns.path)) findings.push({ kind: 'sandbox', object: `${s.id} netns ${s.netns.path}`, owner: s.id, status: 'missing' });
+    if (s.state === 'SANDBOX_READY' && s.netns && !pins.includes(s.netns.path)) {
+      findings.push({ kind: 'sandbox', object: `${s.id} netns ${s.netns.path}`, owner: s.id, status: 'missing' });
+    }
   }
 
   for (const [handler, runtime] of src.runtimes) {
-    for (const id of await runtime.list().catch(() => [] as string[])) add('runc', `${handler}/${id}`, id, known.has(id), () => runtime.delete(id, { force: true }));
+    for (const id of await runtime.list().catch(() => [] as string[])) {
+      add('runc', `${handler}/${id}`, id, known.has(id), () => runtime.delete(id, { force: true }));
+    }
   }
-  for (const { pid, id } of await listConmons(settings.state_dir)) add('conmon', `pid ${pid}`, id, known.has(id), async () => process.kill(pid, 'SIGKILL'));
+  for (const { pid, id } of await listConmons(settings.state_dir)) {
+    add('conmon', `pid ${pid}`, id, known.has(id), async () => process.kill(pid, 'SIGKILL'));
+  }
   for (const c of await podCgroups(tables)) {
     // An unexplained cgroup that still holds processes may be another runtime's on a shared parent: only empty ones are ours to judge.
     if (known.has(c.owner) || c.empty) add('cgroup', c.relative, c.owner, known.has(c.owner), () => removeCgroupDir(c.relative));
@@ -96,7 +106,10 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
   for (const mount of await mountsBelow(shmDir)) {
     const id = mount.slice(shmDir.length + 1).split('/')[0]!;
     // The mount's directory is the pod's state directory: an unexplained one goes with it.
-    add('shm', mount, id, known.has(id), async () => { await unmountPodShm(mount); await rm(dirname(mount), { recursive: true, force: true }); });
+    add('shm', mount, id, known.has(id), async () => {
+      await unmountPodShm(mount);
+      await rm(dirname(mount), { recursive: true, force: true });
+    });
   }
 
   // A user-namespaced sandbox's or container's staging entry: explained by its record.
@@ -111,7 +124,9 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
     if (!userns) continue;
     const want = userns.uids.map((r) => `${r.containerId}:${r.hostId}:${r.size}`).join(',');
     const have = (await processUidMap(s.pausePid!))?.map((r) => `${r.containerId}:${r.hostId}:${r.size}`).join(',');
-    findings.push({ kind: 'userns', object: `${s.id} uids ${want}, gids ${userns.gids.map((r) => `${r.containerId}:${r.hostId}:${r.size}`).join(',')}${have === want ? '' : ` (pause has ${have ?? 'no process'})`}`, owner: s.id, status: have === want ? 'ok' : 'missing' });
+    const gids = userns.gids.map((r) => `${r.containerId}:${r.hostId}:${r.size}`).join(',');
+    const object = `${s.id} uids ${want}, gids ${gids}${have === want ? '' : ` (pause has ${have ?? 'no process'})`}`;
+    findings.push({ kind: 'userns', object, owner: s.id, status: have === want ? 'ok' : 'missing' });
   }
 
   const attached = sandboxes.filter((s) => s.networkAttached).map((s) => s.id);
@@ -119,14 +134,20 @@ export async function inventory(src: InventorySource): Promise<Finding[]> {
     add('cni-attachment', `${settings.cni.cache_dir}/results/*-${id}-*`, id, networked.has(id), ({ network }) => network.gc(attached));
   }
   for (const r of await hostLocalReservations(settings.cni.conf_dir, settings.cni.networks_dir, src.log)) {
-    if (ours(r.containerId)) add('ip-reservation', `${r.network} ${r.ip}`, r.containerId, networked.has(r.containerId), () => removeReservation(r));
+    if (ours(r.containerId)) {
+      add('ip-reservation', `${r.network} ${r.ip}`, r.containerId, networked.has(r.containerId), () => removeReservation(r));
+    }
   }
   for (const c of await portmapChains()) {
-    if (ours(c.containerId)) add('iptables-chain', `nat ${c.chain}`, c.containerId, networked.has(c.containerId), () => removePortmapChain(c.chain));
+    if (ours(c.containerId)) {
+      add('iptables-chain', `nat ${c.chain}`, c.containerId, networked.has(c.containerId), () => removePortmapChain(c.chain));
+    }
   }
   // Directories made for mounts whose source was missing stay, as they do under containerd and CRI-O: listed, never repaired.
   for (const made of tables.hostPaths.list()) {
-    if (existsSync(made.id)) findings.push({ kind: 'host-path', object: `${made.id} (made for a mount; kept)`, owner: made.containerId, status: 'ok' });
+    if (existsSync(made.id)) {
+      findings.push({ kind: 'host-path', object: `${made.id} (made for a mount; kept)`, owner: made.containerId, status: 'ok' });
+    }
   }
   return findings;
 }
@@ -146,10 +167,18 @@ async function podCgroups(tables: Tables): Promise<{ relative: string; owner: st
 
 /**
  * Removes every orphan, logging each, in an order where DEL runs before its leftovers are swept; returns
- * what failed. `stillOrphan` is asked right before each removal (records may have changed since the inventory). Layers only a removed root filesystem used are collected at the end.
+ * what failed. `stillOrphan` is asked right before each removal (records may have changed since the
+ * inventory). Layers only a removed root filesystem used are collected at the end.
  */
-export async function repairOrphans(findings: Finding[], tools: RepairTools, log: Logger, stillOrphan: (f: Finding) => boolean = () => true): Promise<string[]> {
-  const order: Finding['kind'][] = ['userns-staging', 'conmon', 'runc', 'cgroup', 'cni-attachment', 'ip-reservation', 'iptables-chain', 'netns', 'shm', 'rootfs'];
+export async function repairOrphans(
+  findings: Finding[],
+  tools: RepairTools,
+  log: Logger,
+  stillOrphan: (f: Finding) => boolean = () => true,
+): Promise<string[]> {
+  const order: Finding['kind'][] = [
+    'userns-staging', 'conmon', 'runc', 'cgroup', 'cni-attachment', 'ip-reservation', 'iptables-chain', 'netns', 'shm', 'rootfs',
+  ];
   const errors: string[] = [];
   let gcDone = false;
   for (const kind of order) {

@@ -28,6 +28,8 @@ export async function listContainers(ctx: PodContext, filter: ContainerFilter__O
     (!filter?.id || r.id.startsWith(filter.id))
     && (!filter?.pod_sandbox_id || r.sandboxId.startsWith(filter.pod_sandbox_id))
     && matchesLabels(r.config.labels, filter?.label_selector));
-  const fresh = candidates.some((r) => containerMayHaveExited(ctx, r)) ? await Promise.all(candidates.map((r) => refreshContainer(ctx, r))) : candidates;
+  const fresh = candidates.some((r) => containerMayHaveExited(ctx, r))
+    ? await Promise.all(candidates.map((r) => refreshContainer(ctx, r)))
+    : candidates;
   return fresh.filter((r) => !filter?.state || r.state === filter.state.state);
 }

@@ -38,28 +38,47 @@ type Running = ContainerSample & { cgroup: Sample };
 const cgroupFamily = (name: string, type: MetricType, help: string, pick: (c: Sample) => number | undefined): Family<Running> =>
   ({ name, help, labels: [], type, points: (s) => one(pick(s.cgroup)) });
 
-const ioFamily = (name: string, help: string, pick: (d: DeviceIo) => number): Family<Running> =>
-  ({ name, help, labels: ['device'], type: 'COUNTER', points: (s) => s.cgroup.detail.io.map((d) => ({ labels: [d.device ?? `${d.major}:${d.minor}`], value: pick(d) })) });
+const ioFamily = (name: string, help: string, pick: (d: DeviceIo) => number): Family<Running> => ({
+  name, help, labels: ['device'], type: 'COUNTER',
+  points: (s) => s.cgroup.detail.io.map((d) => ({ labels: [d.device ?? `${d.major}:${d.minor}`], value: pick(d) })),
+});
 
 /** cAdvisor's pressure families: "waiting" is PSI's "some" line, "stalled" its "full" one (cgroup v2 only). */
-const pressureFamilies = (resource: 'cpu' | 'memory' | 'io'): Family<Running>[] => ([['waiting', 'some'], ['stalled', 'full']] as const).map(([word, line]) => ({
-  name: `container_pressure_${resource}_${word}_seconds_total`,
-  help: `Total time duration ${word === 'waiting' ? 'tasks in the container have waited' : 'no tasks in the container made progress'} due to ${resource} congestion.`,
-  labels: [], type: 'COUNTER',
-  points: (s) => { const psi: Psi | undefined = s.cgroup.detail.psi[resource]; return psi ? one(seconds(psi[line]?.totalNs)) : []; },
-}));
+const pressureFamilies = (resource: 'cpu' | 'memory' | 'io'): Family<Running>[] =>
+  ([['waiting', 'some'], ['stalled', 'full']] as const).map(([word, line]) => ({
+    name: `container_pressure_${resource}_${word}_seconds_total`,
+    help: `Total time duration ${word === 'waiting' ? 'tasks in the container have waited' : 'no tasks in the container made progress'} ` +
+      `due to ${resource} congestion.`,
+    labels: [], type: 'COUNTER',
+    points: (s) => { const psi: Psi | undefined = s.cgroup.detail.psi[resource]; return psi ? one(seconds(psi[line]?.totalNs)) : []; },
+  }));
 
-const specFamily = (name: string, help: string, pick: (r: NonNullable<NonNullable<Running['record']['config']['linux']>['resources']>) => string | number): Family<Running> =>
-  ({ name, help, labels: [], type: 'GAUGE', points: (s) => { const r = s.record.config.linux?.resources; const v = r ? Number(pick(r)) : 0; return v > 0 ? one(v) : []; } });
+const specFamily = (
+  name: string,
+  help: string,
+  pick: (r: NonNullable<NonNullable<Running['record']['config']['linux']>['resources']>) => string | number,
+): Family<Running> => ({
+  name, help, labels: [], type: 'GAUGE',
+  points: (s) => {
+    const r = s.record.config.linux?.resources;
+    const v = r ? Number(pick(r)) : 0;
+    return v > 0 ? one(v) : [];
+  },
+});
 
 const CONTAINER_FAMILIES: Family<Running>[] = [
   cgroupFamily('container_cpu_usage_seconds_total', 'COUNTER', 'Cumulative CPU time consumed in seconds.', (c) => seconds(c.cpuUsageNs)),
-  cgroupFamily('container_cpu_user_seconds_total', 'COUNTER', 'Cumulative user CPU time consumed in seconds.', (c) => seconds(c.detail.cpuUserNs)),
-  cgroupFamily('container_cpu_system_seconds_total', 'COUNTER', 'Cumulative system CPU time consumed in seconds.', (c) => seconds(c.detail.cpuSystemNs)),
+  cgroupFamily('container_cpu_user_seconds_total', 'COUNTER', 'Cumulative user CPU time consumed in seconds.',
+    (c) => seconds(c.detail.cpuUserNs)),
+  cgroupFamily('container_cpu_system_seconds_total', 'COUNTER', 'Cumulative system CPU time consumed in seconds.',
+    (c) => seconds(c.detail.cpuSystemNs)),
   cgroupFamily('container_cpu_cfs_periods_total', 'COUNTER', 'Number of elapsed enforcement period intervals.', (c) => c.detail.cfsPeriods),
-  cgroupFamily('container_cpu_cfs_throttled_periods_total', 'COUNTER', 'Number of throttled period intervals.', (c) => c.detail.cfsThrottledPeriods),
-  cgroupFamily('container_cpu_cfs_throttled_seconds_total', 'COUNTER', 'Total time duration the container has been throttled.', (c) => seconds(c.detail.cfsThrottledNs)),
-  cgroupFamily('container_memory_usage_bytes', 'GAUGE', 'Current memory usage in bytes, including all memory regardless of when it was accessed.', (c) => c.memoryUsageBytes),
+  cgroupFamily('container_cpu_cfs_throttled_periods_total', 'COUNTER', 'Number of throttled period intervals.',
+    (c) => c.detail.cfsThrottledPeriods),
+  cgroupFamily('container_cpu_cfs_throttled_seconds_total', 'COUNTER', 'Total time duration the container has been throttled.',
+    (c) => seconds(c.detail.cfsThrottledNs)),
+  cgroupFamily('container_memory_usage_bytes', 'GAUGE',
+    'Current memory usage in bytes, including all memory regardless of when it was accessed.', (c) => c.memoryUsageBytes),
   cgroupFamily('container_memory_working_set_bytes', 'GAUGE', 'Current working set in bytes.', (c) => c.workingSetBytes),
   cgroupFamily('container_memory_rss', 'GAUGE', 'Size of RSS in bytes.', (c) => c.rssBytes),
   cgroupFamily('container_memory_cache', 'GAUGE', 'Number of bytes of page cache memory.', (c) => c.detail.cacheBytes),
@@ -68,17 +87,21 @@ const CONTAINER_FAMILIES: Family<Running>[] = [
   cgroupFamily('container_memory_max_usage_bytes', 'GAUGE', 'Maximum memory usage recorded in bytes.', (c) => c.detail.maxUsageBytes),
   cgroupFamily('container_memory_failcnt', 'COUNTER', 'Number of memory usage hits limits.', (c) => c.detail.failcnt),
   cgroupFamily('container_memory_total_active_file_bytes', 'GAUGE', 'Current total active file in bytes.', (c) => c.detail.activeFileBytes),
-  cgroupFamily('container_memory_total_inactive_file_bytes', 'GAUGE', 'Current total inactive file in bytes.', (c) => c.detail.inactiveFileBytes),
+  cgroupFamily('container_memory_total_inactive_file_bytes', 'GAUGE', 'Current total inactive file in bytes.',
+    (c) => c.detail.inactiveFileBytes),
   {
-    name: 'container_memory_failures_total', help: 'Cumulative count of memory allocation failures.', labels: ['failure_type', 'scope'], type: 'COUNTER',
+    name: 'container_memory_failures_total', help: 'Cumulative count of memory allocation failures.',
+    labels: ['failure_type', 'scope'], type: 'COUNTER',
     points: (s) => [
       { labels: ['pgfault', 'container'], value: s.cgroup.pageFaults },
       { labels: ['pgmajfault', 'container'], value: s.cgroup.majorPageFaults },
     ],
   },
-  cgroupFamily('container_oom_events_total', 'COUNTER', 'Count of out of memory events observed for the container.', (c) => c.detail.oomKills),
+  cgroupFamily('container_oom_events_total', 'COUNTER', 'Count of out of memory events observed for the container.',
+    (c) => c.detail.oomKills),
   {
-    name: 'container_fs_usage_bytes', help: 'Number of bytes that are consumed by the container on this filesystem.', labels: ['device'], type: 'GAUGE',
+    name: 'container_fs_usage_bytes', help: 'Number of bytes that are consumed by the container on this filesystem.',
+    labels: ['device'], type: 'GAUGE',
     points: (s) => (s.layer ? [{ labels: [s.layer.mountpoint], value: s.layer.bytes }] : []),
   },
   ioFamily('container_fs_reads_bytes_total', 'Cumulative count of bytes read.', (d) => d.readBytes),
@@ -86,9 +109,11 @@ const CONTAINER_FAMILIES: Family<Running>[] = [
   ioFamily('container_fs_reads_total', 'Cumulative count of reads completed.', (d) => d.reads),
   ioFamily('container_fs_writes_total', 'Cumulative count of writes completed.', (d) => d.writes),
   {
-    name: 'container_blkio_device_usage_total', help: 'Blkio device bytes usage.', labels: ['device', 'major', 'minor', 'operation'], type: 'COUNTER',
+    name: 'container_blkio_device_usage_total', help: 'Blkio device bytes usage.',
+    labels: ['device', 'major', 'minor', 'operation'], type: 'COUNTER',
     points: (s) => s.cgroup.detail.io.flatMap((d) => (['Read', 'Write'] as const).map((op) => ({
-      labels: [d.device ?? `${d.major}:${d.minor}`, String(d.major), String(d.minor), op], value: op === 'Read' ? d.readBytes : d.writeBytes,
+      labels: [d.device ?? `${d.major}:${d.minor}`, String(d.major), String(d.minor), op],
+      value: op === 'Read' ? d.readBytes : d.writeBytes,
     }))),
   },
   ...pressureFamilies('cpu'),
@@ -121,20 +146,26 @@ const NETWORK_FAMILIES: Family<InterfaceCounters>[] = [
   netFamily('container_network_receive_errors_total', 'Cumulative count of errors encountered while receiving.', (i) => i.rxErrors),
   netFamily('container_network_transmit_bytes_total', 'Cumulative count of bytes transmitted.', (i) => i.txBytes),
   netFamily('container_network_transmit_packets_total', 'Cumulative count of packets transmitted.', (i) => i.txPackets),
-  netFamily('container_network_transmit_packets_dropped_total', 'Cumulative count of packets dropped while transmitting.', (i) => i.txDropped),
+  netFamily('container_network_transmit_packets_dropped_total', 'Cumulative count of packets dropped while transmitting.',
+    (i) => i.txDropped),
   netFamily('container_network_transmit_errors_total', 'Cumulative count of errors encountered while transmitting.', (i) => i.txErrors),
 ];
 
 /** Every family ListPodSandboxMetrics may return; fixed for the process lifetime. */
 export function metricDescriptors(): MetricDescriptor[] {
-  return [...CONTAINER_FAMILIES, ...NETWORK_FAMILIES].map((f) => ({ name: f.name, help: f.help, label_keys: [...BASE_LABELS, ...f.labels] }));
+  return [...CONTAINER_FAMILIES, ...NETWORK_FAMILIES].map((f) => ({
+    name: f.name, help: f.help, label_keys: [...BASE_LABELS, ...f.labels],
+  }));
 }
 
 function metricsOf<S>(families: Family<S>[], subject: S, base: string[], at: Date): Metric[] {
   const timestamp = nanosFromMillis(at.getTime());
   return families.flatMap((f) => f.points(subject)
     .filter((p): p is Point & { value: number } => p.value !== undefined && Number.isFinite(p.value))
-    .map((p) => ({ name: f.name, timestamp, metric_type: f.type, label_values: [...base, ...p.labels], value: { value: String(Math.max(0, Math.round(p.value))) } })));
+    .map((p) => ({
+      name: f.name, timestamp, metric_type: f.type, label_values: [...base, ...p.labels],
+      value: { value: String(Math.max(0, Math.round(p.value))) },
+    })));
 }
 
 /** One pod's metrics: its network on the pod, cgroup families on each running container. */
@@ -142,7 +173,9 @@ export function sandboxMetrics(s: SandboxSample): PodSandboxMetrics {
   const network = s.network;
   return {
     pod_sandbox_id: s.record.id,
-    metrics: network ? network.interfaces.flatMap((i) => metricsOf(NETWORK_FAMILIES, i, [s.record.id, s.record.config.metadata.name], network.timestamp)) : [],
+    metrics: network
+      ? network.interfaces.flatMap((i) => metricsOf(NETWORK_FAMILIES, i, [s.record.id, s.record.config.metadata.name], network.timestamp))
+      : [],
     container_metrics: s.containers.filter((c): c is Running => c.cgroup !== undefined).map((c) => ({
       container_id: c.record.id,
       metrics: metricsOf(CONTAINER_FAMILIES, c, [c.record.id, c.record.config.metadata.name], c.cgroup.timestamp),

@@ -21,7 +21,12 @@ export function podNetworkRequest(r: SandboxRecord): PodNetworkRequest {
     netnsPath: r.netns?.path ?? '',
     portMappings: r.config.port_mappings
       .filter((p) => p.host_port > 0)
-      .map((p) => ({ protocol: PROTOCOLS[p.protocol as keyof typeof PROTOCOLS] ?? 'tcp', containerPort: p.container_port, hostPort: p.host_port, hostIp: p.host_ip })),
+      .map((p) => ({
+        protocol: PROTOCOLS[p.protocol as keyof typeof PROTOCOLS] ?? 'tcp',
+        containerPort: p.container_port,
+        hostPort: p.host_port,
+        hostIp: p.host_ip,
+      })),
     annotations: r.config.annotations,
     cgroupParent: r.config.linux?.cgroup_parent || undefined,
   };
@@ -36,7 +41,9 @@ export function backoff(attempts: number): number {
 export function deferTeardown(ctx: PodContext, request: PodNetworkRequest, err: unknown): void {
   const previous = ctx.tables.teardowns.get(request.sandboxId);
   const attempts = (previous?.attempts ?? 0) + 1;
-  ctx.tables.teardowns.put({ id: request.sandboxId, request, attempts, lastError: (err as Error).message, nextAt: Date.now() + backoff(attempts) });
+  ctx.tables.teardowns.put({
+    id: request.sandboxId, request, attempts, lastError: (err as Error).message, nextAt: Date.now() + backoff(attempts),
+  });
 }
 
 /** Detaches a sandbox from the pod network; a failure is deferred for retry and rethrown. */

@@ -14,14 +14,21 @@ export function builtinPauseName(version: string): string {
 }
 
 /** Returns the function sandboxes ask for their pause image; imports the built-in one now. */
-export async function pauseImageSource(config: { pause_image: string }, images: Pick<Images, 'status' | 'importLocal' | 'pull'>, version: string): Promise<(log: Logger) => Promise<PauseImage>> {
+export async function pauseImageSource(
+  config: { pause_image: string },
+  images: Pick<Images, 'status' | 'importLocal' | 'pull'>,
+  version: string,
+): Promise<(log: Logger) => Promise<PauseImage>> {
   if (!config.pause_image) {
     const name = builtinPauseName(version);
     const record = images.status(name) ?? await images.importLocal(
       name,
       // With the runtime's mount points in place, every pause can share this layer as its read-only root.
       [{ path: '/pause', source: PAUSE_BINARY, mode: 0o755 }, ...defaultMountRoots().map((path) => ({ path, directory: true }))],
-      { entrypoint: ['/pause'], cmd: [], env: [], workingDir: '/', user: '65535:65535', exposedPorts: [], volumes: [], stopSignal: 'SIGINT', labels: {} },
+      {
+        entrypoint: ['/pause'], cmd: [], env: [], workingDir: '/', user: '65535:65535',
+        exposedPorts: [], volumes: [], stopSignal: 'SIGINT', labels: {},
+      },
       { pinned: true },
     );
     const pause = { id: record.id, name, config: specImageConfig(record) };
@@ -33,7 +40,10 @@ export async function pauseImageSource(config: { pause_image: string }, images: 
     if (present) return { id: present.id, name: config.pause_image, config: specImageConfig(present) };
     // One pull at a time; once it settles the next sandbox looks again (the image may since be removed).
     pulling ??= images.pull(config.pause_image, undefined, { pinned: true })
-      .then((record) => { log.info({ image: config.pause_image }, 'pause image pulled'); return { id: record.id, name: config.pause_image, config: specImageConfig(record) }; })
+      .then((record) => {
+        log.info({ image: config.pause_image }, 'pause image pulled');
+        return { id: record.id, name: config.pause_image, config: specImageConfig(record) };
+      })
       .finally(() => { pulling = undefined; });
     return pulling;
   };

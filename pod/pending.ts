@@ -42,7 +42,10 @@ export class Retrier {
           await this.ctx.network.tearDownPod(pending.request);
         } catch (err) {
           deferTeardown(this.ctx, pending.request, err);
-          this.log.warn({ sandboxId: pending.id, attempts: pending.attempts + 1, err: (err as Error).message }, 'pod network teardown failed again; will retry');
+          this.log.warn(
+            { sandboxId: pending.id, attempts: pending.attempts + 1, err: (err as Error).message },
+            'pod network teardown failed again; will retry',
+          );
           return;
         }
         teardowns.delete(pending.id);

@@ -103,28 +103,30 @@ export async function recover(ctx: PodContext, log: Logger): Promise<Recovered> 
   const current = (r: { id: string; sandboxId?: string }) => !later.has(r.id) && !(r.sandboxId && later.has(r.sandboxId));
 
   // A start cut off after `runc start` left a running container recorded as created.
-  await t.step('record cut-off starts', () => each(containers.list().filter((c) => c.state === 'CONTAINER_CREATED' && current(c)), log, (c) => c.id, async (c) => {
-    const state = await runtimeFor(ctx, c)?.state(c.id);
-    if (state && state.status !== 'created') {
-      log.warn({ containerId: c.id, status: state.status }, 'container was started while its start was cut off: recording it as started');
-      containers.update(c.id, (r) => markContainerRunning(r, nowNanos()));
-    }
-  }));
+  await t.step('record cut-off starts', () =>
+    each(containers.list().filter((c) => c.state === 'CONTAINER_CREATED' && current(c)), log, (c) => c.id, async (c) => {
+      const state = await runtimeFor(ctx, c)?.state(c.id);
+      if (state && state.status !== 'created') {
+        log.warn({ containerId: c.id, status: state.status }, 'container was started while its start was cut off: recording it as started');
+        containers.update(c.id, (r) => markContainerRunning(r, nowNanos()));
+      }
+    }));
 
   // Exit files outlive the daemon: containers that exited meanwhile get their codes.
-  await t.step('read exits', () => each(containers.list().filter((c) => c.state === 'CONTAINER_RUNNING' && current(c)), log, (c) => c.id, async (c) => {
-    const fresh = await refreshContainer(ctx, c);
-    const runtime = runtimeFor(ctx, c);
-    const state = fresh.state === 'CONTAINER_RUNNING' ? await runtime?.state(c.id) : undefined;
-    if (fresh.state === 'CONTAINER_RUNNING' && runtime && !state) {
-      // No exit file and no runc state: the host lost it (a reboot emptied /run).
-      containers.update(c.id, (r) => markContainerLost(r, 'the container was lost while minicri was down (host reboot?)'));
-    } else if (state?.status === 'paused') {
-      // Only a checkpoint pauses a container: one cut off by the crash left it frozen.
-      log.warn({ containerId: c.id }, 'container was left paused by a checkpoint cut off: resuming it');
-      await runtime!.resume(c.id);
-    }
-  }));
+  await t.step('read exits', () =>
+    each(containers.list().filter((c) => c.state === 'CONTAINER_RUNNING' && current(c)), log, (c) => c.id, async (c) => {
+      const fresh = await refreshContainer(ctx, c);
+      const runtime = runtimeFor(ctx, c);
+      const state = fresh.state === 'CONTAINER_RUNNING' ? await runtime?.state(c.id) : undefined;
+      if (fresh.state === 'CONTAINER_RUNNING' && runtime && !state) {
+        // No exit file and no runc state: the host lost it (a reboot emptied /run).
+        containers.update(c.id, (r) => markContainerLost(r, 'the container was lost while minicri was down (host reboot?)'));
+      } else if (state?.status === 'paused') {
+        // Only a checkpoint pauses a container: one cut off by the crash left it frozen.
+        log.warn({ containerId: c.id }, 'container was left paused by a checkpoint cut off: resuming it');
+        await runtime!.resume(c.id);
+      }
+    }));
 
   // A checkpoint's work dir holds every memory page of its container: one a crash cut off goes now, not at removal.
   await t.step('checkpoint work dirs', () => each(containers.list().filter((c) => current(c)), log, (c) => c.id, async (c) => {
@@ -133,27 +135,31 @@ export async function recover(ctx: PodContext, log: Logger): Promise<Recovered> 
     if (left.length > 0) log.warn({ containerId: c.id, removed: left }, 'removed the work dir of a checkpoint cut off');
   }));
 
-  await t.step('pauses gone', () => each(sandboxes.list().filter((s) => s.state === 'SANDBOX_READY' && current(s)), log, (s) => s.id, async (s) => {
-    const state = await ctx.runtimes.get(s.runtimeHandler)?.state(s.id);
-    if (!state || state.status !== 'running') {
-      log.warn({ sandboxId: s.id }, 'the pause container is gone: sandbox is NOTREADY');
-      sandboxes.update(s.id, markSandboxNotReady);
-    }
-  }));
+  await t.step('pauses gone', () =>
+    each(sandboxes.list().filter((s) => s.state === 'SANDBOX_READY' && current(s)), log, (s) => s.id, async (s) => {
+      const state = await ctx.runtimes.get(s.runtimeHandler)?.state(s.id);
+      if (!state || state.status !== 'running') {
+        log.warn({ sandboxId: s.id }, 'the pause container is gone: sandbox is NOTREADY');
+        sandboxes.update(s.id, markSandboxNotReady);
+      }
+    }));
 
   // An attachment whose namespace is gone (a reboot) still holds its IP: release it from the cache.
-  await t.step('release networks of gone namespaces', () => each(sandboxes.list().filter((s) => s.networkAttached && s.netns && current(s)), log, (s) => s.id, async (s) => {
-    if (await ctx.host.netnsExists(s.netns!.path)) return;
-    log.warn({ sandboxId: s.id }, 'network namespace is gone: releasing the pod network through the CNI cache');
-    await tearDownNetwork(ctx, s);
-    sandboxes.update(s.id, (r) => { r.networkAttached = false; });
-  }));
+  await t.step('release networks of gone namespaces', () =>
+    each(sandboxes.list().filter((s) => s.networkAttached && s.netns && current(s)), log, (s) => s.id, async (s) => {
+      if (await ctx.host.netnsExists(s.netns!.path)) return;
+      log.warn({ sandboxId: s.id }, 'network namespace is gone: releasing the pod network through the CNI cache');
+      await tearDownNetwork(ctx, s);
+      sandboxes.update(s.id, (r) => { r.networkAttached = false; });
+    }));
 
   // CNI attachments in the cache that no sandbox explains go first (CNI GC, and DEL for older plugins).
-  await t.step('cni gc', () => each([sandboxes.list().filter((s) => s.networkAttached).map((s) => s.id)], log, () => 'cni gc', (valid) => ctx.network.gc(valid)));
+  await t.step('cni gc', () =>
+    each([sandboxes.list().filter((s) => s.networkAttached).map((s) => s.id)], log, () => 'cni gc', (valid) => ctx.network.gc(valid)));
   // A cgroup parent that no pod uses and that is gone from every hierarchy (kubelet removed the pod's) needs no more looking at.
   await t.step('forget what is gone', () => each([ctx], log, () => 'forgetting what is gone', async ({ settings, tables }) => {
-    const used = new Set(tables.sandboxes.list().map((s) => podCgroupParentDir(settings.cgroup_driver, s.config.linux?.cgroup_parent ?? '')));
+    const used = new Set(tables.sandboxes.list().map((s) =>
+      podCgroupParentDir(settings.cgroup_driver, s.config.linux?.cgroup_parent ?? '')));
     for (const parent of tables.cgroupParents.list()) {
       if (!used.has(parent.id) && !(await cgroupExists(parent.id))) tables.cgroupParents.delete(parent.id);
     }
@@ -187,8 +193,9 @@ export async function sweepOrphans(ctx: PodContext, log: Logger): Promise<void> 
   const started = performance.now();
   try {
     const findings = (await inventory({ settings, tables, runtimes, log })).filter((f) => f.kind !== 'cni-attachment');
-    const explained = (owner: string | undefined) => owner !== undefined && [tables.sandboxes, tables.containers, tables.containerCleanups, tables.teardowns]
-      .some((table) => table.get(owner) !== undefined || table.list().some((r) => r.id.startsWith(owner)));
+    const explained = (owner: string | undefined) => owner !== undefined
+      && [tables.sandboxes, tables.containers, tables.containerCleanups, tables.teardowns]
+        .some((table) => table.get(owner) !== undefined || table.list().some((r) => r.id.startsWith(owner)));
     for (const error of await repairOrphans(findings, { images, network }, log, (f) => !explained(f.owner))) {
       log.error({ error }, 'removing an unexplained host object failed; it is retried at the next start');
     }

@@ -10,13 +10,25 @@ export interface Condition { type: string; status: boolean; reason: string; mess
 
 /** RuntimeReady and NetworkReady. */
 export async function runtimeConditions(ctx: PodContext, binaries: { runtime: string; conmon: string }): Promise<Condition[]> {
-  const needed = [{ what: `OCI runtime "${binaries.runtime}"`, path: binaries.runtime }, { what: `conmon "${binaries.conmon}"`, path: binaries.conmon }];
+  const needed = [
+    { what: `OCI runtime "${binaries.runtime}"`, path: binaries.runtime },
+    { what: `conmon "${binaries.conmon}"`, path: binaries.conmon },
+  ];
   const missing = needed.filter((b) => !isPresent(b.path)).map((b) => b.what);
   const network = await ctx.network.status();
   const runtime = missing.length === 0
     ? { type: 'RuntimeReady', status: true, reason: '', message: '' }
-    : { type: 'RuntimeReady', status: false, reason: 'RuntimeBinaryMissing', message: `not executable: ${missing.join(', ')}; install it or fix the path in the config` };
-  return [runtime, { type: 'NetworkReady', status: network.ready, reason: network.ready ? '' : network.reason, message: network.ready ? '' : network.message }];
+    : {
+      type: 'RuntimeReady', status: false, reason: 'RuntimeBinaryMissing',
+      message: `not executable: ${missing.join(', ')}; install it or fix the path in the config`,
+    };
+  return [
+    runtime,
+    {
+      type: 'NetworkReady', status: network.ready,
+      reason: network.ready ? '' : network.reason, message: network.ready ? '' : network.message,
+    },
+  ];
 }
 
 /**
@@ -81,10 +93,19 @@ export interface RuntimeHandlerView { name: string; recursiveReadOnly: boolean; 
  * The handlers Status lists: the default one under the empty name (as kubelet looks it up for pods
  * without a RuntimeClass) and again under its own, then every other configured one. Pure.
  */
-export function runtimeHandlers(defaultHandler: string, configured: readonly string[], features: ReadonlyMap<string, HandlerFeatures>): RuntimeHandlerView[] {
+export function runtimeHandlers(
+  defaultHandler: string,
+  configured: readonly string[],
+  features: ReadonlyMap<string, HandlerFeatures>,
+): RuntimeHandlerView[] {
   const view = (name: string, handler: string): RuntimeHandlerView => {
     const f = features.get(handler);
-    return { name, recursiveReadOnly: f?.recursiveReadOnly ?? false, userNamespaces: f?.userNamespaces ?? false, missing: f?.missing ?? ['not probed'] };
+    return {
+      name,
+      recursiveReadOnly: f?.recursiveReadOnly ?? false,
+      userNamespaces: f?.userNamespaces ?? false,
+      missing: f?.missing ?? ['not probed'],
+    };
   };
   const others = configured.filter((h) => h !== defaultHandler).sort();
   return [view('', defaultHandler), view(defaultHandler, defaultHandler), ...others.map((h) => view(h, h))];

@@ -15,7 +15,9 @@ import { stopSandboxLocked } from './sandbox-stop.js';
 /** Removes the sandbox with that id or unique prefix, if there is one; a failure is retried in the background. */
 export async function removeSandbox(ctx: PodContext, idOrPrefix: string, log: Logger): Promise<void> {
   const found = ctx.tables.sandboxes.lookup(idOrPrefix);
-  if (found) await ctx.locks.run(found.id, () => attemptRemoval(ctx.tables.sandboxes, found.id, () => removeSandboxLocked(ctx, found.id, log)));
+  if (found) {
+    await ctx.locks.run(found.id, () => attemptRemoval(ctx.tables.sandboxes, found.id, () => removeSandboxLocked(ctx, found.id, log)));
+  }
 }
 
 /** Removes one sandbox and everything it holds (the caller holds its lock). Also used by recovery. */
@@ -35,7 +37,10 @@ export async function removeSandboxLocked(ctx: PodContext, id: string, log: Logg
     ctx.images.removeRootfs(record.id).then(() => faultPoint('pause-rootfs-removed')),
     ctx.host.unstageUserns(usernsStagingEntry(ctx.settings.state_dir, record.id)),
   ]);
-  await inParallel([rm(record.dir, { recursive: true, force: true }), record.shm && rm(dirname(record.shm), { recursive: true, force: true })]);
+  await inParallel([
+    rm(record.dir, { recursive: true, force: true }),
+    record.shm && rm(dirname(record.shm), { recursive: true, force: true }),
+  ]);
   ctx.tables.sandboxes.delete(record.id);
   log.info({ sandboxId: record.id }, 'sandbox removed');
 }

@@ -9,7 +9,11 @@ import { linuxResources } from '../oci/runtime/spec/resources.js';
 import type { PodContext } from './context.js';
 
 export async function updateSandboxResources(
-  ctx: PodContext, idOrPrefix: string, overhead: LinuxContainerResources__Output | null, resources: LinuxContainerResources__Output | null, log: Logger,
+  ctx: PodContext,
+  idOrPrefix: string,
+  overhead: LinuxContainerResources__Output | null,
+  resources: LinuxContainerResources__Output | null,
+  log: Logger,
 ): Promise<void> {
   // Out-of-range values are refused as for a container (InvalidArgument naming the field).
   if (resources) linuxResources(resources);
@@ -20,14 +24,23 @@ export async function updateSandboxResources(
     if (!record) return;
     const parent = record.config.linux?.cgroup_parent ?? '';
     ctx.tables.sandboxes.update(id, (r) => {
-      if (r.config.linux) r.config.linux = { ...r.config.linux, overhead: overhead ?? r.config.linux.overhead, resources: resources ?? r.config.linux.resources };
+      if (r.config.linux) {
+        r.config.linux = {
+          ...r.config.linux,
+          overhead: overhead ?? r.config.linux.overhead,
+          resources: resources ?? r.config.linux.resources,
+        };
+      }
     });
     // Without a pod cgroup of kubelet's, the parent is minicri's own, shared by every pod: nothing to size.
     if (!parent) {
       log.debug({ sandboxId: id }, 'sandbox has no pod cgroup: resources recorded only');
       return;
     }
-    const failures = await applyPodCgroupLimits(podCgroupParentDir(ctx.settings.cgroup_driver, parent), podCgroupLimits(resources, overhead));
+    const failures = await applyPodCgroupLimits(
+      podCgroupParentDir(ctx.settings.cgroup_driver, parent),
+      podCgroupLimits(resources, overhead),
+    );
     if (failures.length > 0) log.warn({ sandboxId: id, failures }, 'some pod cgroup limits could not be written (best effort)');
     else log.info({ sandboxId: id }, 'sandbox resources updated');
   });

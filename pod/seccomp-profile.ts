@@ -11,7 +11,9 @@ export async function readSeccompProfiles(sc: SecurityContext | undefined): Prom
   const ref = localhostSeccompRef(sc ?? null);
   if (!ref) return undefined;
   const text = await readFile(ref, 'utf8').catch((err: NodeJS.ErrnoException) => {
-    throw new InvalidArgument(`seccomp profile ${ref} cannot be read: ${err.code === 'ENOENT' ? 'it was not found on this node' : err.message}`);
+    throw new InvalidArgument(
+      `seccomp profile ${ref} cannot be read: ${err.code === 'ENOENT' ? 'it was not found on this node' : err.message}`,
+    );
   });
   return { [ref]: text };
 }

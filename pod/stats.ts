@@ -10,7 +10,9 @@ import type { PodSandboxStats } from '../gen/runtime/v1/PodSandboxStats.js';
 import type { PodSandboxStatsFilter__Output } from '../gen/runtime/v1/PodSandboxStatsFilter.js';
 import type { PsiStats } from '../gen/runtime/v1/PsiStats.js';
 import { storageDirs } from '../oci/image/storage-dirs.js';
-import { readFullStatsForPid, readInterfaceCounters, readPodCgroupPressure, type CgroupDetail, type InterfaceCounters, type Psi } from '../oci/runtime/cgroup-stats.js';
+import {
+  readFullStatsForPid, readInterfaceCounters, readPodCgroupPressure, type CgroupDetail, type InterfaceCounters, type Psi,
+} from '../oci/runtime/cgroup-stats.js';
 import { podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { nanoCores, type CgroupStats } from '../oci/runtime/stats.js';
 import { diskUsage } from '../oci/runtime/usage.js';
@@ -74,7 +76,10 @@ async function sample(id: string, pid: number | undefined): Promise<Sample | und
 
 /** Runs `read` for each item; an item whose record went away meanwhile (NotFound) is left out. */
 async function eachPresent<T, R>(items: T[], read: (item: T) => Promise<R>): Promise<R[]> {
-  const settled = await Promise.all(items.map((item) => read(item).catch((err: unknown) => { if (err instanceof NotFound) return undefined; throw err; })));
+  const settled = await Promise.all(items.map((item) => read(item).catch((err: unknown) => {
+    if (err instanceof NotFound) return undefined;
+    throw err;
+  })));
   return settled.filter((r): r is Awaited<R> => r !== undefined);
 }
 
@@ -84,13 +89,18 @@ async function sampleContainer(ctx: PodContext, record: ContainerRecord): Promis
     fresh.state === 'CONTAINER_RUNNING' ? sample(fresh.id, fresh.pid) : undefined,
     fresh.rootfsUpper ? diskUsage(fresh.rootfsUpper) : undefined,
   ]);
-  return { record: fresh, cgroup, layer: layer && { timestamp: new Date(), ...layer, mountpoint: storageDirs(ctx.settings).writableLayers } };
+  return {
+    record: fresh, cgroup, layer: layer && { timestamp: new Date(), ...layer, mountpoint: storageDirs(ctx.settings).writableLayers },
+  };
 }
 
 async function podNetwork(sandbox: SandboxRecord): Promise<SandboxSample['network']> {
   if (!sandbox.netns || !sandbox.pausePid || sandbox.state !== 'SANDBOX_READY') return undefined;
   // The pause lives in the pod's network namespace: its /proc view of net/dev is the pod's.
-  const interfaces = await readInterfaceCounters(sandbox.pausePid).catch((err: unknown) => { if (err instanceof NotFound) return undefined; throw err; });
+  const interfaces = await readInterfaceCounters(sandbox.pausePid).catch((err: unknown) => {
+    if (err instanceof NotFound) return undefined;
+    throw err;
+  });
   return interfaces && { timestamp: new Date(), interfaces };
 }
 
@@ -119,7 +129,8 @@ async function sampleSandbox(ctx: PodContext, record: SandboxRecord): Promise<Sa
 
 function psiStats(psi: Psi | undefined): PsiStats | null {
   if (!psi) return null;
-  const line = (l: Psi['some'] | undefined) => l && { Total: String(Math.round(l.totalNs)), Avg10: l.avg10, Avg60: l.avg60, Avg300: l.avg300 };
+  const line = (l: Psi['some'] | undefined) =>
+    l && { Total: String(Math.round(l.totalNs)), Avg10: l.avg10, Avg60: l.avg60, Avg300: l.avg300 };
   return { Some: line(psi.some), Full: line(psi.full) ?? null };
 }
 
@@ -128,16 +139,23 @@ function containerStatsOf(s: ContainerSample): ContainerStats {
   const timestamp = c && nanos(c.timestamp);
   return {
     attributes: { id: r.id, metadata: r.config.metadata, labels: r.config.labels, annotations: r.config.annotations },
-    cpu: c ? { timestamp, usage_core_nano_seconds: value(c.cpuUsageNs), usage_nano_cores: optional(c.nanoCores), psi: psiStats(c.detail.psi.cpu) } : null,
+    cpu: c ? {
+      timestamp, usage_core_nano_seconds: value(c.cpuUsageNs), usage_nano_cores: optional(c.nanoCores), psi: psiStats(c.detail.psi.cpu),
+    } : null,
     memory: c ? {
-      timestamp, working_set_bytes: value(c.workingSetBytes), usage_bytes: value(c.memoryUsageBytes), available_bytes: optional(c.availableBytes),
-      rss_bytes: value(c.rssBytes), page_faults: value(c.pageFaults), major_page_faults: value(c.majorPageFaults), psi: psiStats(c.detail.psi.memory),
+      timestamp, working_set_bytes: value(c.workingSetBytes), usage_bytes: value(c.memoryUsageBytes),
+      available_bytes: optional(c.availableBytes),
+      rss_bytes: value(c.rssBytes), page_faults: value(c.pageFaults), major_page_faults: value(c.majorPageFaults),
+      psi: psiStats(c.detail.psi.memory),
     } : null,
     swap: c && c.detail.swapUsageBytes !== undefined
       ? { timestamp, swap_usage_bytes: value(c.detail.swapUsageBytes), swap_available_bytes: optional(c.detail.swapAvailableBytes) } : null,
     // The CRI's IoUsage carries pressure only (cgroup v2); the bytes per device are in the metrics.
     io: c?.detail.psi.io ? { timestamp, psi: psiStats(c.detail.psi.io) } : null,
-    writable_layer: layer ? { timestamp: nanos(layer.timestamp), fs_id: { mountpoint: layer.mountpoint }, used_bytes: value(layer.bytes), inodes_used: value(layer.inodes) } : null,
+    writable_layer: layer ? {
+      timestamp: nanos(layer.timestamp), fs_id: { mountpoint: layer.mountpoint },
+      used_bytes: value(layer.bytes), inodes_used: value(layer.inodes),
+    } : null,
   };
 }
 
@@ -147,7 +165,9 @@ function podTotal(s: SandboxSample, pick: (c: Sample) => number | undefined): nu
 }
 
 function interfaceUsage(i: InterfaceCounters) {
-  return { name: i.name, rx_bytes: value(i.rxBytes), rx_errors: value(i.rxErrors), tx_bytes: value(i.txBytes), tx_errors: value(i.txErrors) };
+  return {
+    name: i.name, rx_bytes: value(i.rxBytes), rx_errors: value(i.rxErrors), tx_bytes: value(i.txBytes), tx_errors: value(i.txErrors),
+  };
 }
 
 /** A pod's stats from its sample. Pure (exported for the tests). */
@@ -162,10 +182,19 @@ export function sandboxStatsOf(s: SandboxSample): PodSandboxStats {
     linux: {
       // The pod's usage is its pause plus its containers (their cgroups are siblings under the parent);
       // pressure does not add up that way and comes from the pod cgroup itself.
-      cpu: { timestamp, usage_core_nano_seconds: value(podTotal(s, (c) => c.cpuUsageNs)), usage_nano_cores: value(podTotal(s, (c) => c.nanoCores)), psi: psiStats(psi?.cpu) },
+      cpu: {
+        timestamp,
+        usage_core_nano_seconds: value(podTotal(s, (c) => c.cpuUsageNs)),
+        usage_nano_cores: value(podTotal(s, (c) => c.nanoCores)),
+        psi: psiStats(psi?.cpu),
+      },
       memory: {
-        timestamp, working_set_bytes: value(podTotal(s, (c) => c.workingSetBytes)), usage_bytes: value(podTotal(s, (c) => c.memoryUsageBytes)),
-        rss_bytes: value(podTotal(s, (c) => c.rssBytes)), page_faults: value(podTotal(s, (c) => c.pageFaults)), major_page_faults: value(podTotal(s, (c) => c.majorPageFaults)),
+        timestamp,
+        working_set_bytes: value(podTotal(s, (c) => c.workingSetBytes)),
+        usage_bytes: value(podTotal(s, (c) => c.memoryUsageBytes)),
+        rss_bytes: value(podTotal(s, (c) => c.rssBytes)),
+        page_faults: value(podTotal(s, (c) => c.pageFaults)),
+        major_page_faults: value(podTotal(s, (c) => c.majorPageFaults)),
         psi: psiStats(psi?.memory),
       },
       io: psi?.io ? { timestamp, psi: psiStats(psi.io) } : null,
@@ -187,7 +216,9 @@ export async function statsOfContainer(ctx: PodContext, idOrPrefix: string): Pro
 export async function listContainerStats(ctx: PodContext, f: ContainerStatsFilter__Output | null | undefined): Promise<ContainerStats[]> {
   forgetRemoved(ctx);
   const records = ctx.tables.containers.list().filter((r) =>
-    (!f?.id || r.id.startsWith(f.id)) && (!f?.pod_sandbox_id || r.sandboxId.startsWith(f.pod_sandbox_id)) && matchesLabels(r.config.labels, f?.label_selector));
+    (!f?.id || r.id.startsWith(f.id))
+    && (!f?.pod_sandbox_id || r.sandboxId.startsWith(f.pod_sandbox_id))
+    && matchesLabels(r.config.labels, f?.label_selector));
   return (await eachPresent(records, (r) => sampleContainer(ctx, r))).map(containerStatsOf);
 }
 
@@ -197,7 +228,8 @@ export async function statsOfSandbox(ctx: PodContext, idOrPrefix: string): Promi
 
 export async function listSandboxStats(ctx: PodContext, f: PodSandboxStatsFilter__Output | null | undefined): Promise<PodSandboxStats[]> {
   forgetRemoved(ctx);
-  const records = ctx.tables.sandboxes.list().filter((r) => (!f?.id || r.id.startsWith(f.id)) && matchesLabels(r.config.labels, f?.label_selector));
+  const records = ctx.tables.sandboxes.list().filter((r) =>
+    (!f?.id || r.id.startsWith(f.id)) && matchesLabels(r.config.labels, f?.label_selector));
   return (await eachPresent(records, (r) => sampleSandbox(ctx, r))).map(sandboxStatsOf);
 }
 

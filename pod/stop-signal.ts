@@ -27,7 +27,9 @@ export function criSignalNumberOf(value: string | number | undefined, numbers: R
   if (value === undefined || value === '') return 0;
   if (typeof value === 'number') return value;
   const n = numbers.get(value);
-  if (n === undefined) throw new InvalidArgument(`stop_signal "${value}" is not a signal of the CRI: use a name such as SIGTERM or SIGUSR1`);
+  if (n === undefined) {
+    throw new InvalidArgument(`stop_signal "${value}" is not a signal of the CRI: use a name such as SIGTERM or SIGUSR1`);
+  }
   return n;
 }
 
@@ -35,7 +37,9 @@ export function criSignalNumberOf(value: string | number | undefined, numbers: R
 export function criSignalName(value: number): string | undefined {
   if (value === 0) return undefined;
   const name = Number.isInteger(value) ? LINUX_BY_CRI_NUMBER[value] : undefined;
-  if (name === undefined) throw new InvalidArgument(`stop_signal ${value} is not a signal of the CRI: use a name such as SIGTERM or SIGUSR1`);
+  if (name === undefined) {
+    throw new InvalidArgument(`stop_signal ${value} is not a signal of the CRI: use a name such as SIGTERM or SIGUSR1`);
+  }
   return name;
 }
 
@@ -51,7 +55,9 @@ export function stopSignalInForce(configSignal: number | undefined, imageStopSig
   try {
     signalNumber(imageStopSignal);
   } catch {
-    throw new InvalidArgument(`the image's StopSignal "${imageStopSignal}" is not a Linux signal: set stop_signal in the container config or fix the image`);
+    throw new InvalidArgument(
+      `the image's StopSignal "${imageStopSignal}" is not a Linux signal: set stop_signal in the container config or fix the image`,
+    );
   }
   return imageStopSignal;
 }

@@ -25,7 +25,9 @@ const MAX_LABEL_BYTES = 256 * 1024;
 function checkName(what: string, value: string): void {
   if (!value) throw new InvalidArgument(`${what} must not be empty`);
   if (value.length > MAX_NAME) throw new InvalidArgument(`${what} is ${value.length} characters long; at most ${MAX_NAME} are allowed`);
-  if (/[\s/\\\0]/.test(value) || value === '.' || value === '..') throw new InvalidArgument(`${what} "${value}" contains characters not allowed in a name`);
+  if (/[\s/\\\0]/.test(value) || value === '.' || value === '..') {
+    throw new InvalidArgument(`${what} "${value}" contains characters not allowed in a name`);
+  }
 }
 
 export function checkPodMetadata(metadata: PodSandboxMetadata__Output | null): asserts metadata is PodSandboxMetadata__Output {
@@ -41,22 +43,32 @@ export function checkLabels(what: string, labels: Record<string, string>, annota
     if (!key) throw new InvalidArgument(`${what} has a label or annotation with an empty key`);
     bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
   }
-  if (bytes > MAX_LABEL_BYTES) throw new InvalidArgument(`${what} labels and annotations total ${bytes} bytes; at most ${MAX_LABEL_BYTES} are allowed`);
+  if (bytes > MAX_LABEL_BYTES) {
+    throw new InvalidArgument(`${what} labels and annotations total ${bytes} bytes; at most ${MAX_LABEL_BYTES} are allowed`);
+  }
 }
 
-export function checkPodSandboxConfig(config: PodSandboxConfig__Output | null): asserts config is PodSandboxConfig__Output & { metadata: PodSandboxMetadata__Output } {
+export function checkPodSandboxConfig(
+  config: PodSandboxConfig__Output | null,
+): asserts config is PodSandboxConfig__Output & { metadata: PodSandboxMetadata__Output } {
   if (!config) throw new InvalidArgument('RunPodSandbox needs a config');
   checkPodMetadata(config.metadata);
   if (config.hostname && !/^[a-zA-Z0-9]([a-zA-Z0-9.-]{0,62})$/.test(config.hostname)) {
-    throw new InvalidArgument(`hostname "${config.hostname}" is not a valid host name (letters, digits, '-' and '.', at most 63 characters)`);
+    throw new InvalidArgument(
+      `hostname "${config.hostname}" is not a valid host name (letters, digits, '-' and '.', at most 63 characters)`,
+    );
   }
   if (config.log_directory && (!isAbsolute(config.log_directory) || config.log_directory.split('/').includes('..'))) {
     throw new InvalidArgument(`log_directory "${config.log_directory}" must be an absolute path without ".."`);
   }
   for (const pm of config.port_mappings) {
     const where = `port mapping ${pm.host_port}->${pm.container_port}/${pm.protocol}`;
-    if (!Number.isInteger(pm.container_port) || pm.container_port < 1 || pm.container_port > 65535) throw new InvalidArgument(`${where}: container_port must be 1-65535`);
-    if (!Number.isInteger(pm.host_port) || pm.host_port < 0 || pm.host_port > 65535) throw new InvalidArgument(`${where}: host_port must be 0-65535`);
+    if (!Number.isInteger(pm.container_port) || pm.container_port < 1 || pm.container_port > 65535) {
+      throw new InvalidArgument(`${where}: container_port must be 1-65535`);
+    }
+    if (!Number.isInteger(pm.host_port) || pm.host_port < 0 || pm.host_port > 65535) {
+      throw new InvalidArgument(`${where}: host_port must be 0-65535`);
+    }
     if (pm.host_ip && isIP(pm.host_ip) === 0) throw new InvalidArgument(`${where}: host_ip "${pm.host_ip}" is not an IP address`);
   }
   for (const server of config.dns_config?.servers ?? []) {
@@ -65,25 +77,37 @@ export function checkPodSandboxConfig(config: PodSandboxConfig__Output | null): 
   checkLabels('sandbox', config.labels, config.annotations);
 }
 
-export function checkContainerConfig(config: ContainerConfig__Output | null): asserts config is ContainerConfig__Output & { metadata: ContainerMetadata__Output } {
+export function checkContainerConfig(
+  config: ContainerConfig__Output | null,
+): asserts config is ContainerConfig__Output & { metadata: ContainerMetadata__Output } {
   if (!config) throw new InvalidArgument('CreateContainer needs a config');
   if (!config.metadata) throw new InvalidArgument('container config has no metadata: a name is required');
   checkName('container metadata.name', config.metadata.name);
   if (!config.image?.image) throw new InvalidArgument(`container "${config.metadata.name}" names no image`);
   // CRI-O's restore: an image that is a path names a checkpoint archive (no image reference starts with '/').
   if (isAbsolute(config.image.image)) {
-    throw new Unimplemented(`container "${config.metadata.name}": image "${config.image.image}" is a checkpoint archive; minicri writes checkpoints but does not restore them: create the container from an image reference`);
+    throw new Unimplemented(
+      `container "${config.metadata.name}": image "${config.image.image}" is a checkpoint archive; ` +
+        'minicri writes checkpoints but does not restore them: create the container from an image reference',
+    );
   }
   for (const mount of config.mounts) {
-    if (!mount.container_path || !isAbsolute(mount.container_path)) throw new InvalidArgument(`mount container_path "${mount.container_path}" must be an absolute path`);
+    if (!mount.container_path || !isAbsolute(mount.container_path)) {
+      throw new InvalidArgument(`mount container_path "${mount.container_path}" must be an absolute path`);
+    }
     if (!mount.host_path && !mount.image) throw new InvalidArgument(`mount at "${mount.container_path}" has no host_path`);
-    if (mount.host_path && !isAbsolute(mount.host_path)) throw new InvalidArgument(`mount at "${mount.container_path}": host_path "${mount.host_path}" must be an absolute path`);
+    if (mount.host_path && !isAbsolute(mount.host_path)) {
+      throw new InvalidArgument(`mount at "${mount.container_path}": host_path "${mount.host_path}" must be an absolute path`);
+    }
     // As the CRI specifies it: recursive read-only only with readonly and private propagation.
     if (mount.recursive_read_only && !mount.readonly) {
       throw new InvalidArgument(`mount at "${mount.container_path}" asks for recursive read-only but is not read-only: set readonly too`);
     }
     if (mount.recursive_read_only && mount.propagation !== 'PROPAGATION_PRIVATE') {
-      throw new InvalidArgument(`mount at "${mount.container_path}" asks for recursive read-only with propagation ${mount.propagation}: recursive read-only needs private propagation`);
+      throw new InvalidArgument(
+        `mount at "${mount.container_path}" asks for recursive read-only with propagation ${mount.propagation}: ` +
+          'recursive read-only needs private propagation',
+      );
     }
   }
   for (const env of config.envs) if (!env.key) throw new InvalidArgument('an environment variable has an empty name');

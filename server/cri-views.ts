@@ -83,7 +83,9 @@ export function containerStatus(r: ContainerRecord, images: ImageRecords): Conta
     labels: r.config.labels, annotations: r.config.annotations,
     mounts: r.config.mounts, log_path: r.logPath,
     resources: r.config.linux?.resources ? { linux: r.config.linux.resources } : null,
-    user: r.user ? { linux: { uid: String(r.user.uid), gid: String(r.user.gid), supplemental_groups: r.user.additionalGids.map(String) } } : null,
+    user: r.user
+      ? { linux: { uid: String(r.user.uid), gid: String(r.user.gid), supplemental_groups: r.user.additionalGids.map(String) } }
+      : null,
     // By number, which every cri-api version's names encode alike.
     stop_signal: criSignalOf(r.stopSignal) as ContainerStatus['stop_signal'],
   };

@@ -86,7 +86,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       pulls: store.table<PullIntent>('image-pull'),
       registries: {
         insecure: config.registries.insecure,
-        mirrors: Object.fromEntries(Object.entries(config.registries.mirrors).map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
+        mirrors: Object.fromEntries(Object.entries(config.registries.mirrors)
+          .map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
         authFile: config.registries.auth_file,
         certsDir: config.registries.certs_dir,
       },
@@ -118,7 +119,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     mkdirSync(stagingDir, { recursive: true, mode: 0o711 });
     chmodSync(stagingDir, 0o711);
     // What each handler supports is probed once here; Status and CreateContainer read the answer.
-    const apparmorReady = setUpApparmor({ profile: config.apparmor_profile, stateDir: config.state_dir, log: log.child({ module: 'apparmor' }) });
+    const apparmorReady = setUpApparmor({
+      profile: config.apparmor_profile, stateDir: config.state_dir, log: log.child({ module: 'apparmor' }),
+    });
     const [apparmor, node, runtimeFeatures] = await Promise.all([
       apparmorReady,
       apparmorReady.then((a) => gatherNodeFacts(log, a)),
@@ -148,7 +151,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     t.mark('streaming, pause image, proto');
     const recovered = await recover(pods, log.child({ module: 'recovery' }));
     t.mark('recovery');
-    if (config.metrics_address) metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }), images.stats);
+    if (config.metrics_address) {
+      metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }), images.stats);
+    }
     const retrier = new Retrier(pods, log.child({ module: 'retry' }));
     retrier.start();
     const networkChecks = new NetworkChecks(pods);
@@ -159,8 +164,14 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     });
     const lists = listEncoders(cri.RuntimeService.service);
     const edge = { config, version: VERSION, pods, networkChecks, images, meta: store, streaming, lists, apparmor };
-    server.addService(withListEncoders(cri.RuntimeService.service, lists), bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(edge), log, metrics?.observe));
-    server.addService(cri.ImageService.service, bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(edge), log, metrics?.observe));
+    server.addService(
+      withListEncoders(cri.RuntimeService.service, lists),
+      bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(edge), log, metrics?.observe),
+    );
+    server.addService(
+      cri.ImageService.service,
+      bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(edge), log, metrics?.observe),
+    );
     const listener = await listenUnix(server, config.socket);
     t.mark('serve');
     // Since the process began (module loading included), and each step's share: a slow start explains itself.

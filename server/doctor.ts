@@ -29,8 +29,13 @@ export async function repair(findings: Finding[], config: Config, log: Logger): 
     // The rootfs dir too: gc keeps the layers of the root filesystems it finds there.
     const dirs = storageDirs(config);
     await assertRootfsDirKept(store.getMeta('rootfs_dir'), dirs, config.root_dir);
-    const images = await Images.open({ rootDir: dirs.images, rootfsDir: dirs.rootfs, repo: store.table<ImageRecord>('image'), registries: { mirrors: {}, insecure: [] }, log });
-    cni = await CniManager.create({ confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir, networksDir: config.cni.networks_dir, log, watch: false });
+    const images = await Images.open({
+      rootDir: dirs.images, rootfsDir: dirs.rootfs, repo: store.table<ImageRecord>('image'), registries: { mirrors: {}, insecure: [] }, log,
+    });
+    cni = await CniManager.create({
+      confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir, networksDir: config.cni.networks_dir,
+      log, watch: false,
+    });
     return await repairOrphans(findings, { images, network: cni }, log);
   } finally {
     cni?.close();

@@ -53,10 +53,13 @@ async function buildRegistry(tables: Tables, pulls?: PullStats): Promise<{ regis
   });
   new prom.Gauge({
     name: 'minicri_containers', help: 'Containers by state', labelNames: ['state'], registers: [registry],
-    collect() { setByState(this, tables.containers.list(), ['CONTAINER_CREATED', 'CONTAINER_RUNNING', 'CONTAINER_EXITED', 'CONTAINER_UNKNOWN']); },
+    collect() {
+      setByState(this, tables.containers.list(), ['CONTAINER_CREATED', 'CONTAINER_RUNNING', 'CONTAINER_EXITED', 'CONTAINER_UNKNOWN']);
+    },
   });
   const steps = new prom.Histogram({
-    name: 'minicri_pod_start_step_seconds', help: 'How long each step of starting a sandbox or a container took (plugin: the CNI plugin of a cni-add step)',
+    name: 'minicri_pod_start_step_seconds',
+    help: 'How long each step of starting a sandbox or a container took (plugin: the CNI plugin of a cni-add step)',
     labelNames: ['kind', 'step', 'plugin'], buckets: STEP_BUCKETS, registers: [registry],
   });
   observeTimelines(tables.sandboxes, (e) => steps.observe({ kind: 'sandbox', step: e.step, plugin: e.plugin ?? '' }, e.ms / 1000));
@@ -71,7 +74,9 @@ async function buildRegistry(tables: Tables, pulls?: PullStats): Promise<{ regis
       registers: [registry], collect() { this.set(pulls.inFlight); },
     });
   }
-  const calls = new prom.Counter({ name: 'minicri_rpc_calls_total', help: 'CRI calls by method and gRPC status', labelNames: ['rpc', 'code'], registers: [registry] });
+  const calls = new prom.Counter({
+    name: 'minicri_rpc_calls_total', help: 'CRI calls by method and gRPC status', labelNames: ['rpc', 'code'], registers: [registry],
+  });
   return { registry, observe: (rpc, code) => calls.inc({ rpc, code }) };
 }
 

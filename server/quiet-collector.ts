@@ -56,7 +56,10 @@ export function quietCollector(log: Logger, opts: QuietCollectorOptions): QuietC
       await collect();
       baseline = heapBytes();
       const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
-      log.debug({ ms: Math.round(performance.now() - started), heapMiB: mib(baseline), beforeMiB: mib(before) }, 'quiet: heap collected and compacted');
+      log.debug(
+        { ms: Math.round(performance.now() - started), heapMiB: mib(baseline), beforeMiB: mib(before) },
+        'quiet: heap collected and compacted',
+      );
     } catch (err) {
       log.warn({ err }, 'collecting the heap failed');
     } finally {

@@ -17,7 +17,8 @@ export interface CallContext {
 }
 
 export type Unary<Req, Res> = (request: Req, ctx: CallContext) => Promise<Res> | Res;
-export type ServerStream<Req, Res> = (request: Req, emit: (response: Res) => boolean, ctx: CallContext, stream: StreamFlow) => Promise<void>;
+export type ServerStream<Req, Res> =
+  (request: Req, emit: (response: Res) => boolean, ctx: CallContext, stream: StreamFlow) => Promise<void>;
 
 /** What a long or large server stream needs beside `emit`: the client's pace and its leaving. */
 export interface StreamFlow {
@@ -70,7 +71,11 @@ function idsOf(request: unknown): Record<string, string> {
  * Most operations run to the end even when the caller gives up (a half-done RunPodSandbox would leave more
  * behind than a finished one); those that can stop cleanly read `signal`.
  */
-function callContext(name: string, call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>, log: Logger): CallContext {
+function callContext(
+  name: string,
+  call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>,
+  log: Logger,
+): CallContext {
   // Most calls log nothing at the default level (a relist is hundreds of them): the call's child logger,
   // its request id and its signal are made on first use.
   let child: Logger | undefined;
@@ -104,7 +109,9 @@ function callSignal(name: string, call: grpc.ServerUnaryCall<unknown, unknown>):
 }
 
 /** Logs how a call ended, counts it with `observe` (the metrics, when on), and gives grpc-js its error. */
-function logOutcome(name: string, ctx: CallContext, parent: Logger, observe: RpcObserver | undefined, started: bigint, err?: unknown): grpc.ServiceError | null {
+function logOutcome(
+  name: string, ctx: CallContext, parent: Logger, observe: RpcObserver | undefined, started: bigint, err?: unknown,
+): grpc.ServiceError | null {
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   if (err === undefined) {
     if (parent.isLevelEnabled('debug')) ctx.log.debug({ ms }, 'ok');
@@ -131,7 +138,9 @@ export function unary<Req, Res>(name: string, handler: Unary<Req, Res>, log: Log
   };
 }
 
-export function serverStream<Req, Res>(name: string, handler: ServerStream<Req, Res>, log: Logger, observe?: RpcObserver): GrpcServerStream {
+export function serverStream<Req, Res>(
+  name: string, handler: ServerStream<Req, Res>, log: Logger, observe?: RpcObserver,
+): GrpcServerStream {
   return (call) => {
     const started = process.hrtime.bigint();
     const ctx = callContext(name, call, log);
@@ -147,7 +156,9 @@ export function serverStream<Req, Res>(name: string, handler: ServerStream<Req, 
 }
 
 /** A grpc-js handler for a method no issue has implemented yet: UNIMPLEMENTED, naming the method. */
-export function unimplemented(service: string, name: string, log: Logger, streaming: boolean, observe?: RpcObserver): GrpcUnary | GrpcServerStream {
+export function unimplemented(
+  service: string, name: string, log: Logger, streaming: boolean, observe?: RpcObserver,
+): GrpcUnary | GrpcServerStream {
   const fail = () => { throw new Unimplemented(`${service}/${name} is not implemented by minicri yet`); };
   return streaming ? serverStream(name, async () => fail(), log, observe) : unary(name, fail, log, observe);
 }

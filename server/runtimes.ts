@@ -13,7 +13,8 @@ export async function openRuntimes(config: Config, log: Logger): Promise<Map<str
   const conmonPath = resolveExecutable(config.conmon_path) ?? config.conmon_path;
   const entries = await Promise.all(Object.entries(config.runtimes).map(async ([handler, r]) => [handler, new OciRuntime({
     runtimePath: resolveExecutable(r.path) ?? r.path, conmonPath, root: runtimeRoot(config, handler),
-    stateDir: join(config.state_dir, 'runtime', handler), log: log.child({ module: 'runtime', handler }), cgroupManager: config.cgroup_driver,
+    stateDir: join(config.state_dir, 'runtime', handler), log: log.child({ module: 'runtime', handler }),
+    cgroupManager: config.cgroup_driver,
   })] as const));
   return new Map(entries);
 }

@@ -117,7 +117,9 @@ export function launchConmon(conmonPath: string, c: ConmonLaunch, opts: { log: L
       }
     };
     const timer = setTimeout(() => {
-      finish(new DeadlineExceeded(`container "${c.id}": conmon did not report runc create within ${opts.timeoutMs} ms; check runc and the bundle at ${c.bundle}`));
+      finish(new DeadlineExceeded(
+        `container "${c.id}": conmon did not report runc create within ${opts.timeoutMs} ms; check runc and the bundle at ${c.bundle}`,
+      ));
     }, opts.timeoutMs);
 
     child.stderr!.on('data', (b: Buffer) => { if (stderr.length < 64) stderr.push(b); });

@@ -16,10 +16,15 @@ export interface PodLimits {
 const num = (v: string | undefined): number => Number(v ?? 0) || 0;
 
 /** The pod cgroup's limits: resources plus overhead; a resource of 0 (unset) leaves the limit alone. Pure. */
-export function podCgroupLimits(resources: LinuxContainerResources__Output | null, overhead: LinuxContainerResources__Output | null): PodLimits {
+export function podCgroupLimits(
+  resources: LinuxContainerResources__Output | null,
+  overhead: LinuxContainerResources__Output | null,
+): PodLimits {
   const out: PodLimits = {};
   if (!resources) return out;
-  if (num(resources.memory_limit_in_bytes) > 0) out.memory = num(resources.memory_limit_in_bytes) + Math.max(0, num(overhead?.memory_limit_in_bytes));
+  if (num(resources.memory_limit_in_bytes) > 0) {
+    out.memory = num(resources.memory_limit_in_bytes) + Math.max(0, num(overhead?.memory_limit_in_bytes));
+  }
   if (num(resources.cpu_quota) > 0) out.cpuQuota = num(resources.cpu_quota) + Math.max(0, num(overhead?.cpu_quota));
   if (num(resources.cpu_period) > 0) out.cpuPeriod = num(resources.cpu_period);
   if (num(resources.cpu_shares) > 0) out.cpuShares = Math.min(262_144, num(resources.cpu_shares) + Math.max(0, num(overhead?.cpu_shares)));
@@ -35,7 +40,10 @@ export function podCgroupFiles(limits: PodLimits, unified: boolean): { controlle
       out.push({ controller: '', file: 'cpu.max', value: `${limits.cpuQuota ?? 'max'} ${limits.cpuPeriod ?? 100_000}` });
     }
     // shares 2..262144 onto weight 1..10000, as runc converts them.
-    if (limits.cpuShares !== undefined) out.push({ controller: '', file: 'cpu.weight', value: String(Math.max(1, 1 + Math.floor(((limits.cpuShares - 2) * 9999) / 262_142))) });
+    if (limits.cpuShares !== undefined) {
+      const weight = Math.max(1, 1 + Math.floor(((limits.cpuShares - 2) * 9999) / 262_142));
+      out.push({ controller: '', file: 'cpu.weight', value: String(weight) });
+    }
     return out;
   }
   if (limits.memory !== undefined) out.push({ controller: 'memory', file: 'memory.limit_in_bytes', value: String(limits.memory) });

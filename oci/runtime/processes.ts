@@ -13,7 +13,9 @@ export async function liveProcesses(name: string, needle = ''): Promise<{ pid: n
       const { state, ppid } = parseProcStat(stat);
       const argv = cmdline.split('\0');
       const argv0 = argv[0] ?? '';
-      if (state !== 'Z' && (argv0 === name || argv0.endsWith(`/${name}`)) && cmdline.includes(needle)) found.push({ pid: Number(entry), ppid, argv });
+      if (state !== 'Z' && (argv0 === name || argv0.endsWith(`/${name}`)) && cmdline.includes(needle)) {
+        found.push({ pid: Number(entry), ppid, argv });
+      }
     } catch {
       // the process went away while we looked
     }

@@ -45,7 +45,11 @@ export async function stageMounts(entry: string, mounts: readonly StagedMount[],
       if (err instanceof MountError && /: idmap: /.test(err.message)) {
         const kernel = idmapKernelProblem(m, parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8')), release());
         if (kernel) throw new FailedPrecondition(`${kernel} (${err.message})`, { cause: err });
-        throw new FailedPrecondition(`${m.source} cannot be id-mapped for a pod in its own user namespace (its filesystem, or one mounted below it, does not allow id-mapped mounts): ${err.message}`, { cause: err });
+        throw new FailedPrecondition(
+          `${m.source} cannot be id-mapped for a pod in its own user namespace ` +
+            `(its filesystem, or one mounted below it, does not allow id-mapped mounts): ${err.message}`,
+          { cause: err },
+        );
       }
       throw err;
     }

@@ -6,6 +6,8 @@ import type { RuntimeRpc } from '../service.js';
 export function Attach(edge: Edge): RuntimeRpc<'Attach'> {
   return async (r) => {
     const record = await attachTarget(edge.pods, r.container_id, r);
-    return { url: edge.streaming.url({ verb: 'attach', containerId: record.id, tty: r.tty, stdin: r.stdin, stdout: r.stdout, stderr: r.stderr }) };
+    return {
+      url: edge.streaming.url({ verb: 'attach', containerId: record.id, tty: r.tty, stdin: r.stdin, stdout: r.stdout, stderr: r.stderr }),
+    };
   };
 }

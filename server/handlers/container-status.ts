@@ -11,7 +11,9 @@ export function ContainerStatus(edge: Edge): RuntimeRpc<'ContainerStatus'> {
     const info: Record<string, string> = {};
     if (request.verbose) {
       // timeline: how long each step of CreateContainer and StartContainer took.
-      info.info = JSON.stringify({ pid: record.pid ?? 0, sandboxId: record.sandboxId, bundle: record.dir, config: record.config, timeline: record.timeline ?? [] });
+      info.info = JSON.stringify({
+        pid: record.pid ?? 0, sandboxId: record.sandboxId, bundle: record.dir, config: record.config, timeline: record.timeline ?? [],
+      });
     }
     return { status: containerStatus(record, edge.images), info };
   };

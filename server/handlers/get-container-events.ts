@@ -34,7 +34,9 @@ export function GetContainerEvents(edge: Edge): RuntimeRpc<'GetContainerEvents'>
       events.unsubscribe();
     }
     if (events.ended === 'overflow') {
-      throw new ResourceExhausted(`the client fell more than ${hub.bound} events behind (container_events_buffer): relist and subscribe again`);
+      throw new ResourceExhausted(
+        `the client fell more than ${hub.bound} events behind (container_events_buffer): relist and subscribe again`,
+      );
     }
     if (events.ended === 'closed') throw new Unavailable('minicri is stopping: subscribe again once it serves, and relist');
   };

@@ -8,7 +8,10 @@ import type { Edge } from '../edge.js';
 import type { ImageRpc } from '../service.js';
 
 function usage(mountpoint: string, timestamp: number, bytes: number, inodes: number): FilesystemUsage {
-  return { timestamp: nanosFromMillis(timestamp), fs_id: { mountpoint }, used_bytes: { value: String(bytes) }, inodes_used: { value: String(inodes) } };
+  return {
+    timestamp: nanosFromMillis(timestamp), fs_id: { mountpoint },
+    used_bytes: { value: String(bytes) }, inodes_used: { value: String(inodes) },
+  };
 }
 
 export function ImageFsInfo(edge: Edge): ImageRpc<'ImageFsInfo'> {

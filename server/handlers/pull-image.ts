@@ -12,7 +12,8 @@ export function PullImage(edge: Edge): ImageRpc<'PullImage'> {
     const a = request.auth;
     const auth = a ? {
       username: a.username || undefined, password: a.password || undefined, auth: a.auth || undefined,
-      serverAddress: a.server_address || undefined, identityToken: a.identity_token || undefined, registryToken: a.registry_token || undefined,
+      serverAddress: a.server_address || undefined, identityToken: a.identity_token || undefined,
+      registryToken: a.registry_token || undefined,
     } : undefined;
     // A client that gives up (cancel, deadline) stops the pull; another client's pull of the same image goes on.
     const image = await edge.images.pull(reference, auth, { signal: call.signal });

@@ -117,7 +117,8 @@ export async function setUpApparmor(
     readFile(file, 'utf8').catch(() => undefined),
   ]);
   const plan = planApparmor(opts.profile, { enabled, parser: opts.parser ?? findParser(), loaded, written });
-  const setup = (defaultMissing: string, loadedAtStart: boolean): ApparmorSetup => ({ enabled, defaultProfile: opts.profile, defaultMissing, loadedAtStart });
+  const setup = (defaultMissing: string, loadedAtStart: boolean): ApparmorSetup =>
+    ({ enabled, defaultProfile: opts.profile, defaultMissing, loadedAtStart });
   switch (plan.action) {
     case 'none':
       return setup('AppArmor is not enabled on this node', false);
@@ -125,13 +126,21 @@ export async function setUpApparmor(
       opts.log.info({ profile: plan.profile }, 'AppArmor default profile is loaded');
       return setup(notLoadedHint(plan.profile), true);
     case 'missing':
-      opts.log.error({ profile: plan.profile }, `AppArmor default profile "${plan.profile}" is not loaded: ${plan.problem}; pods that ask for RuntimeDefault (or name no profile) will be refused`);
+      opts.log.error(
+        { profile: plan.profile },
+        `AppArmor default profile "${plan.profile}" is not loaded: ${plan.problem}; ` +
+          'pods that ask for RuntimeDefault (or name no profile) will be refused',
+      );
       return setup(plan.problem, false);
     case 'load': {
       const problem = await loadProfile(file, plan.text, plan.parser, paths)
         .catch((err: Error) => `could not write ${file}.next: ${err.message}`);
       if (problem) {
-        opts.log.error({ profile: plan.profile, file }, `AppArmor default profile "${plan.profile}" could not be loaded: ${problem}; pods that ask for RuntimeDefault (or name no profile) will be refused`);
+        opts.log.error(
+          { profile: plan.profile, file },
+          `AppArmor default profile "${plan.profile}" could not be loaded: ${problem}; ` +
+            'pods that ask for RuntimeDefault (or name no profile) will be refused',
+        );
         return setup(problem, false);
       }
       opts.log.info({ profile: plan.profile, file }, 'AppArmor default profile loaded');

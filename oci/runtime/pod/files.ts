@@ -38,7 +38,10 @@ export interface PodFiles {
 }
 
 /** Writes the pod's files under `dir`; returns their paths. */
-export async function writePodFiles(dir: string, content: { hostname: string; resolvConf: string; hosts: string }): Promise<Omit<PodFiles, 'shm'>> {
+export async function writePodFiles(
+  dir: string,
+  content: { hostname: string; resolvConf: string; hosts: string },
+): Promise<Omit<PodFiles, 'shm'>> {
   await mkdir(dir, { recursive: true, mode: 0o755 });
   const paths = { hostname: join(dir, 'hostname'), resolvConf: join(dir, 'resolv.conf'), hosts: join(dir, 'hosts') };
   await Promise.all([

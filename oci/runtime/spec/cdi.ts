@@ -44,7 +44,9 @@ export function withCdiEdits(list: readonly CdiEditsToApply[]): SpecOpt {
         }
       }
       if (edits.mounts?.length) {
-        const mounts = (spec.mounts ?? []).filter((m) => !edits.mounts!.some((c) => path.posix.resolve(c.containerPath) === path.posix.resolve(m.destination)));
+        const mounts = (spec.mounts ?? []).filter(
+          (m) => !edits.mounts!.some((c) => path.posix.resolve(c.containerPath) === path.posix.resolve(m.destination)),
+        );
         for (const m of edits.mounts) {
           const mount: Mount = { destination: m.containerPath, source: m.hostPath, options: [...(m.options ?? [])] };
           if (m.type) mount.type = m.type;

@@ -22,7 +22,10 @@ export function cgroupsPath(driver: CgroupDriver, parent: string, id: string): s
     // kubelet passes the slice name; a full path to it is accepted and reduced to its name.
     const slice = parent === '' ? DEFAULT_SYSTEMD_PARENT : path.posix.basename(parent);
     if (!/^[A-Za-z0-9:_.\\-]+\.slice$/.test(slice) || slice.includes('..')) {
-      throw new InvalidArgument(`cgroup parent "${parent}" is not a systemd slice: with the systemd cgroup driver use a name such as kubepods-besteffort-pod123.slice`);
+      throw new InvalidArgument(
+        `cgroup parent "${parent}" is not a systemd slice: ` +
+          'with the systemd cgroup driver use a name such as kubepods-besteffort-pod123.slice',
+      );
     }
     return `${slice}:${SYSTEMD_SCOPE_PREFIX}:${id}`;
   }
@@ -31,7 +34,9 @@ export function cgroupsPath(driver: CgroupDriver, parent: string, id: string): s
     throw new InvalidArgument(`cgroup parent "${parent}" must be an absolute path without "..": use e.g. /kubepods/besteffort/pod123`);
   }
   if (dir.endsWith('.slice')) {
-    throw new InvalidArgument(`cgroup parent "${parent}" is a systemd slice but the runtime uses the cgroupfs driver: configure kubelet with cgroupDriver cgroupfs`);
+    throw new InvalidArgument(
+      `cgroup parent "${parent}" is a systemd slice but the runtime uses the cgroupfs driver: configure kubelet with cgroupDriver cgroupfs`,
+    );
   }
   return path.posix.join(dir, id);
 }

@@ -90,7 +90,12 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
   // Privileged means every capability of the bounding set, whatever add/drop say.
   const caps = privileged
     ? resolveCapabilities([], ['ALL'], [], host.boundingCaps)
-    : resolveCapabilities(DEFAULT_CAPABILITIES, sc?.capabilities?.add_capabilities ?? [], sc?.capabilities?.drop_capabilities ?? [], host.boundingCaps);
+    : resolveCapabilities(
+      DEFAULT_CAPABILITIES,
+      sc?.capabilities?.add_capabilities ?? [],
+      sc?.capabilities?.drop_capabilities ?? [],
+      host.boundingCaps,
+    );
 
   const user = userFor(sc, input.image.config, host);
   const { seccomp, apparmor } = confinementFor(sc, caps, host);
@@ -134,7 +139,9 @@ export function containerSpecOpts(input: ContainerSpecInput): SpecOpt[] {
     withApparmorProfile(apparmor),
     // CDI edits come after what the config asked for (as the CDI reference runtimes apply them).
     withCdiEdits(input.cdi ?? []),
-    withNamespaces(containerNamespaces(modes, { pausePid: input.sandbox.pausePid, netnsPath: input.sandbox.netnsPath, targetPid: host.targetPid })),
+    withNamespaces(
+      containerNamespaces(modes, { pausePid: input.sandbox.pausePid, netnsPath: input.sandbox.netnsPath, targetPid: host.targetPid }),
+    ),
     // The pause's user namespace: every container of the pod shares its mappings.
     withUserNamespace(userns, userns ? nsPath(input.sandbox.pausePid, 'user') : undefined),
     withCgroupNamespace(host.cgroupNamespace ?? false),

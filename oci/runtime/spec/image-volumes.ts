@@ -36,7 +36,9 @@ export function withImageVolumes(volumes: readonly ImageVolumeMount[]): SpecOpt 
     // An image volume replaces whatever else was to be mounted at the same place.
     spec.mounts = (spec.mounts ?? []).filter((m) => !taken.has(path.posix.resolve(m.destination)));
     for (const v of volumes) {
-      spec.mounts.push({ destination: v.destination, type: 'bind', source: v.source, options: ['rbind', 'ro', 'nosuid', 'nodev', 'rprivate'] });
+      spec.mounts.push({
+        destination: v.destination, type: 'bind', source: v.source, options: ['rbind', 'ro', 'nosuid', 'nodev', 'rprivate'],
+      });
     }
   };
 }

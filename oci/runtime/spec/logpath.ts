@@ -14,7 +14,9 @@ export function containerLogPath(logDirectory: string, logPath: string): string 
   const dir = path.posix.normalize(logDirectory).replace(/\/+$/, '') || '/';
   const full = path.posix.normalize(path.posix.join(dir, logPath));
   if (path.posix.isAbsolute(logPath) || full === dir || !full.startsWith(dir === '/' ? '/' : `${dir}/`)) {
-    throw new InvalidArgument(`container log_path "${logPath}" escapes the pod log directory "${logDirectory}": use a relative path such as name/0.log`);
+    throw new InvalidArgument(
+      `container log_path "${logPath}" escapes the pod log directory "${logDirectory}": use a relative path such as name/0.log`,
+    );
   }
   return full;
 }

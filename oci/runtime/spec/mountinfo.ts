@@ -70,7 +70,8 @@ export function ensureSharedOrSlave(path: string, mounts: readonly MountInfo[]):
   const p = propagationOf(path, mounts);
   if (!p.shared && !p.slave) {
     throw new InvalidArgument(
-      `path "${path}" is mounted on a private mount: HostToContainer propagation needs a shared or slave mount (mount --make-rshared on the host)`,
+      `path "${path}" is mounted on a private mount: ` +
+        'HostToContainer propagation needs a shared or slave mount (mount --make-rshared on the host)',
     );
   }
 }

@@ -32,7 +32,10 @@ export function defaultMounts(): Mount[] {
   return [
     { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
     { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
-    { destination: '/dev/pts', type: 'devpts', source: 'devpts', options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620', 'gid=5'] },
+    {
+      destination: '/dev/pts', type: 'devpts', source: 'devpts',
+      options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620', 'gid=5'],
+    },
     { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
     { destination: DEV_SHM, type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'] },
     { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
@@ -150,12 +153,18 @@ function bindOptions(m: CriMount, ctx: BindMountContext): { options: string[]; r
       throw new InvalidArgument(`mount "${m.container_path}" has unknown propagation "${m.propagation}"`);
   }
   if (m.recursive_read_only) {
-    if (!m.readonly) throw new InvalidArgument(`mount "${m.container_path}" asks for recursive read-only but is not read-only: set readonly too`);
+    if (!m.readonly) {
+      throw new InvalidArgument(`mount "${m.container_path}" asks for recursive read-only but is not read-only: set readonly too`);
+    }
     if (m.propagation !== 'PROPAGATION_PRIVATE') {
-      throw new InvalidArgument(`mount "${m.container_path}" asks for recursive read-only with propagation: recursive read-only needs private propagation`);
+      throw new InvalidArgument(
+        `mount "${m.container_path}" asks for recursive read-only with propagation: recursive read-only needs private propagation`,
+      );
     }
     if (!ctx.recursiveReadOnly) {
-      throw new InvalidArgument(`mount "${m.container_path}" asks for recursive read-only, which this host's kernel or runc does not support`);
+      throw new InvalidArgument(
+        `mount "${m.container_path}" asks for recursive read-only, which this host's kernel or runc does not support`,
+      );
     }
     options.push('rro');
   } else {
@@ -179,7 +188,9 @@ export function withBindMounts(mounts: readonly CriMount[], ctx: BindMountContex
     let propagation: 'rshared' | 'rslave' | undefined;
     for (const m of mounts) {
       if (m.image?.image) {
-        throw new InvalidArgument(`mount "${m.container_path}" uses image "${m.image.image}" as its source: image volumes are not supported by this runtime`);
+        throw new InvalidArgument(
+          `mount "${m.container_path}" uses image "${m.image.image}" as its source: image volumes are not supported by this runtime`,
+        );
       }
       if (!path.posix.isAbsolute(m.container_path)) {
         throw new InvalidArgument(`mount target "${m.container_path}" is not absolute: use a path such as /data`);

@@ -88,7 +88,11 @@ export function pauseSpecOpts(input: PauseSpecInput): SpecOpt[] {
     withOomScoreAdj(PAUSE_OOM_SCORE_ADJ, host.oomScoreAdjMin),
     withAnnotations(
       config.annotations,
-      sandboxAnnotations({ sandboxId: input.sandboxId, name: meta.name, namespace: meta.namespace, uid: meta.uid }, config.log_directory, input.image.name),
+      sandboxAnnotations(
+        { sandboxId: input.sandboxId, name: meta.name, namespace: meta.namespace, uid: meta.uid },
+        config.log_directory,
+        input.image.name,
+      ),
     ),
   ];
 }

@@ -54,13 +54,18 @@ export function checkExecSize(argv: readonly string[], env: readonly string[]): 
       const bytes = Buffer.byteLength(item) + 1;
       if (bytes > MAX_ARG_STRLEN) {
         const name = what === 'argument' ? `argument ${i}` : `environment variable "${item.slice(0, Math.max(0, item.indexOf('=')))}"`;
-        throw new InvalidArgument(`${name} is ${bytes} bytes long; the kernel runs no command with an argument or variable over ${MAX_ARG_STRLEN} bytes`);
+        throw new InvalidArgument(
+          `${name} is ${bytes} bytes long; the kernel runs no command with an argument or variable over ${MAX_ARG_STRLEN} bytes`,
+        );
       }
       total += bytes;
     });
   }
   if (total > ARG_MAX) {
-    throw new InvalidArgument(`the command line and environment take ${total} bytes; the kernel runs no command whose arguments and environment exceed ${ARG_MAX} bytes`);
+    throw new InvalidArgument(
+      `the command line and environment take ${total} bytes; ` +
+        `the kernel runs no command whose arguments and environment exceed ${ARG_MAX} bytes`,
+    );
   }
 }
 

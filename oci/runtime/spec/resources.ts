@@ -57,7 +57,9 @@ export function linuxResources(r: LinuxContainerResources__Output, swap = true):
   if (memory !== 0) mem.limit = range('memory_limit_in_bytes', memory, 1, Number.MAX_SAFE_INTEGER);
   if (swapLimit < -1) throw new InvalidArgument(`memory_swap_limit_in_bytes ${swapLimit} is negative: use -1 for unlimited`);
   if (swapLimit > 0 && mem.limit !== undefined && swapLimit < mem.limit) {
-    throw new InvalidArgument(`memory_swap_limit_in_bytes ${swapLimit} is below memory_limit_in_bytes ${mem.limit}: it counts memory plus swap`);
+    throw new InvalidArgument(
+      `memory_swap_limit_in_bytes ${swapLimit} is below memory_limit_in_bytes ${mem.limit}: it counts memory plus swap`,
+    );
   }
   if (swap && swapLimit !== 0) mem.swap = swapLimit;
   else if (swap && mem.limit !== undefined) mem.swap = mem.limit;

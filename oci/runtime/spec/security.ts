@@ -159,7 +159,10 @@ const LOCALHOST_PREFIX = 'localhost/';
 export function chooseProfile(what: 'seccomp' | 'apparmor', profile: SecurityProfile__Output | null, legacy: string): ProfileChoice {
   if (profile) {
     if (profile.profile_type !== 'Localhost' && profile.localhost_ref !== '') {
-      throw new InvalidArgument(`${what} profile sets localhost_ref "${profile.localhost_ref}" with type ${profile.profile_type}: localhost_ref is only for Localhost`);
+      throw new InvalidArgument(
+        `${what} profile sets localhost_ref "${profile.localhost_ref}" with type ${profile.profile_type}: ` +
+          'localhost_ref is only for Localhost',
+      );
     }
     switch (profile.profile_type) {
       case 'Unconfined': return { kind: 'unconfined' };
@@ -202,7 +205,9 @@ export function parseSeccompProfile(ref: string, text: string): LinuxSeccomp {
   if (typeof raw !== 'object' || raw === null) return bad('expected a JSON object');
   const p = raw as Record<string, unknown>;
   const action = (v: unknown, where: string): LinuxSyscall['action'] =>
-    typeof v === 'string' && SECCOMP_ACTIONS.has(v) ? (v as LinuxSyscall['action']) : bad(`${where} "${String(v)}" is not a seccomp action`);
+    typeof v === 'string' && SECCOMP_ACTIONS.has(v)
+      ? (v as LinuxSyscall['action'])
+      : bad(`${where} "${String(v)}" is not a seccomp action`);
   const out: LinuxSeccomp = { defaultAction: action(p.defaultAction, 'defaultAction') };
   if (typeof p.defaultErrnoRet === 'number') out.defaultErrnoRet = p.defaultErrnoRet;
   if (Array.isArray(p.architectures)) {
@@ -217,7 +222,9 @@ export function parseSeccompProfile(ref: string, text: string): LinuxSeccomp {
   if (p.syscalls !== undefined) {
     if (!Array.isArray(p.syscalls)) bad('syscalls must be a list');
     out.syscalls = (p.syscalls as Array<Record<string, unknown>>).map((s, i) => {
-      const names = Array.isArray(s.names) ? s.names.map(String) : typeof s.name === 'string' ? [s.name] : bad(`syscalls[${i}] has no names`);
+      const names = Array.isArray(s.names)
+        ? s.names.map(String)
+        : typeof s.name === 'string' ? [s.name] : bad(`syscalls[${i}] has no names`);
       const rule: LinuxSyscall = { names, action: action(s.action, `syscalls[${i}].action`) };
       if (typeof s.errnoRet === 'number') rule.errnoRet = s.errnoRet;
       if (Array.isArray(s.args) && s.args.length > 0) {
@@ -275,7 +282,10 @@ export function apparmorProfileName(choice: ProfileChoice, privileged: boolean, 
   }
   if (privileged) return undefined;
   if (!apparmor.loaded.has(apparmor.defaultProfile)) {
-    throw new FailedPrecondition(`AppArmor RuntimeDefault needs the default profile "${apparmor.defaultProfile}", which is not loaded on this node: ${apparmor.defaultMissing}`);
+    throw new FailedPrecondition(
+      `AppArmor RuntimeDefault needs the default profile "${apparmor.defaultProfile}", ` +
+        `which is not loaded on this node: ${apparmor.defaultMissing}`,
+    );
   }
   return apparmor.defaultProfile;
 }
@@ -316,7 +326,9 @@ export function seccompProfileFor(choice: ProfileChoice, caps: readonly string[]
     case 'runtime-default': return defaultSeccompProfile({ capabilities: caps, arch: host.arch, kernelRelease: host.kernelRelease });
     case 'localhost': {
       const text = host.seccompProfiles?.[choice.ref];
-      if (text === undefined) throw new InvalidArgument(`seccomp profile "${choice.ref}" was not found on this node: place it there or use RuntimeDefault`);
+      if (text === undefined) {
+        throw new InvalidArgument(`seccomp profile "${choice.ref}" was not found on this node: place it there or use RuntimeDefault`);
+      }
       return parseSeccompProfile(choice.ref, text);
     }
   }
