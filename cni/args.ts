@@ -36,6 +36,26 @@ export function cniArgs(pod: PodIdentity): [string, string][] {
   ];
 }
 
+/**
+ * A pod's `cni-args` as the network allows them: an address or MAC given there (`IP`, `ips`, `MAC`, as the
+ * static and host-local IPAM plugins read them from CNI_ARGS or `args.cni`) would let a pod choose its
+ * address on a network whose definition never offered that, so each passes only when a plugin of the network
+ * declares the matching capability (`ips`, `mac`), as the selection's own `ips` and `mac` do.
+ */
+export function allowedCniArgs(args: Record<string, string> | undefined, list: NetworkList): Record<string, string> | undefined {
+  if (!args) return undefined;
+  const declared = new Set(list.plugins.flatMap((p) => p.capabilities));
+  const gate = (key: string) => CAPABILITY_OF_ARG[key.toLowerCase()];
+  const kept = Object.entries(args).filter(([key]) => {
+    const cap = gate(key);
+    return cap === undefined || declared.has(cap);
+  });
+  return kept.length > 0 ? Object.fromEntries(kept) : undefined;
+}
+
+/** The cni-args keys (any case) that set what a capability sets, and that capability. */
+const CAPABILITY_OF_ARG: Record<string, string> = { ip: 'ips', ips: 'ips', mac: 'mac' };
+
 export function cniArgsString(pairs: [string, string][]): string {
   return pairs.map(([k, v]) => `${k}=${v}`).join(';');
 }

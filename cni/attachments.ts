@@ -5,7 +5,7 @@
 // walk's actions.
 import { Internal } from '../core/errors.js';
 import type { TimelineEntry } from '../core/timeline.js';
-import { attachmentCapabilityArgs, withArgsCni } from './args.js';
+import { allowedCniArgs, attachmentCapabilityArgs, withArgsCni } from './args.js';
 import type { CachedAttachment } from './cache.js';
 import { LOOPBACK_NETWORK, type NetworkList } from './config.js';
 import { withDeviceId } from './devices.js';
@@ -53,7 +53,7 @@ export interface PodInvocation {
 export function plannedAttachments(plan: PodPlan, pod: PodInvocation, deviceIds: (string | undefined)[] = []): Attachment[] {
   const secondaries = plan.secondaries.map((s, i): Attachment => {
     const deviceId = deviceIds[i];
-    const list = withArgsCni(deviceId ? withDeviceId(s.list, deviceId) : s.list, s.selection.cniArgs);
+    const list = withArgsCni(deviceId ? withDeviceId(s.list, deviceId) : s.list, allowedCniArgs(s.selection.cniArgs, s.list));
     return { list, inv: secondaryInvocation(pod, s, deviceId), secondary: s };
   });
   return [
@@ -108,9 +108,9 @@ export function cachedAttachment(
   };
 }
 
-/** A secondary attachment's invocation: CNI_ARGS the pod's then the selection's cni-args, its own capabilities. */
+/** A secondary attachment's invocation: CNI_ARGS the pod's then the selection's cni-args (as allowed), its own capabilities. */
 function secondaryInvocation(pod: PodInvocation, s: SecondaryPlan, deviceId?: string): Invocation {
-  const args: [string, string][] = [...pod.args, ...Object.entries(s.selection.cniArgs ?? {})];
+  const args: [string, string][] = [...pod.args, ...Object.entries(allowedCniArgs(s.selection.cniArgs, s.list) ?? {})];
   return { ...pod, ifName: s.ifName, args, caps: attachmentCapabilityArgs(pod.caps, s.selection, deviceId) };
 }
 

@@ -110,6 +110,23 @@ test('planned attachments: each secondary gets its interface, the selection\'s c
   assert.equal(net2!.secondary, vf);
 });
 
+test('cni-args that set an address or MAC reach CNI_ARGS and args.cni only on a network declaring that capability (#31)', () => {
+  const cniArgs = { IP: '10.1.1.9/24', ips: '10.1.1.8/24', MAC: '02:00:00:00:00:09', color: 'blue' };
+  const cases: [Record<string, unknown>, string[]][] = [
+    [{}, ['color']],
+    [{ ips: true }, ['IP', 'ips', 'color']],
+    [{ mac: true }, ['MAC', 'color']],
+    [{ ips: true, mac: true }, ['IP', 'ips', 'MAC', 'color']],
+  ];
+  for (const [capabilities, allowed] of cases) {
+    const s = { ...secondary('s', 'net1'), selection: { name: 's', namespace: 'pods', cniArgs }, list: list('s', [{ type: 'bridge', capabilities }, { type: 'tuning' }]) };
+    const [, , net1] = plannedAttachments({ ...plan, secondaries: [s] }, pod);
+    const expected = Object.fromEntries(Object.entries(cniArgs).filter(([k]) => allowed.includes(k)));
+    assert.deepEqual(net1!.inv.args, [['K8S_POD_NAME', 'p'], ...Object.entries(expected)], JSON.stringify(capabilities));
+    for (const plugin of net1!.list.plugins) assert.deepEqual(plugin.raw.args, { cni: expected }, JSON.stringify(capabilities));
+  }
+});
+
 test('tear-down fallbacks: the plan\'s networks for interfaces without a cache entry, never a device-backed one', () => {
   const withDevice = { ...plan, secondaries: [secondary('a', 'net1'), secondary('vf', 'net2', { resourceName: 'example.com/vf' })] };
   assert.deepEqual(names(fallbackAttachments(withDevice, undefined, pod)), ['net1', 'eth0', 'lo']);
