@@ -1,4 +1,5 @@
-// CDI spec files (Container Device Interface, spec versions 0.3 to 0.8, and 1.0 which changed no field): the
+// CDI spec files (Container Device Interface, spec versions 0.3 to 0.8, 1.0 which changed no field, and 1.1 which
+// added network devices and Intel RDT's schemata and monitoring): the
 // devices a vendor offers under one kind, and the container edits each brings. Parsing and name checks are pure.
 import { z } from 'zod';
 import { parse as parseYaml } from 'yaml';
@@ -41,6 +42,15 @@ export interface CdiIntelRdt {
   closID?: string;
   l3CacheSchema?: string;
   memBwSchema?: string;
+  schemata?: string[];
+  enableMonitoring?: boolean;
+}
+
+/** A host network interface moved into the container's network namespace (CDI 1.1). */
+export interface CdiNetDevice {
+  hostInterfaceName: string;
+  /** Its name inside the container. */
+  name: string;
 }
 
 /** Changes to a container's OCI spec. */
@@ -51,6 +61,7 @@ export interface CdiEdits {
   hooks?: CdiHook[];
   additionalGids?: number[];
   intelRdt?: CdiIntelRdt;
+  netDevices?: CdiNetDevice[];
 }
 
 export interface CdiDevice {
@@ -100,7 +111,11 @@ const edits = z.object({
   mounts: z.array(mount).nullish(),
   hooks: z.array(hook).nullish(),
   additionalGids: z.array(uint32).nullish(),
-  intelRdt: z.object({ closID: z.string().optional(), l3CacheSchema: z.string().optional(), memBwSchema: z.string().optional() }).nullish(),
+  intelRdt: z.object({
+    closID: z.string().optional(), l3CacheSchema: z.string().optional(), memBwSchema: z.string().optional(),
+    schemata: z.array(z.string()).optional(), enableMonitoring: z.boolean().optional(),
+  }).nullish(),
+  netDevices: z.array(z.object({ hostInterfaceName: z.string(), name: z.string() })).nullish(),
 });
 const annotations = z.record(z.string(), z.string()).nullish();
 const specSchema = z.object({
@@ -111,11 +126,11 @@ const specSchema = z.object({
   containerEdits: edits.nullish(),
 });
 
-/** The versions read: 0.3.0 to 0.8.x, and 1.0.x (the same fields as 0.8). */
+/** The versions read: 0.3.0 to 0.8.x, 1.0.x (the same fields as 0.8) and 1.1.x. */
 export function isSupportedCdiVersion(version: string): boolean {
   if (!/^v?\d+\.\d+\.\d+$/.test(version)) return false;
   const within = (from: string, below: string) => versionAtLeast(version, from) && !versionAtLeast(version, below);
-  return within('0.3.0', '0.9.0') || within('1.0.0', '1.1.0');
+  return within('0.3.0', '0.9.0') || within('1.0.0', '1.2.0');
 }
 
 const VENDOR = /^[A-Za-z](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?$/;
@@ -155,15 +170,15 @@ export function parseCdiSpec(file: string, text: string): CdiSpec {
     bad(`${issue.path.join('.') || 'the document'} ${issue.message}`);
   }
   const s = result.data!;
-  if (!isSupportedCdiVersion(s.cdiVersion)) bad(`cdiVersion "${s.cdiVersion}" is not one this runtime reads (0.3.0 to 0.8.x, 1.0.x)`);
+  if (!isSupportedCdiVersion(s.cdiVersion)) bad(`cdiVersion "${s.cdiVersion}" is not one this runtime reads (0.3.0 to 0.8.x, 1.0.x, 1.1.x)`);
   const [vendor = '', klass = '', ...more] = s.kind.split('/');
   if (more.length > 0 || !VENDOR.test(vendor) || !CLASS.test(klass)) bad(`kind "${s.kind}" is not vendor.com/class`);
   if (klass.includes('.') && !versionAtLeast(s.cdiVersion, '0.6.0')) {
     bad(`kind "${s.kind}" has a '.' in its class, which needs cdiVersion 0.6.0`);
   }
-  const needs = (what: string, minor: number): void => {
-    if (versionAtLeast(s.cdiVersion, `0.${minor}.0`)) return;
-    bad(`${what} needs cdiVersion 0.${minor}.0 or later, but the file says ${s.cdiVersion}`);
+  const needs = (what: string, minor: number, major = 0): void => {
+    if (versionAtLeast(s.cdiVersion, `${major}.${minor}.0`)) return;
+    bad(`${what} needs cdiVersion ${major}.${minor}.0 or later, but the file says ${s.cdiVersion}`);
   };
   const checkEdits = (e: z.infer<typeof edits> | null | undefined, where: string): void => {
     if (!e) return;
@@ -171,6 +186,15 @@ export function parseCdiSpec(file: string, text: string): CdiSpec {
     if (e.deviceNodes?.some((d) => d.hostPath !== undefined)) needs(`${where}: a device node hostPath`, 5);
     if (e.additionalGids) needs(`${where}: additionalGids`, 7);
     if (e.intelRdt) needs(`${where}: intelRdt`, 7);
+    if (e.intelRdt?.schemata !== undefined || e.intelRdt?.enableMonitoring !== undefined) needs(`${where}: intelRdt schemata and enableMonitoring`, 1, 1);
+    if (e.netDevices) needs(`${where}: netDevices`, 1, 1);
+    const inContainer = new Set<string>();
+    for (const n of e.netDevices ?? []) {
+      if (!isIfName(n.hostInterfaceName)) bad(`${where}: net device hostInterfaceName "${n.hostInterfaceName}" is not a valid interface name`);
+      if (!isIfName(n.name)) bad(`${where}: net device name "${n.name}" is not a valid interface name`);
+      if (inContainer.has(n.name)) bad(`${where}: two net devices are named "${n.name}" in the container`);
+      inContainer.add(n.name);
+    }
     for (const d of e.deviceNodes ?? []) if (!d.path.startsWith('/')) bad(`${where}: device node path "${d.path}" must be absolute`);
     for (const m of e.mounts ?? []) {
       if (!m.containerPath.startsWith('/')) bad(`${where}: mount containerPath "${m.containerPath}" must be absolute`);
@@ -207,7 +231,13 @@ function cleanEdits(e: z.infer<typeof edits> | null | undefined): CdiEdits {
   if (e?.hooks) out.hooks = e.hooks;
   if (e?.additionalGids) out.additionalGids = e.additionalGids;
   if (e?.intelRdt) out.intelRdt = e.intelRdt;
+  if (e?.netDevices) out.netDevices = e.netDevices;
   return out;
+}
+
+/** A Linux interface name: 1 to 15 bytes, no '/', ':' or whitespace, not "." or "..". */
+function isIfName(name: string): boolean {
+  return name !== '' && Buffer.byteLength(name) <= 15 && !/[/:\s]/.test(name) && name !== '.' && name !== '..';
 }
 
 export const CDI_ANNOTATION_PREFIX = 'cdi.k8s.io/';

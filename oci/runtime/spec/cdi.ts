@@ -2,6 +2,8 @@
 // environment variables (a later value of a name replaces the earlier one in place), device nodes with their
 // device cgroup rule, mounts (one at the same destination is replaced; parents stay before children), hooks,
 // additional gids (0 and repeats ignored) and Intel RDT. Device nodes arrive completed from the host.
+// Network devices (CDI 1.1 netDevices) are not applied here: one owner per device, and that owner is the CNI
+// plugin of the DRA-backed secondary network that moves it into the pod at RunPodSandbox (see the README).
 import path from 'node:path';
 import { InvalidArgument } from '../../../core/errors.js';
 import type { CdiEdits } from '../../../cdi/spec.js';

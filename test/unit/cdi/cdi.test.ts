@@ -56,6 +56,20 @@ test('spec files are read as JSON or YAML, with their version and names checked'
   refuses('cdiVersion: "0.5.0"\nkind: a.com/b\ndevices: [{name: x, containerEdits: {deviceNodes: [{path: dev/x}]}}]', /"dev\/x" must be absolute/);
   refuses('{{{', /cannot be parsed/);
   assert.doesNotThrow(() => parseCdiSpec('/x.yaml', 'cdiVersion: "1.0.0"\nkind: a.com/b\ndevices: [{name: x}]'));
+  refuses('cdiVersion: "1.2.0"\nkind: a.com/b\ndevices: [{name: x}]', /cdiVersion "1.2.0" is not one this runtime reads/);
+  refuses('cdiVersion: "1.0.0"\nkind: a.com/b\ndevices: [{name: x, containerEdits: {netDevices: [{hostInterfaceName: eth5, name: net1}]}}]', /netDevices needs cdiVersion 1.1.0/);
+  refuses('cdiVersion: "1.0.0"\nkind: a.com/b\ndevices: [{name: x, containerEdits: {intelRdt: {schemata: ["L3:0=f"]}}}]', /schemata and enableMonitoring needs cdiVersion 1.1.0/);
+  refuses('cdiVersion: "1.1.0"\nkind: a.com/b\ndevices: [{name: x, containerEdits: {netDevices: [{hostInterfaceName: "a/b", name: net1}]}}]', /hostInterfaceName "a\/b" is not a valid interface name/);
+  refuses('cdiVersion: "1.1.0"\nkind: a.com/b\ndevices: [{name: x, containerEdits: {netDevices: [{hostInterfaceName: a, name: n}, {hostInterfaceName: b, name: n}]}}]', /two net devices are named "n"/);
+});
+
+test('CDI 1.1: network devices of a device, and Intel RDT schemata', () => {
+  const spec = parseCdiSpec('/var/run/cdi/net.json', JSON.stringify({
+    cdiVersion: '1.1.0', kind: 'net.example.com/vf',
+    devices: [{ name: 'vf-0', annotations: { 'dra.minicri.io/pci-address': '0000:3b:02.1' }, containerEdits: { netDevices: [{ hostInterfaceName: 'ens1f0v1', name: 'net1' }], intelRdt: { schemata: ['L3:0=ff'], enableMonitoring: true } } }],
+  }));
+  assert.deepEqual(spec.devices[0]!.containerEdits.netDevices, [{ hostInterfaceName: 'ens1f0v1', name: 'net1' }]);
+  assert.deepEqual(spec.devices[0]!.containerEdits.intelRdt, { schemata: ['L3:0=ff'], enableMonitoring: true });
 });
 
 test('qualified names: vendor.com/class=name, from the CDI field and the cdi.k8s.io annotations', () => {
