@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { InvalidArgument } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { editsFor, indexDevices, type DeviceIndex, type LoadedSpec, type OwnedEdits } from './edits.js';
-import { parseCdiSpec, type CdiDeviceNode } from './spec.js';
+import { parseCdiSpec, type CdiDevice, type CdiDeviceNode, type CdiSpec } from './spec.js';
 
 export const DEFAULT_CDI_DIRS = ['/etc/cdi', '/var/run/cdi'];
 
@@ -43,6 +43,14 @@ export class CdiRegistry {
   async inventory(): Promise<CdiInventory> {
     await this.refresh();
     return { devices: [...this.index.devices.keys()].sort(), errors: { ...this.errors } };
+  }
+
+  /** A device by its qualified name, as its spec file defines it; undefined when none or several do. */
+  async lookup(name: string): Promise<{ spec: CdiSpec; device: CdiDevice } | undefined> {
+    await this.refresh();
+    if (this.index.conflicts.has(name)) return undefined;
+    const known = this.index.devices.get(name);
+    return known && { spec: known.spec, device: known.device };
   }
 
   /** The edits the devices bring, in the order they apply, device nodes completed from the host. */

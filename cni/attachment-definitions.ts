@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { InvalidArgument } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { parseNetworkList, type NetworkList } from './config.js';
+import { DRA_CLAIM_ANNOTATION, DRA_DRIVER_ANNOTATION, DRA_POOL_ANNOTATION, type DraSelector } from './dra.js';
 
 const RESOURCE_NAME_ANNOTATION = 'k8s.v1.cni.cncf.io/resourceName';
 const DEFINITION_EXTENSIONS = ['.yaml', '.yml', '.json'];
@@ -17,6 +18,8 @@ export interface AttachmentDefinition {
   name: string;
   /** The device plugin resource whose devices back this network (SR-IOV VFs and the like). */
   resourceName?: string;
+  /** The DRA devices that back this network instead (driver, optionally pool and claim). */
+  dra?: DraSelector;
   /** The CNI network, or undefined when spec.config is empty: then the conf dir's network named `name` is used. */
   list?: NetworkList;
   source: string;
@@ -66,14 +69,34 @@ export function parseDefinition(obj: unknown, source: string): AttachmentDefinit
   const { metadata, spec } = parsed.data;
   const where = `NetworkAttachmentDefinition ${definitionKey(metadata.namespace, metadata.name)} in ${source}`;
   const config = spec?.config?.trim();
-  const resourceName = metadata.annotations?.[RESOURCE_NAME_ANNOTATION]?.trim();
+  const annotation = (key: string) => metadata.annotations?.[key]?.trim() || undefined;
+  const resourceName = annotation(RESOURCE_NAME_ANNOTATION);
+  const dra = draSelector(annotation, where);
+  if (dra && resourceName) {
+    throw new InvalidArgument(`${where}: annotations ${RESOURCE_NAME_ANNOTATION} and ${DRA_DRIVER_ANNOTATION} both name the network's device: keep one`);
+  }
   return {
     namespace: metadata.namespace,
     name: metadata.name,
     ...(resourceName ? { resourceName } : {}),
+    ...(dra ? { dra } : {}),
     ...(config ? { list: parseNetworkList(Buffer.from(config), where) } : {}),
     source,
   };
+}
+
+function draSelector(annotation: (key: string) => string | undefined, where: string): DraSelector | undefined {
+  const driver = annotation(DRA_DRIVER_ANNOTATION);
+  const pool = annotation(DRA_POOL_ANNOTATION);
+  const claim = annotation(DRA_CLAIM_ANNOTATION);
+  if (!driver) {
+    if (pool || claim) throw new InvalidArgument(`${where}: ${pool ? DRA_POOL_ANNOTATION : DRA_CLAIM_ANNOTATION} needs ${DRA_DRIVER_ANNOTATION}`);
+    return undefined;
+  }
+  if (claim !== undefined && !DNS_SUBDOMAIN.test(claim)) {
+    throw new InvalidArgument(`${where}: ${DRA_CLAIM_ANNOTATION} "${claim}" is not a valid ResourceClaim name (a DNS-1123 subdomain)`);
+  }
+  return { driver, ...(pool ? { pool } : {}), ...(claim ? { claim } : {}) };
 }
 
 /** Reads every valid definition in `dir` (sorted by file name); invalid files are logged and skipped. */

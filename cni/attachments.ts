@@ -71,7 +71,7 @@ export function plannedAttachments(plan: PodPlan, pod: PodInvocation, deviceIds:
 export function fallbackAttachments(plan: PodPlan | undefined, defaultNet: NetworkList | undefined, pod: PodInvocation): Attachment[] {
   const out: Attachment[] = [];
   for (const s of plan?.secondaries ?? []) {
-    if (s.resourceName) continue;
+    if (s.resourceName || s.dra) continue;
     out.push({ list: s.list, inv: secondaryInvocation(pod, s) });
   }
   const main = plan?.main ?? defaultNet;

@@ -1,9 +1,9 @@
 // Attachment cache in libcni's on-disk layout (<cacheDir>/results/<network>-<containerId>-<ifName>,
 // kind "cniCacheV1"), so DEL after a restart or config change replays what ADD used, and other
 // CNI tooling can read it.
-import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { writeFileAtomic } from '../core/fs.js';
 import { isObject } from './config.js';
 
 export const CACHE_KIND = 'cniCacheV1';
@@ -48,15 +48,7 @@ export class ResultCache {
   /** Written atomically (temp file + rename), readable by root only, as libcni does. */
   async write(entry: CachedAttachment): Promise<void> {
     await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
-    const target = this.file(entry.networkName, entry.containerId, entry.ifName);
-    const tmp = path.join(this.dir, `.tmp-${randomBytes(6).toString('hex')}`);
-    try {
-      await fs.writeFile(tmp, JSON.stringify(entry), { mode: 0o600 });
-      await fs.rename(tmp, target);
-    } catch (err) {
-      await fs.rm(tmp, { force: true });
-      throw err;
-    }
+    await writeFileAtomic(this.file(entry.networkName, entry.containerId, entry.ifName), JSON.stringify(entry));
   }
 
   /** Drops temp files a write cut off before its rename left (a crash mid-write); call before use. */

@@ -2,7 +2,10 @@
 // Three parts: the network catalogue says which networks a pod joins, the plugin chain runs one
 // attachment (with its cache entry, so teardown replays exactly what setup did), and every pod operation
 // here is one walk over the pod's attachments (attachments.ts), as ocicni walks a pod's networks.
+import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
+import path from 'node:path';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
+import { writeFileAtomic } from '../core/fs.js';
 import { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import type { TimelineEntry } from '../core/timeline.js';
@@ -21,15 +24,33 @@ import {
 } from './attachments.js';
 import { LOOPBACK_NETWORK } from './config.js';
 import { assignDevices } from './devices.js';
+import {
+  assignDraDevices,
+  deviceInfo,
+  draAttachmentStatus,
+  pluginDevice,
+  type DraAssignment,
+  type DraAttachmentStatus,
+  type KnownCdiDevice,
+  type PodDeviceStatusFile,
+} from './dra.js';
 import { NetworkCatalogue } from './network-catalogue.js';
 import { POD_IFNAME } from './network-selection.js';
-import { networkStatusEntry, type NetworkStatusEntry } from './network-status.js';
+import { attachmentAddresses, networkStatusEntry, type NetworkStatusEntry } from './network-status.js';
 import type { PodPlan } from './pod-plan.js';
 import type { PodDeviceSource } from './pod-resources.js';
 import { PluginChain } from './plugin-chain.js';
 import { podIps, type CniResult } from './result.js';
 
 const DEFAULT_NETWORKS_DIR = '/etc/minicri/networks.d';
+/** The per-pod device status file, in the pod's own directory under the device status dir. */
+export const DEVICE_STATUS_FILE = 'network-devices.json';
+
+/** The node's CDI devices, as DRA-backed networks look them up. */
+export interface CdiLookup {
+  readonly dirs: readonly string[];
+  lookup(name: string): Promise<KnownCdiDevice | undefined>;
+}
 
 export interface CniManagerOptions {
   confDir: string;
@@ -42,6 +63,10 @@ export interface CniManagerOptions {
   networksDir?: string;
   /** kubelet's pod-resources API, asked only for pods with device-backed networks. */
   podResources?: PodDeviceSource;
+  /** The node's CDI spec files, where DRA-backed networks find what their devices are. */
+  cdi?: CdiLookup;
+  /** Where each pod's DRA device status goes (`<dir>/<sandbox id>/network-devices.json`); none written without it. */
+  deviceStatusDir?: string;
   /** Longest a single plugin call may run before it is killed; default 60s. */
   pluginTimeoutMs?: number;
   log: Logger;
@@ -69,6 +94,14 @@ export interface PodNetworkStatus {
   networkStatus: NetworkStatusEntry[];
   /** How long each plugin's ADD took ("cni-add" steps naming the plugin), for the pod's startup timeline. */
   steps?: TimelineEntry[];
+  /** Each DRA-backed attachment's device status (also in the pod's device status file). */
+  deviceStatus?: DraAttachmentStatus[];
+}
+
+/** The device each secondary attachment of a plan gets (undefined: none), and where a DRA one came from. */
+interface PlannedDevices {
+  ids: (string | undefined)[];
+  dra: ({ assignment: DraAssignment; cdiName: string } | undefined)[];
 }
 
 export const NETWORK_NOT_READY = 'NetworkPluginNotReady';
@@ -81,6 +114,7 @@ export class CniManager {
     private readonly catalogue: NetworkCatalogue,
     private readonly chain: PluginChain,
     private readonly podResources: PodDeviceSource | undefined,
+    private readonly o: Pick<CniManagerOptions, 'cdi' | 'deviceStatusDir'>,
     private readonly log: Logger,
   ) {}
 
@@ -95,7 +129,7 @@ export class CniManager {
       log: o.log,
       watch: o.watch !== false,
     });
-    return new CniManager(catalogue, chain, o.podResources, o.log);
+    return new CniManager(catalogue, chain, o.podResources, o, o.log);
   }
 
   defaultNetworkName(): string | undefined {
@@ -117,7 +151,8 @@ export class CniManager {
       const plan = this.catalogue.plan(r);
       const steps: TimelineEntry[] = [];
       const pod = { ...this.podInvocation(r, r.netnsPath), steps };
-      const attachments = plannedAttachments(plan, pod, await this.deviceIds(r, plan));
+      const devices = await this.devicesFor(r, plan);
+      const attachments = plannedAttachments(plan, pod, devices.ids);
       const planned = plan.secondaries.map((s) => s.ifName);
       const started = performance.now();
       const results = new Map<Attachment, CniResult>();
@@ -135,8 +170,29 @@ export class CniManager {
       }
       const ms = Math.round(performance.now() - started);
       this.log.debug({ sandbox: r.sandboxId, network: plan.main.name, secondary: plan.secondaries.length, ms }, 'pod network set up');
-      return { ...podNetworkStatus(plan, attachments, results), steps };
+      const status = podNetworkStatus(plan, attachments, results, devices);
+      if (status.deviceStatus) {
+        try {
+          await this.writeDeviceStatus(r, status);
+        } catch (err) {
+          await this.undoSetUp(r.sandboxId, attachments.map((a) => ({ ...a, prev: results.get(a)! })), planned);
+          throw err;
+        }
+      }
+      return { ...status, steps };
     });
+  }
+
+  /** The pod's DRA device status file, as set-up wrote it; undefined when it has none. */
+  async deviceStatus(sandboxId: string): Promise<PodDeviceStatusFile | undefined> {
+    const file = this.deviceStatusFile(sandboxId);
+    if (!file) return undefined;
+    try {
+      return JSON.parse(await readFile(file, 'utf8')) as PodDeviceStatusFile;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
   }
 
   /** Detaches the pod from every network it was attached to, in reverse order; succeeds when there is nothing left to do. */
@@ -158,6 +214,13 @@ export class CniManager {
         isLoopback(a) ? this.chain.forget(a) : this.chain.del(a),
       );
       throwAll(failures.map((f) => f.error), `tearing down network of pod ${r.namespace}/${r.name}`);
+      // Every device is back on the host: its status no longer holds.
+      const file = this.deviceStatusFile(r.sandboxId);
+      if (file) {
+        await rm(file, { force: true });
+        // The pod's directory goes with it when nothing else is in it (RemovePodSandbox removes it otherwise).
+        await rmdir(path.dirname(file)).catch(() => undefined);
+      }
     });
   }
 
@@ -257,16 +320,49 @@ export class CniManager {
     }
   }
 
-  /** A device of its resource for each secondary attachment whose definition names one (in the plan's order). */
-  private async deviceIds(r: PodNetworkRequest, plan: PodPlan): Promise<(string | undefined)[]> {
-    if (!plan.secondaries.some((s) => s.resourceName)) return [];
+  /**
+   * A device for each secondary attachment whose definition takes one (in the plan's order): of its
+   * device-plugin resource, or of its DRA driver, resolved through the device's CDI spec.
+   */
+  private async devicesFor(r: PodNetworkRequest, plan: PodPlan): Promise<PlannedDevices> {
+    if (!plan.secondaries.some((s) => s.resourceName || s.dra)) return { ids: [], dra: [] };
     // Only a pod with a device-backed network asks kubelet.
     if (!this.podResources) {
       throw new FailedPrecondition(`pod ${r.namespace}/${r.name} asks for a device-backed network but no pod-resources API is configured`);
     }
-    const devices = await this.podResources.podDevices(r.namespace, r.name);
-    const needs = plan.secondaries.map((s) => ({ name: s.key, ...(s.resourceName ? { resourceName: s.resourceName } : {}) }));
-    return assignDevices(needs, devices);
+    const allocations = await this.podResources.podAllocations(r.namespace, r.name);
+    const needs = plan.secondaries.map((s) => ({ name: s.key, ...(s.resourceName ? { resourceName: s.resourceName } : {}), ...(s.dra ? { dra: s.dra } : {}) }));
+    const ids = assignDevices(needs, allocations.devices);
+    const assignments = assignDraDevices(needs, allocations.claims, `${r.namespace}/${r.name}`);
+    const dra: PlannedDevices['dra'] = [];
+    for (const [i, assignment] of assignments.entries()) {
+      if (!assignment) continue;
+      const cdi = this.o.cdi;
+      if (!cdi) throw new FailedPrecondition(`network ${needs[i]!.name} takes a DRA device but minicri has no CDI spec directories configured`);
+      const known = new Map<string, KnownCdiDevice | undefined>();
+      for (const name of assignment.device.cdiDevices) known.set(name, await cdi.lookup(name));
+      const device = pluginDevice(assignment, (name) => known.get(name), cdi.dirs);
+      ids[i] = device.deviceId;
+      dra[i] = { assignment, cdiName: device.cdiName };
+    }
+    return { ids, dra };
+  }
+
+  private deviceStatusFile(sandboxId: string): string | undefined {
+    return this.o.deviceStatusDir && path.join(this.o.deviceStatusDir, sandboxId, DEVICE_STATUS_FILE);
+  }
+
+  /** The pod's device status file, written whole (temp file and rename) so a reader never sees half of it. */
+  private async writeDeviceStatus(r: PodNetworkRequest, status: PodNetworkStatus): Promise<void> {
+    const file = this.deviceStatusFile(r.sandboxId);
+    if (!file) return;
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    const content: PodDeviceStatusFile = {
+      pod: { namespace: r.namespace, name: r.name, uid: r.uid, sandboxId: r.sandboxId },
+      devices: status.deviceStatus ?? [],
+      networkStatus: status.networkStatus,
+    };
+    await writeFileAtomic(file, `${JSON.stringify(content, null, 2)}\n`, 0o644);
   }
 }
 
@@ -278,17 +374,26 @@ function validateRequest(r: PodNetworkRequest, needNetns: boolean): void {
   if (needNetns && !r.netnsPath) throw new InvalidArgument(`pod ${r.namespace}/${r.name} has no network namespace path`);
 }
 
-/** The pod's IPs (eth0's), every result in attach order, and the network status multus would write. */
-function podNetworkStatus(plan: PodPlan, attachments: Attachment[], results: Map<Attachment, CniResult>): PodNetworkStatus {
+/** The pod's IPs (eth0's), every result in attach order, the network status multus would write, and the DRA devices' status. */
+function podNetworkStatus(plan: PodPlan, attachments: Attachment[], results: Map<Attachment, CniResult>, devices: PlannedDevices): PodNetworkStatus {
   const resultOf = (a: Attachment) => results.get(a)!;
   const main = resultOf(attachments.find((a) => a.inv.ifName === POD_IFNAME)!);
   const secondaries = attachments.flatMap((a) => (a.secondary ? [{ a, s: a.secondary }] : []));
+  const deviceStatus: DraAttachmentStatus[] = [];
+  const secondaryEntries = secondaries.map(({ a, s }, i) => {
+    const entry = networkStatusEntry(s.key, a.inv.ifName, resultOf(a), { gateway: s.selection.defaultRoute });
+    const dra = devices.dra[i];
+    if (!dra) return entry;
+    const info = deviceInfo(devices.ids[i]!);
+    const withInfo = info && !entry['device-info'] ? { ...entry, 'device-info': info } : entry;
+    const addresses = attachmentAddresses(resultOf(a), a.inv.ifName);
+    deviceStatus.push(draAttachmentStatus(s.key, a.inv.ifName, dra.assignment, { deviceId: devices.ids[i]!, cdiName: dra.cdiName }, addresses, withInfo));
+    return withInfo;
+  });
   return {
     ips: podIps(main),
     results: attachments.map((a) => resultOf(a).raw),
-    networkStatus: [
-      networkStatusEntry(plan.mainName, POD_IFNAME, main, { isDefault: true }),
-      ...secondaries.map(({ a, s }) => networkStatusEntry(s.key, a.inv.ifName, resultOf(a), { gateway: s.selection.defaultRoute })),
-    ],
+    networkStatus: [networkStatusEntry(plan.mainName, POD_IFNAME, main, { isDefault: true }), ...secondaryEntries],
+    ...(deviceStatus.length > 0 ? { deviceStatus } : {}),
   };
 }

@@ -21,13 +21,8 @@ export function networkStatusEntry(
   result: CniResult,
   opts: { isDefault?: boolean; gateway?: string[] } = {},
 ): NetworkStatusEntry {
-  // The interface the plugin made inside the pod; plugins that list none (ipvlan in L3 mode, test
-  // plugins) still own every IP they returned.
-  const index = result.interfaces.findIndex((i) => i.name === ifName && i.sandbox !== undefined);
-  const ips = result.ips
-    .filter((ip) => index < 0 || ip.interface === undefined || ip.interface === index)
-    .map((ip) => ip.address.slice(0, ip.address.lastIndexOf('/')));
-  const mac = index >= 0 ? result.interfaces[index]!.mac : undefined;
+  const { cidrs, mac } = attachmentAddresses(result, ifName);
+  const ips = cidrs.map((cidr) => cidr.slice(0, cidr.lastIndexOf('/')));
   const deviceInfo = result.raw['device-info'];
   return {
     name,
@@ -39,6 +34,16 @@ export function networkStatusEntry(
     ...(isObject(deviceInfo) ? { 'device-info': deviceInfo } : {}),
     ...(opts.gateway && opts.gateway.length > 0 ? { gateway: opts.gateway } : {}),
   };
+}
+
+/** The addresses (CIDRs) and MAC of the pod's interface `ifName` in an attachment's result. */
+export function attachmentAddresses(result: CniResult, ifName: string): { cidrs: string[]; mac?: string } {
+  // The interface the plugin made inside the pod; plugins that list none (ipvlan in L3 mode, test
+  // plugins) still own every IP they returned.
+  const index = result.interfaces.findIndex((i) => i.name === ifName && i.sandbox !== undefined);
+  const cidrs = result.ips.filter((ip) => index < 0 || ip.interface === undefined || ip.interface === index).map((ip) => ip.address);
+  const mac = index >= 0 ? result.interfaces[index]!.mac : undefined;
+  return { cidrs, ...(mac ? { mac } : {}) };
 }
 
 function dnsOf(raw: unknown): NetworkStatusEntry['dns'] {

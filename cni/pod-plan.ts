@@ -4,6 +4,7 @@
 import { InvalidArgument } from '../core/errors.js';
 import { definitionKey, type AttachmentDefinition } from './attachment-definitions.js';
 import type { NetworkList } from './config.js';
+import type { DraSelector } from './dra.js';
 import {
   assignInterfaces,
   DEFAULT_NETWORK_ANNOTATION,
@@ -20,6 +21,7 @@ export interface SecondaryPlan {
   selection: NetworkSelection;
   list: NetworkList;
   resourceName?: string;
+  dra?: DraSelector;
 }
 
 export interface PodPlan {
@@ -57,6 +59,7 @@ export function planPodNetworks(annotations: Record<string, string>, podNamespac
       selection,
       list: listOf(def, c),
       ...(def.resourceName ? { resourceName: def.resourceName } : {}),
+      ...(def.dra ? { dra: def.dra } : {}),
     };
   });
   checkDefaultRoutes(secondaries.map((s) => s.selection));

@@ -1,6 +1,7 @@
 // A client of kubelet's pod-resources API (v1.PodResourcesLister on a unix socket): which device ids of
-// which resource kubelet allocated to a pod. Only pods whose networks are device-backed ask it, so the
-// proto is loaded and the socket dialled on first use.
+// which resource kubelet allocated to a pod (device plugins), and which devices of which ResourceClaims
+// (DRA, `dynamic_resources`). Only pods whose networks are device-backed ask it, so the proto is loaded and
+// the socket dialled on first use.
 import { stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
@@ -14,15 +15,43 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 /** Device ids per resource name, over all of a pod's containers, in kubelet's order. */
 export type PodDevices = Map<string, string[]>;
 
+/** One device DRA allocated: the driver/pool/device triplet and the CDI devices it brings. */
+export interface DraDevice {
+  driver: string;
+  pool: string;
+  device: string;
+  cdiDevices: string[];
+}
+
+/** A ResourceClaim the pod's containers use, as kubelet reports it (no devices: not prepared for the pod). */
+export interface DraClaim {
+  namespace: string;
+  name: string;
+  devices: DraDevice[];
+}
+
+/** Everything kubelet allocated to a pod, over all of its containers, each once, in kubelet's order. */
+export interface PodAllocations {
+  devices: PodDevices;
+  claims: DraClaim[];
+}
+
 /** Where a pod's allocated devices come from (kubelet; a fake in unit tests). */
 export interface PodDeviceSource {
-  podDevices(namespace: string, name: string): Promise<PodDevices>;
+  podAllocations(namespace: string, name: string): Promise<PodAllocations>;
 }
 
 interface PodResources {
   name: string;
   namespace: string;
-  containers: { devices: { resource_name: string; device_ids: string[] }[] }[];
+  containers: {
+    devices: { resource_name: string; device_ids: string[] }[];
+    dynamic_resources?: {
+      claim_name: string;
+      claim_namespace: string;
+      claim_resources: { cdi_devices: { name: string }[]; driver_name: string; pool_name: string; device_name: string }[];
+    }[];
+  }[];
 }
 
 type Unary<Req, Res> = (req: Req, opts: { deadline: number }, cb: (err: grpc.ServiceError | null, res?: Res) => void) => void;
@@ -42,17 +71,31 @@ function lister(): new (address: string, creds: grpc.ChannelCredentials) => List
   return listerCtor!;
 }
 
-/** The devices of one pod from its PodResources (empty when kubelet allocated none). */
-function devicesOf(pod: PodResources | null | undefined): PodDevices {
-  const out: PodDevices = new Map();
+/**
+ * The allocations of one pod from its PodResources (empty when kubelet allocated none). A claim shared by
+ * several containers is reported by each: it is listed once, with each of its devices once.
+ */
+export function allocationsOf(pod: PodResources | null | undefined): PodAllocations {
+  const devices: PodDevices = new Map();
+  const claims: DraClaim[] = [];
   for (const container of pod?.containers ?? []) {
     for (const d of container.devices ?? []) {
-      const ids = out.get(d.resource_name) ?? [];
+      const ids = devices.get(d.resource_name) ?? [];
       for (const id of d.device_ids ?? []) if (!ids.includes(id)) ids.push(id);
-      out.set(d.resource_name, ids);
+      devices.set(d.resource_name, ids);
+    }
+    for (const r of container.dynamic_resources ?? []) {
+      let claim = claims.find((c) => c.namespace === r.claim_namespace && c.name === r.claim_name);
+      if (!claim) claims.push(claim = { namespace: r.claim_namespace, name: r.claim_name, devices: [] });
+      for (const cr of r.claim_resources ?? []) {
+        const known = claim.devices.find((d) => d.driver === cr.driver_name && d.pool === cr.pool_name && d.device === cr.device_name);
+        const cdi = (cr.cdi_devices ?? []).map((c) => c.name);
+        if (known) known.cdiDevices.push(...cdi.filter((n) => !known.cdiDevices.includes(n)));
+        else claim.devices.push({ driver: cr.driver_name, pool: cr.pool_name, device: cr.device_name, cdiDevices: [...new Set(cdi)] });
+      }
     }
   }
-  return out;
+  return { devices, claims };
 }
 
 export class PodResourcesClient implements PodDeviceSource {
@@ -62,7 +105,7 @@ export class PodResourcesClient implements PodDeviceSource {
   ) {}
 
   /** Get for the pod; List when this kubelet has no Get (older, or the feature gate off) or does not know the pod by Get. */
-  async podDevices(namespace: string, name: string): Promise<PodDevices> {
+  async podAllocations(namespace: string, name: string): Promise<PodAllocations> {
     try {
       await stat(this.socketPath);
     } catch (err) {
@@ -77,13 +120,13 @@ export class PodResourcesClient implements PodDeviceSource {
     try {
       try {
         const res = await this.call(client.Get.bind(client), { pod_name: name, pod_namespace: namespace });
-        return devicesOf(res.pod_resources);
+        return allocationsOf(res.pod_resources);
       } catch (err) {
         if (this.unreachable(err)) throw this.unavailable(err, namespace, name);
       }
       try {
         const res = await this.call(client.List.bind(client), {});
-        return devicesOf(res.pod_resources.find((p) => p.name === name && p.namespace === namespace));
+        return allocationsOf(res.pod_resources.find((p) => p.name === name && p.namespace === namespace));
       } catch (err) {
         throw this.unavailable(err, namespace, name);
       }

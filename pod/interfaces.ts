@@ -1,6 +1,7 @@
 // What the pod domain needs from the world below it, each as narrow as the lifecycle uses it. The daemon
 // wires the real modules in (server/daemon.ts); unit tests wire fakes and drive the orchestration alone.
 import type { CdiInventory } from '../cdi/registry.js';
+import type { PodDeviceStatusFile } from '../cni/dra.js';
 import type { PodNetworkRequest, PodNetworkStatus } from '../cni/manager.js';
 import type { PodNetns } from '../netns/netns.js';
 import type { Rootfs, RootfsOptions } from '../oci/image/snapshot.js';
@@ -23,6 +24,8 @@ export interface PodNetwork {
   /** Releases every cached attachment whose sandbox is not in the list. */
   gc(validSandboxIds: string[]): Promise<void>;
   setPodCidr(cidr: string): void;
+  /** The pod's DRA device status file as set-up wrote it (verbose status); undefined when it has none. */
+  deviceStatus(sandboxId: string): Promise<PodDeviceStatusFile | undefined>;
 }
 
 /** One OCI runtime handler (runc under conmon) as the lifecycle drives it. */

@@ -102,10 +102,13 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       if (written) log.info({ file: written, subnet: config.pod_subnet }, 'no CNI network configured: wrote the default bridge network');
       store.setMeta('first_started_at', new Date().toISOString());
     }
+    // One reading of the CDI spec dirs for containers' devices and for the devices of DRA-backed networks.
+    const cdi = new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' }));
     cni = await CniManager.create({
       confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir,
       defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
       networksDir: config.cni.networks_dir, podResources: new PodResourcesClient(config.cni.pod_resources_socket),
+      cdi, deviceStatusDir: join(config.state_dir, 'sandboxes'),
       log: log.child({ module: 'cni' }),
     });
     t.mark('cni');
@@ -142,7 +145,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       events: podEvents(tables, config.container_events_buffer),
       pauseImage: await pauseImageSource(config, images, VERSION),
       hostFacts: async (rootfs, image) => ({ ...await node.forRootfs(rootfs, image), cgroupNamespace }),
-      cdi: new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' })),
+      cdi,
       runtimeFeatures,
     };
     // Before recovery, so no exit between its reads and serving goes unrecorded.

@@ -1,5 +1,5 @@
 // PodSandboxStatus: from the records in memory, with the pod's containers and the time it was taken (evented
-// PLEG reads both); verbose adds the pause, the netns, the last CNI CHECK, the networks and the config.
+// PLEG reads both); verbose adds the pause, the netns, the last CNI CHECK, the networks, their DRA devices and the config.
 import { nowNanos } from '../../core/time.js';
 import { sandboxContainers } from '../../pod/lists.js';
 import { sandboxNow } from '../../pod/sandbox-refresh.js';
@@ -25,6 +25,8 @@ export function PodSandboxStatus(edge: Edge): RuntimeRpc<'PodSandboxStatus'> {
         cniResults: record.cniResults,
         // Every attachment (the default network's and secondary ones) as multus writes network-status.
         networkStatus: record.networkStatus ?? [],
+        // Each DRA-backed attachment's device (KEP-4817's AllocatedDeviceStatus), from the pod's device status file.
+        deviceStatus: (await edge.pods.network.deviceStatus(record.id))?.devices ?? [],
         config: record.config,
         // How long each step of RunPodSandbox took: netns, each CNI plugin's ADD, the pause's create and start.
         timeline: record.timeline ?? [],

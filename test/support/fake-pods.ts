@@ -99,6 +99,7 @@ export function fakePods(): FakePods {
     status: async () => ({ ready: true, reason: '', message: '' }),
     gc: async () => {},
     setPodCidr: () => {},
+    deviceStatus: async () => undefined,
   };
   const runtime: ContainerRuntime = {
     create: () => step('create', { pid: 4242 }),
