@@ -41,10 +41,11 @@ export interface PodDeviceSource {
   podAllocations(namespace: string, name: string): Promise<PodAllocations>;
 }
 
-interface PodResources {
+export interface PodResources {
   name: string;
   namespace: string;
   containers: {
+    name?: string;
     devices: { resource_name: string; device_ids: string[] }[];
     dynamic_resources?: {
       claim_name: string;

@@ -1,5 +1,6 @@
 // A stand-in for kubelet's pod-resources API: a grpc-js server on a temp unix socket speaking the real
-// v1.PodResourcesLister proto, reporting the devices a test gives it. `withGet: false` leaves Get
+// v1.PodResourcesLister proto, reporting the devices a test gives it: device-plugin resources, and DRA
+// claims in `dynamic_resources` of the containers that list them. `withGet: false` leaves Get
 // unimplemented, as an older kubelet (or one with the feature gate off) does.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,11 +11,30 @@ import * as protoLoader from '@grpc/proto-loader';
 
 const PROTO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../proto/podresources/v1/api.proto');
 
+/** One device of a claim, as kubelet reports it (ClaimResource). */
+export interface FakeClaimDevice {
+  driver: string;
+  pool: string;
+  device: string;
+  cdiDevices: string[];
+}
+
+/** A ResourceClaim of the pod and the containers that list it in resources.claims (default: the first). */
+export interface FakeClaim {
+  name: string;
+  namespace?: string;
+  devices: FakeClaimDevice[];
+  containers?: string[];
+}
+
 export interface FakePod {
   namespace: string;
   name: string;
-  /** resource name → device ids, all in one container. */
+  /** resource name → device ids, all in the first container ("app"). */
   devices: Record<string, string[]>;
+  claims?: FakeClaim[];
+  /** The pod's containers; default one, "app". */
+  containers?: string[];
 }
 
 export interface PodResourcesServer {
@@ -29,11 +49,24 @@ export async function startPodResourcesServer(pods: FakePod[], opts: { withGet?:
   const def = protoLoader.loadSync(PROTO, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
   const service = (grpc.loadPackageDefinition(def) as unknown as { v1: { PodResourcesLister: { service: grpc.ServiceDefinition } } }).v1.PodResourcesLister.service;
   const calls: string[] = [];
-  const resources = (p: FakePod) => ({
-    name: p.name,
-    namespace: p.namespace,
-    containers: [{ name: 'app', devices: Object.entries(p.devices).map(([resource_name, device_ids]) => ({ resource_name, device_ids })) }],
-  });
+  const resources = (p: FakePod) => {
+    const names = p.containers ?? ['app'];
+    return {
+      name: p.name,
+      namespace: p.namespace,
+      containers: names.map((name, i) => ({
+        name,
+        devices: i === 0 ? Object.entries(p.devices).map(([resource_name, device_ids]) => ({ resource_name, device_ids })) : [],
+        dynamic_resources: (p.claims ?? []).filter((c) => (c.containers ?? [names[0]]).includes(name)).map((c) => ({
+          claim_name: c.name,
+          claim_namespace: c.namespace ?? p.namespace,
+          claim_resources: c.devices.map((d) => ({
+            driver_name: d.driver, pool_name: d.pool, device_name: d.device, cdi_devices: d.cdiDevices.map((n) => ({ name: n })),
+          })),
+        })),
+      })),
+    };
+  };
   const impl: grpc.UntypedServiceImplementation = {
     List: (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       calls.push('List');
