@@ -2,7 +2,7 @@
 // the targets alternating within each round; prints each result as a JSON line, writes them all to
 // bench/results/<time>.json, and the medians and ratios as a table to bench/RESULTS.md.
 // Flags: --rounds N, --lifecycle N, --storm 50,110, --restart 20,110, --relist-pods N, --relist-iterations N,
-// --rpc-samples N, --events-pods N, --events-kills N, --multinet N, --only lifecycle,rpc,pull,storm,restart,relist,events,multinet,
+// --rpc-samples N, --events-pods N, --events-kills N, --multinet N, --dranet N, --only lifecycle,rpc,pull,storm,restart,relist,events,multinet,dranet,
 // --targets minicri,containerd,floor, --cpu-prof, --no-md.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
@@ -18,6 +18,7 @@ import { medianOf, table, type Json, type Row } from './lib/report.js';
 import { ensurePackages, startContainerd, startMinicri, type Target, type TargetName } from './lib/targets.js';
 import { LIFECYCLE_STEPS, lifecycleBench } from './lifecycle.js';
 import { multinetBench, multinetFloor, SECONDARY_COUNTS } from './multinet.js';
+import { dranetBench, DRANET_KINDS } from './dranet.js';
 import { pullBench } from './pull.js';
 import { relistBench, sample, type FootprintSample } from './relist.js';
 import { restartBench } from './restart.js';
@@ -25,7 +26,7 @@ import { grpcFloorBench, RPC_NAMES, rpcBench } from './rpc.js';
 import { stormBench } from './storm.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
-const BENCHES = ['lifecycle', 'rpc', 'pull', 'storm', 'restart', 'relist', 'events', 'multinet'] as const;
+const BENCHES = ['lifecycle', 'rpc', 'pull', 'storm', 'restart', 'relist', 'events', 'multinet', 'dranet'] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -35,6 +36,7 @@ const { values: args } = parseArgs({
     restart: { type: 'string', default: '20,110' },
     'rpc-samples': { type: 'string', default: '100' },
     multinet: { type: 'string', default: '20' },
+    dranet: { type: 'string', default: '20' },
     'relist-pods': { type: 'string', default: '110' },
     'relist-iterations': { type: 'string', default: '10' },
     'events-pods': { type: 'string', default: '110' },
@@ -51,6 +53,7 @@ const stormSizes = args.storm.split(',').filter(Boolean).map(Number);
 const restartSizes = args.restart.split(',').filter(Boolean).map(Number);
 const rpcSamples = Number(args['rpc-samples']);
 const multinetN = Number(args.multinet);
+const dranetN = Number(args.dranet);
 const relistPods = Number(args['relist-pods']);
 const relistIterations = Number(args['relist-iterations']);
 const eventsPods = Number(args['events-pods']);
@@ -152,11 +155,12 @@ async function main(): Promise<void> {
       for (const name of order) {
         const t = running.get(name)!;
         // containerd leaves secondary networks to a meta-plugin it does not have here.
-        if (bench === 'multinet' && name !== 'minicri') continue;
+        if ((bench === 'multinet' || bench === 'dranet') && name !== 'minicri') continue;
         log(`round ${round}: ${bench} on ${name}`);
         if (bench === 'lifecycle') record('lifecycle', name, round, await lifecycleBench(t.client, env.busybox, logRoot, lifecycleN));
         if (bench === 'rpc') record('rpc', name, round, await rpcBench(t.client, env.busybox, logRoot, rpcSamples));
         if (bench === 'multinet') record('multinet', name, round, await multinetBench(t.client, logRoot, multinetN));
+        if (bench === 'dranet') record('dranet', name, round, await dranetBench(t.client, logRoot, dranetN, env.podResourcesPods));
         if (bench === 'pull') record('pull', name, round, { big: await pullBench(t.client, env.big), files: await pullBench(t.client, env.files) });
         if (bench === 'storm') for (const n of stormSizes) record(`storm${n}`, name, round, await stormBench(t.client, env.busybox, logRoot, n));
         if (bench === 'restart') for (const n of restartSizes) record(`restart${n}`, name, round, await restartBench(t, env.busybox, logRoot, n));
@@ -180,7 +184,7 @@ async function main(): Promise<void> {
   }
   const mach = await machine(loadAtStart);
   const stamp = started.toISOString().replace(/[:.]/g, '-');
-  const options = { rounds, lifecycle: lifecycleN, rpcSamples, storm: stormSizes, restart: restartSizes, relistPods, relistIterations, eventsPods, eventsKills, multinet: multinetN, only: [...only], targets: [...wanted] };
+  const options = { rounds, lifecycle: lifecycleN, rpcSamples, storm: stormSizes, restart: restartSizes, relistPods, relistIterations, eventsPods, eventsKills, multinet: multinetN, dranet: dranetN, only: [...only], targets: [...wanted] };
   await mkdir(join(BENCH_DIR, 'results'), { recursive: true });
   const file = join(BENCH_DIR, 'results', `${stamp}.json`);
   await writeFile(file, JSON.stringify({ started: started.toISOString(), machine: mach, options, summaries, entries }, null, 1));
@@ -235,6 +239,8 @@ function rows(): Row[] {
   r.push({ metric: `events ${eventsPods} pods: errors (all rounds)`, bench: 'events', path: 'errors' });
   for (const count of SECONDARY_COUNTS) r.push({ metric: `RunPodSandbox with ${count} secondary networks p50 (ms)`, bench: 'multinet', path: `run.secondary${count}.p50` });
   r.push({ metric: 'multinet errors (all rounds)', bench: 'multinet', path: 'errors' });
+  for (const kind of DRANET_KINDS) r.push({ metric: `RunPodSandbox, one host-device network, ${kind === 'dra' ? 'DRA' : 'device-plugin'} device p50 (ms)`, bench: 'dranet', path: `run.${kind}.p50` });
+  r.push({ metric: 'dranet errors (all rounds)', bench: 'dranet', path: 'errors' });
   for (const [image, what] of [['big', '~100 MB image'], ['files', '5 layers of small files']] as const) {
     r.push({ metric: `pull ${what}, cold (s)`, bench: 'pull', path: `${image}.cold.seconds` });
     r.push({ metric: `pull ${what}, cold (MB/s)`, bench: 'pull', path: `${image}.cold.mbPerSecond` });

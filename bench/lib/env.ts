@@ -9,9 +9,11 @@ import { basename, join } from 'node:path';
 import { execa } from 'execa';
 import { PAUSE_BINARY } from '../../pod/pause-image.js';
 import { unmountUnder } from '../../test/support/daemon.js';
+import { startPodResourcesServer, type FakePod, type PodResourcesServer } from '../../test/support/pod-resources-server.js';
 import { mountFreshExt4 } from '../../test/support/loop-fs.js';
 import { startRegistry, type TestRegistry } from '../../test/support/registry.js';
 import { buildImage, pushImage, type TarEntry } from '../../test/support/test-images.js';
+import { DRANET_LINK, writeDranetConfig } from '../dranet.js';
 import { pushBigImage, pushManyFilesImage, type BigImage } from '../pull.js';
 
 export const BRIDGE = 'mcri-bench0';
@@ -46,6 +48,11 @@ export interface BenchEnv {
   bridgeConf: Record<string, unknown>;
   /** The same for each secondary network, by name. */
   secondaryConfs: Record<string, Record<string, unknown>>;
+  /** kubelet's pod-resources API for the dranet bench, and the pods it reports (the bench adds and drops them). */
+  podResources: PodResourcesServer;
+  podResourcesPods: FakePod[];
+  /** The CDI spec dir of the dranet bench's device. */
+  cdiDir: string;
   cleanup(): Promise<void>;
 }
 
@@ -85,6 +92,9 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
   const confDir = join(base, 'net.d');
   const ipamDir = join(base, 'ipam');
   const networksDir = join(base, 'networks.d');
+  const cdiDir = join(base, 'cdi');
+  const podResourcesPods: FakePod[] = [];
+  let podResources: PodResourcesServer | undefined;
   const cleanup = async () => {
     try {
       // What an interrupted floor run left: its containers and namespaces.
@@ -93,8 +103,10 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
         if (ns.startsWith(FLOOR_NETNS_PREFIX)) await execa('ip', ['netns', 'del', ns], { reject: false });
       }
       for (const bridge of [BRIDGE, ...SECONDARY_NETWORKS.map((s) => s.bridge)]) await execa('ip', ['link', 'del', bridge], { reject: false });
+      await execa('ip', ['link', 'del', DRANET_LINK], { reject: false });
       await removeCgroups(CGROUP_PARENT);
       await registry?.stop();
+      await podResources?.close();
     } finally {
       // The filesystem goes whatever failed above: the loop mount, the dir and the sparse file.
       await unmountUnder(base);
@@ -131,7 +143,14 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
         spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: s.name, ...secondaryConfs[s.name] }) },
       })),
     }));
-    return { base, registry, confDir, ipamDir, networksDir, busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, files, bridgeConf, secondaryConfs, cleanup };
+    await mkdir(cdiDir, { recursive: true });
+    await writeDranetConfig(networksDir, cdiDir);
+    await execa('ip', ['link', 'add', DRANET_LINK, 'type', 'ifb']);
+    podResources = await startPodResourcesServer(podResourcesPods);
+    return {
+      base, registry, confDir, ipamDir, networksDir, busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, files, bridgeConf,
+      secondaryConfs, podResources, podResourcesPods, cdiDir, cleanup,
+    };
   } catch (err) {
     await cleanup();
     throw err;

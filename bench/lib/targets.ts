@@ -175,6 +175,9 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     `bin_dirs = ["${CNI_BIN}"]`,
     'write_default_network = false',
     `networks_dir = "${env.networksDir}"`,
+    `pod_resources_socket = "${env.podResources.socket}"`,
+    '[cdi]',
+    `spec_dirs = ["${env.cdiDir}"]`,
   ].join('\n'));
   const logFile = join(dir, 'minicri.log');
   // The command itself, so its shebang's environment and node flags apply. Node refuses --cpu-prof in
