@@ -6,13 +6,17 @@ import type { PodDevices } from './pod-resources.js';
 
 /** The keys host-device names its device by; it refuses a config with more than one. */
 const HOST_DEVICE_KEYS = ['device', 'hwaddr', 'kernelpath', 'pciBusID'];
+// multus and the SR-IOV DRA driver write a claim as resourceName "<claim>/<request>", which the node cannot resolve.
+const DRA_HINT = '; if it names a DRA claim and request (as multus reads it), name the device by the dra.minicri.io/driver ' +
+  'annotation instead';
 const PCI_ADDRESS = /^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/;
 
 /**
  * One device id per attachment that needs one (resourceName set), in order, each not used by an earlier
- * attachment of the pod. `names` name the attachments in errors.
+ * attachment of the pod. `names` name the attachments in errors; `podHasClaims` adds a hint for a definition
+ * written for multus's DRA form.
  */
-export function assignDevices(needs: { resourceName?: string; name: string }[], devices: PodDevices): (string | undefined)[] {
+export function assignDevices(needs: { resourceName?: string; name: string }[], devices: PodDevices, podHasClaims = false): (string | undefined)[] {
   const used = new Set<string>();
   return needs.map(({ resourceName, name }) => {
     if (!resourceName) return undefined;
@@ -22,7 +26,7 @@ export function assignDevices(needs: { resourceName?: string; name: string }[], 
       throw new InvalidArgument(
         ids.length === 0
           ? `network ${name} needs a device of resource "${resourceName}", but kubelet allocated none to the pod: ` +
-              `request ${resourceName} in a container's resources`
+              `request ${resourceName} in a container's resources` + (podHasClaims ? DRA_HINT : '')
           : `network ${name} needs a device of resource "${resourceName}", but the pod's ${ids.length} (${ids.join(', ')}) ` +
               'are all taken by its other attachments: request one more',
       );

@@ -2,7 +2,7 @@
 // Three parts: the network catalogue says which networks a pod joins, the plugin chain runs one
 // attachment (with its cache entry, so teardown replays exactly what setup did), and every pod operation
 // here is one walk over the pod's attachments (attachments.ts), as ocicni walks a pod's networks.
-import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
+import { mkdir, readFile, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import { writeFileAtomic } from '../core/fs.js';
@@ -216,8 +216,7 @@ export class CniManager {
       throwAll(failures.map((f) => f.error), `tearing down network of pod ${r.namespace}/${r.name}`);
       // Every device is back on the host: its status no longer holds.
       const file = this.deviceStatusFile(r.sandboxId);
-      if (file) {
-        await rm(file, { force: true });
+      if (file && (await unlink(file).then(() => true, () => false))) {
         // The pod's directory goes with it when nothing else is in it (RemovePodSandbox removes it otherwise).
         await rmdir(path.dirname(file)).catch(() => undefined);
       }
@@ -332,7 +331,7 @@ export class CniManager {
     }
     const allocations = await this.podResources.podAllocations(r.namespace, r.name);
     const needs = plan.secondaries.map((s) => ({ name: s.key, ...(s.resourceName ? { resourceName: s.resourceName } : {}), ...(s.dra ? { dra: s.dra } : {}) }));
-    const ids = assignDevices(needs, allocations.devices);
+    const ids = assignDevices(needs, allocations.devices, allocations.claims.length > 0);
     const assignments = assignDraDevices(needs, allocations.claims, `${r.namespace}/${r.name}`);
     const dra: PlannedDevices['dra'] = [];
     for (const [i, assignment] of assignments.entries()) {

@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseDefinition } from '../../../cni/attachment-definitions.js';
+import { assignDevices } from '../../../cni/devices.js';
 import { assignDraDevices, deviceInfo, draAttachmentStatus, pluginDevice, type DraAssignment, type KnownCdiDevice } from '../../../cni/dra.js';
 import { allocationsOf, type DraClaim } from '../../../cni/pod-resources.js';
 import { parseCdiSpec } from '../../../cdi/spec.js';
@@ -114,4 +115,9 @@ test('a definition names its DRA device by driver, pool and claim annotations; r
   refused(() => def({ 'dra.minicri.io/driver': 'd', 'k8s.v1.cni.cncf.io/resourceName': 'example.com/vf' }), /both name the network's device: keep one/);
   refused(() => def({ 'dra.minicri.io/claim': 'fast' }), /dra\.minicri\.io\/claim needs dra\.minicri\.io\/driver/);
   refused(() => def({ 'dra.minicri.io/driver': 'd', 'dra.minicri.io/claim': 'Not_A_Name' }), /"Not_A_Name" is not a valid ResourceClaim name/);
+});
+
+test('a resourceName kubelet allocated nothing of, on a pod with DRA claims, hints at multus\'s <claim>/<request> form', () => {
+  refused(() => assignDevices([{ name: 'pods/vf', resourceName: 'sriov/vf' }], new Map(), true), /kubelet allocated none to the pod: request sriov\/vf in a container's resources; if it names a DRA claim and request \(as multus reads it\), name the device by the dra\.minicri\.io\/driver annotation instead$/);
+  refused(() => assignDevices([{ name: 'pods/vf', resourceName: 'example.com/vf' }], new Map(), false), /request example\.com\/vf in a container's resources$/);
 });
