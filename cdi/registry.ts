@@ -4,6 +4,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidArgument } from '../core/errors.js';
+import { exists } from '../core/fs.js';
 import type { Logger } from '../core/log.js';
 import { editsFor, indexDevices, type DeviceIndex, type LoadedSpec, type OwnedEdits } from './edits.js';
 import { parseCdiSpec, type CdiDevice, type CdiDeviceNode, type CdiSpec } from './spec.js';
@@ -31,7 +32,12 @@ export class CdiRegistry {
   private errors: Record<string, string> = {};
   private loading?: Promise<void>;
 
-  constructor(readonly dirs: readonly string[], private readonly log: Logger, private readonly statNode: (path: string) => Promise<NodeStat> = stat) {}
+  constructor(
+    readonly dirs: readonly string[],
+    private readonly log: Logger,
+    private readonly statNode: (path: string) => Promise<NodeStat> = stat,
+    private readonly hostLinkExists: (name: string) => Promise<boolean> = (name) => exists(join('/sys/class/net', name)),
+  ) {}
 
   /** Reads the spec files again when any changed since the last look (one reading at a time). */
   async refresh(): Promise<void> {
@@ -53,15 +59,30 @@ export class CdiRegistry {
     return known && { spec: known.spec, device: known.device };
   }
 
-  /** The edits the devices bring, in the order they apply, device nodes completed from the host. */
+  /**
+   * The edits the devices bring, in the order they apply, device nodes completed from the host. Network
+   * devices (netDevices) are left out: each belongs to the DRA-backed secondary network whose plugin moved it
+   * into the pod, and one still on the host has no such network, which is refused rather than silently dropped.
+   */
   async resolve(names: readonly string[]): Promise<OwnedEdits[]> {
     if (names.length === 0) return [];
     await this.refresh();
     const list = editsFor(names, this.index, this.dirs, Object.keys(this.errors));
-    return Promise.all(list.map(async ({ owner, edits }) => ({
-      owner,
-      edits: edits.deviceNodes ? { ...edits, deviceNodes: await Promise.all(edits.deviceNodes.map((d) => this.completeNode(owner, d))) } : edits,
-    })));
+    return Promise.all(list.map(async ({ owner, edits: { netDevices, ...edits } }) => {
+      for (const n of netDevices ?? []) {
+        if (await this.hostLinkExists(n.hostInterfaceName)) {
+          throw new InvalidArgument(
+            `${owner} moves host interface ${n.hostInterfaceName} into the container (netDevices), which minicri leaves to the pod's ` +
+              `network that owns the device: define a network whose dra.minicri.io/driver annotation names its DRA driver and list it in ` +
+              `the pod's k8s.v1.cni.cncf.io/networks`,
+          );
+        }
+      }
+      return {
+        owner,
+        edits: edits.deviceNodes ? { ...edits, deviceNodes: await Promise.all(edits.deviceNodes.map((d) => this.completeNode(owner, d))) } : edits,
+      };
+    }));
   }
 
   private async completeNode(owner: string, node: CdiDeviceNode): Promise<CdiDeviceNode> {

@@ -6,12 +6,13 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
 import type { DraAttachmentStatus, PodDeviceStatusFile } from '../../../cni/dra.js';
 import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
 import { testNetwork } from '../../support/pod-daemon.js';
 import { startPodResourcesServer, type PodResourcesServer } from '../../support/pod-resources-server.js';
-import { podConfig } from '../../support/pods.js';
+import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
 import { waitFor } from '../../support/wait.js';
 
 const N = 58;
@@ -42,7 +43,8 @@ describe('DRA-backed secondary networks through the daemon', () => {
       await mkdir(cdiDir);
       await writeFile(path.join(cdiDir, 'net.yaml'), [
         'cdiVersion: "1.1.0"', `kind: ${KIND}`, 'devices:',
-        `  - {name: link, containerEdits: {netDevices: [{hostInterfaceName: ${LINK}, name: net1}]}}`,
+        `  - {name: link, containerEdits: {env: [VF_NAME=link], netDevices: [{hostInterfaceName: ${LINK}, name: net1}]}}`,
+        `  - {name: stranded, containerEdits: {netDevices: [{hostInterfaceName: ${net.bridge}, name: net9}]}}`,
         '  - {name: vf-7, annotations: {"dra.minicri.io/pci-address": "0000:5e:00.7"}, containerEdits: {}}', '',
       ].join('\n'));
     },
@@ -81,6 +83,17 @@ describe('DRA-backed secondary networks through the daemon', () => {
     const written = JSON.parse(await readFile(file, 'utf8')) as PodDeviceStatusFile;
     assert.deepEqual(written.devices, info.deviceStatus);
     assert.equal(written.pod.name, 'dra');
+
+    // kubelet passes the claim's CDI device to the container too: its other edits apply, its netDevices never
+    // (the plugin moved the link already); a netDevices edit whose interface is still on the host is refused.
+    const container = (cdi: string) => ({ ...containerConfig('app', PAUSE_IMAGE, ['/pause']), CDI_devices: [{ name: `${KIND}=${cdi}` }] });
+    const { container_id: cid } = await daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: container('link') });
+    const spec = JSON.parse(await readFile(path.join(dirs.rootDir, 'containers', cid, 'config.json'), 'utf8')) as { process: { env: string[] }; linux: Record<string, unknown> };
+    assert.ok(spec.process.env.includes('VF_NAME=link'));
+    assert.equal(spec.linux.netDevices, undefined);
+    await assert.rejects(daemon.client.runtime.call('CreateContainer', { pod_sandbox_id: id, sandbox_config: config, config: container('stranded') }),
+      (err: grpc.ServiceError) => err.code === grpc.status.INVALID_ARGUMENT && /moves host interface mcnt-br58 into the container \(netDevices\)/.test(err.details));
+    await daemon.client.runtime.call('RemoveContainer', { container_id: cid });
 
     await daemon.stop();
     daemon = await TestDaemon.start(dirs);

@@ -154,3 +154,19 @@ test('the registry reads its directories again when a file changes and completes
   assert.deepEqual(deviceNumbers((1 << 8) | 3), { major: 1, minor: 3 });
   assert.deepEqual(deviceNumbers(0x0123_4567), { major: 0x345, minor: 0x01267 });
 });
+
+test('one owner per network device: a netDevices edit is never applied at CreateContainer; one whose interface is still on the host is refused', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'minicri-cdi-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const onHost = new Set(['ens1f0v2']);
+  const registry = new CdiRegistry([dir], silentLogger, undefined, async (name) => onHost.has(name));
+  await writeFile(join(dir, 'net.yaml'), [
+    'cdiVersion: "1.1.0"', 'kind: net.example.com/vf', 'devices:',
+    '  - {name: moved, containerEdits: {env: [VF=1], netDevices: [{hostInterfaceName: ens1f0v1, name: net1}]}}',
+    '  - {name: stranded, containerEdits: {netDevices: [{hostInterfaceName: ens1f0v2, name: net2}]}}', '',
+  ].join('\n'));
+  // Moved into the pod by its network's plugin: gone from the host, so only the device's other edits apply.
+  assert.deepEqual(await registry.resolve(['net.example.com/vf=moved']), [{ owner: 'CDI device "net.example.com/vf=moved"', edits: { env: ['VF=1'] } }]);
+  await assert.rejects(registry.resolve(['net.example.com/vf=stranded']), (e: Error) => e instanceof InvalidArgument &&
+    /CDI device "net\.example\.com\/vf=stranded" moves host interface ens1f0v2 into the container \(netDevices\), which minicri leaves to the pod's network that owns the device/.test(e.message));
+});
