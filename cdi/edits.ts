@@ -54,12 +54,19 @@ export interface OwnedEdits {
  * The edits for `names`, in order: a spec file's own edits when the first of its devices comes, then that
  * device's. An unknown or conflicting name is refused, naming it and where devices were looked for.
  */
-export function editsFor(names: readonly string[], index: DeviceIndex, dirs: readonly string[], unreadable: readonly string[] = []): OwnedEdits[] {
+export function editsFor(
+  names: readonly string[],
+  index: DeviceIndex,
+  dirs: readonly string[],
+  unreadable: readonly string[] = [],
+): OwnedEdits[] {
   const out: OwnedEdits[] = [];
   const specsSeen = new Set<CdiSpec>();
   for (const name of names) {
     const files = index.conflicts.get(name);
-    if (files) throw new InvalidArgument(`CDI device "${name}" is defined in more than one spec file (${files.join(', ')}): remove all but one`);
+    if (files) {
+      throw new InvalidArgument(`CDI device "${name}" is defined in more than one spec file (${files.join(', ')}): remove all but one`);
+    }
     const known = index.devices.get(name);
     if (!known) {
       const also = unreadable.length > 0 ? `; spec files that could not be read: ${unreadable.join(', ')}` : '';

@@ -80,13 +80,16 @@ export class CdiRegistry {
       }
       return {
         owner,
-        edits: edits.deviceNodes ? { ...edits, deviceNodes: await Promise.all(edits.deviceNodes.map((d) => this.completeNode(owner, d))) } : edits,
+        edits: edits.deviceNodes
+          ? { ...edits, deviceNodes: await Promise.all(edits.deviceNodes.map((d) => this.completeNode(owner, d))) }
+          : edits,
       };
     }));
   }
 
   private async completeNode(owner: string, node: CdiDeviceNode): Promise<CdiDeviceNode> {
-    if (node.type === 'p' || (node.type && node.type !== 'u' && node.major !== undefined && node.minor !== undefined && node.fileMode !== undefined)) return node;
+    const complete = node.type && node.type !== 'u' && node.major !== undefined && node.minor !== undefined && node.fileMode !== undefined;
+    if (node.type === 'p' || complete) return node;
     const hostPath = node.hostPath ?? node.path;
     let st: NodeStat;
     try {

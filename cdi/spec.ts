@@ -170,7 +170,9 @@ export function parseCdiSpec(file: string, text: string): CdiSpec {
     bad(`${issue.path.join('.') || 'the document'} ${issue.message}`);
   }
   const s = result.data!;
-  if (!isSupportedCdiVersion(s.cdiVersion)) bad(`cdiVersion "${s.cdiVersion}" is not one this runtime reads (0.3.0 to 0.8.x, 1.0.x, 1.1.x)`);
+  if (!isSupportedCdiVersion(s.cdiVersion)) {
+    bad(`cdiVersion "${s.cdiVersion}" is not one this runtime reads (0.3.0 to 0.8.x, 1.0.x, 1.1.x)`);
+  }
   const [vendor = '', klass = '', ...more] = s.kind.split('/');
   if (more.length > 0 || !VENDOR.test(vendor) || !CLASS.test(klass)) bad(`kind "${s.kind}" is not vendor.com/class`);
   if (klass.includes('.') && !versionAtLeast(s.cdiVersion, '0.6.0')) {
@@ -186,11 +188,15 @@ export function parseCdiSpec(file: string, text: string): CdiSpec {
     if (e.deviceNodes?.some((d) => d.hostPath !== undefined)) needs(`${where}: a device node hostPath`, 5);
     if (e.additionalGids) needs(`${where}: additionalGids`, 7);
     if (e.intelRdt) needs(`${where}: intelRdt`, 7);
-    if (e.intelRdt?.schemata !== undefined || e.intelRdt?.enableMonitoring !== undefined) needs(`${where}: intelRdt schemata and enableMonitoring`, 1, 1);
+    if (e.intelRdt?.schemata !== undefined || e.intelRdt?.enableMonitoring !== undefined) {
+      needs(`${where}: intelRdt schemata and enableMonitoring`, 1, 1);
+    }
     if (e.netDevices) needs(`${where}: netDevices`, 1, 1);
     const inContainer = new Set<string>();
     for (const n of e.netDevices ?? []) {
-      if (!isIfName(n.hostInterfaceName)) bad(`${where}: net device hostInterfaceName "${n.hostInterfaceName}" is not a valid interface name`);
+      if (!isIfName(n.hostInterfaceName)) {
+        bad(`${where}: net device hostInterfaceName "${n.hostInterfaceName}" is not a valid interface name`);
+      }
       if (!isIfName(n.name)) bad(`${where}: net device name "${n.name}" is not a valid interface name`);
       if (inContainer.has(n.name)) bad(`${where}: two net devices are named "${n.name}" in the container`);
       inContainer.add(n.name);

@@ -73,7 +73,8 @@ export function parseDefinition(obj: unknown, source: string): AttachmentDefinit
   const resourceName = annotation(RESOURCE_NAME_ANNOTATION);
   const dra = draSelector(annotation, where);
   if (dra && resourceName) {
-    throw new InvalidArgument(`${where}: annotations ${RESOURCE_NAME_ANNOTATION} and ${DRA_DRIVER_ANNOTATION} both name the network's device: keep one`);
+    const both = `annotations ${RESOURCE_NAME_ANNOTATION} and ${DRA_DRIVER_ANNOTATION}`;
+    throw new InvalidArgument(`${where}: ${both} both name the network's device: keep one`);
   }
   return {
     namespace: metadata.namespace,
@@ -90,7 +91,9 @@ function draSelector(annotation: (key: string) => string | undefined, where: str
   const pool = annotation(DRA_POOL_ANNOTATION);
   const claim = annotation(DRA_CLAIM_ANNOTATION);
   if (!driver) {
-    if (pool || claim) throw new InvalidArgument(`${where}: ${pool ? DRA_POOL_ANNOTATION : DRA_CLAIM_ANNOTATION} needs ${DRA_DRIVER_ANNOTATION}`);
+    if (pool || claim) {
+      throw new InvalidArgument(`${where}: ${pool ? DRA_POOL_ANNOTATION : DRA_CLAIM_ANNOTATION} needs ${DRA_DRIVER_ANNOTATION}`);
+    }
     return undefined;
   }
   if (claim !== undefined && !DNS_SUBDOMAIN.test(claim)) {

@@ -16,7 +16,11 @@ const PCI_ADDRESS = /^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/;
  * attachment of the pod. `names` name the attachments in errors; `podHasClaims` adds a hint for a definition
  * written for multus's DRA form.
  */
-export function assignDevices(needs: { resourceName?: string; name: string }[], devices: PodDevices, podHasClaims = false): (string | undefined)[] {
+export function assignDevices(
+  needs: { resourceName?: string; name: string }[],
+  devices: PodDevices,
+  podHasClaims = false,
+): (string | undefined)[] {
   const used = new Set<string>();
   return needs.map(({ resourceName, name }) => {
     if (!resourceName) return undefined;

@@ -52,7 +52,8 @@ export function assignDraDevices(
       used.add(free.device);
       return { claim: { namespace: free.claim.namespace, name: free.claim.name }, device: free.device };
     }
-    throw new InvalidArgument(`network ${name} needs a device of ${describeSelector(dra)} for pod ${pod}, but ${whyNone(dra, scope, claims, matching.length)}`);
+    const why = whyNone(dra, scope, claims, matching.length);
+    throw new InvalidArgument(`network ${name} needs a device of ${describeSelector(dra)} for pod ${pod}, but ${why}`);
   });
 }
 
@@ -95,14 +96,17 @@ export function pluginDevice(a: DraAssignment, lookup: (cdiName: string) => Know
     return known ? [{ cdiName, ...known }] : [];
   });
   if (found.length === 0) {
-    throw new InvalidArgument(`${what} has no CDI spec on this node: no spec file in ${cdiDirs.join(', ')} defines ${a.device.cdiDevices.join(', ')}`);
+    const names = a.device.cdiDevices.join(', ');
+    throw new InvalidArgument(`${what} has no CDI spec on this node: no spec file in ${cdiDirs.join(', ')} defines ${names}`);
   }
   for (const { cdiName, device } of found) {
     const netdev = device.containerEdits.netDevices?.[0]?.hostInterfaceName;
     if (netdev) return { deviceId: netdev, cdiName };
     const annotated = device.annotations?.[CDI_PCI_ADDRESS_ANNOTATION];
     if (annotated !== undefined) {
-      if (!PCI_ADDRESS.test(annotated)) throw new InvalidArgument(`CDI device "${cdiName}" has ${CDI_PCI_ADDRESS_ANNOTATION} "${annotated}", which is not a PCI address`);
+      if (!PCI_ADDRESS.test(annotated)) {
+        throw new InvalidArgument(`CDI device "${cdiName}" has ${CDI_PCI_ADDRESS_ANNOTATION} "${annotated}", which is not a PCI address`);
+      }
       return { deviceId: annotated.toLowerCase(), cdiName };
     }
   }

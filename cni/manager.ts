@@ -330,14 +330,18 @@ export class CniManager {
       throw new FailedPrecondition(`pod ${r.namespace}/${r.name} asks for a device-backed network but no pod-resources API is configured`);
     }
     const allocations = await this.podResources.podAllocations(r.namespace, r.name);
-    const needs = plan.secondaries.map((s) => ({ name: s.key, ...(s.resourceName ? { resourceName: s.resourceName } : {}), ...(s.dra ? { dra: s.dra } : {}) }));
+    const needs = plan.secondaries.map((s) => ({
+      name: s.key, ...(s.resourceName ? { resourceName: s.resourceName } : {}), ...(s.dra ? { dra: s.dra } : {}),
+    }));
     const ids = assignDevices(needs, allocations.devices, allocations.claims.length > 0);
     const assignments = assignDraDevices(needs, allocations.claims, `${r.namespace}/${r.name}`);
     const dra: PlannedDevices['dra'] = [];
     for (const [i, assignment] of assignments.entries()) {
       if (!assignment) continue;
       const cdi = this.o.cdi;
-      if (!cdi) throw new FailedPrecondition(`network ${needs[i]!.name} takes a DRA device but minicri has no CDI spec directories configured`);
+      if (!cdi) {
+        throw new FailedPrecondition(`network ${needs[i]!.name} takes a DRA device but minicri has no CDI spec directories configured`);
+      }
       const known = new Map<string, KnownCdiDevice | undefined>();
       for (const name of assignment.device.cdiDevices) known.set(name, await cdi.lookup(name));
       const device = pluginDevice(assignment, (name) => known.get(name), cdi.dirs);
@@ -374,7 +378,12 @@ function validateRequest(r: PodNetworkRequest, needNetns: boolean): void {
 }
 
 /** The pod's IPs (eth0's), every result in attach order, the network status multus would write, and the DRA devices' status. */
-function podNetworkStatus(plan: PodPlan, attachments: Attachment[], results: Map<Attachment, CniResult>, devices: PlannedDevices): PodNetworkStatus {
+function podNetworkStatus(
+  plan: PodPlan,
+  attachments: Attachment[],
+  results: Map<Attachment, CniResult>,
+  devices: PlannedDevices,
+): PodNetworkStatus {
   const resultOf = (a: Attachment) => results.get(a)!;
   const main = resultOf(attachments.find((a) => a.inv.ifName === POD_IFNAME)!);
   const secondaries = attachments.flatMap((a) => (a.secondary ? [{ a, s: a.secondary }] : []));
@@ -386,7 +395,8 @@ function podNetworkStatus(plan: PodPlan, attachments: Attachment[], results: Map
     const info = deviceInfo(devices.ids[i]!);
     const withInfo = info && !entry['device-info'] ? { ...entry, 'device-info': info } : entry;
     const addresses = attachmentAddresses(resultOf(a), a.inv.ifName);
-    deviceStatus.push(draAttachmentStatus(s.key, a.inv.ifName, dra.assignment, { deviceId: devices.ids[i]!, cdiName: dra.cdiName }, addresses, withInfo));
+    const device = { deviceId: devices.ids[i]!, cdiName: dra.cdiName };
+    deviceStatus.push(draAttachmentStatus(s.key, a.inv.ifName, dra.assignment, device, addresses, withInfo));
     return withInfo;
   });
   return {
