@@ -183,15 +183,16 @@ export class CniManager {
     });
   }
 
-  /** The pod's DRA device status file, as set-up wrote it; undefined when it has none. */
+  /** The pod's DRA device status file, as set-up wrote it; undefined when it has none or it cannot be read (logged). */
   async deviceStatus(sandboxId: string): Promise<PodDeviceStatusFile | undefined> {
     const file = this.deviceStatusFile(sandboxId);
     if (!file) return undefined;
     try {
       return JSON.parse(await readFile(file, 'utf8')) as PodDeviceStatusFile;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw err;
+      // Written whole by rename, so only someone else's hand can break it; the pod's status still answers.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn({ file, err: (err as Error).message }, 'unreadable device status file');
+      return undefined;
     }
   }
 
