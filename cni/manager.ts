@@ -191,7 +191,9 @@ export class CniManager {
       return JSON.parse(await readFile(file, 'utf8')) as PodDeviceStatusFile;
     } catch (err) {
       // Written whole by rename, so only someone else's hand can break it; the pod's status still answers.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn({ file, err: (err as Error).message }, 'unreadable device status file');
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        this.log.warn({ file, err: (err as Error).message }, 'unreadable device status file');
+      }
       return undefined;
     }
   }
