@@ -23,7 +23,7 @@ const backend: StreamingBackend = {
 const exec = (cmd: string[]): StreamRequest => ({ verb: 'exec', containerId: 'c1', cmd, stdin: false, stdout: true, stderr: false, tty: false });
 
 async function withServer(o: { maxSessions?: number; idleTimeoutMs?: number }, fn: (s: StreamingServer) => Promise<void>): Promise<void> {
-  const s = await StreamingServer.start({ address: '127.0.0.1', port: 0, idleTimeoutMs: o.idleTimeoutMs ?? 60_000, maxSessions: o.maxSessions ?? 10, backend, log: silentLogger });
+  const s = await StreamingServer.start({ address: '127.0.0.1', port: 0, idleTimeoutMs: o.idleTimeoutMs ?? 60_000, limits: { maxSessions: o.maxSessions ?? 10 }, backend, log: silentLogger });
   try {
     await fn(s);
   } finally {
@@ -64,7 +64,7 @@ describe('streaming server', () => {
   });
 
   it('ends open sessions when stopped', async () => {
-    const s = await StreamingServer.start({ address: '127.0.0.1', port: 0, idleTimeoutMs: 60_000, maxSessions: 10, backend, log: silentLogger });
+    const s = await StreamingServer.start({ address: '127.0.0.1', port: 0, idleTimeoutMs: 60_000, limits: { maxSessions: 10 }, backend, log: silentLogger });
     const session = await spdyRemoteCommand(s.url(exec(['hang'])), { stdout: true });
     const closed = once(session.conn.session, 'close');
     await s.stop();
