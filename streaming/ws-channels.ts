@@ -9,7 +9,8 @@ export function channelWriter(ws: WebSocket, channel: number, base64: boolean): 
   return new Writable({
     write(chunk: Buffer, _enc, cb) {
       if (ws.readyState !== ws.OPEN) return cb();
-      ws.send(encodeChannelMessage(channel, chunk, base64), (err) => cb(err ?? null));
+      // A send that fails means the client is gone: the session ends on the close, not on this writer.
+      ws.send(encodeChannelMessage(channel, chunk, base64), () => cb());
     },
   });
 }
