@@ -11,12 +11,22 @@ import { Readable } from 'node:stream';
  */
 export const CHUNK_OVERHEAD = 256;
 
-/** Bytes a session holds for its readers; pauses the connection while more than `limit`. */
+/**
+ * How often a paused connection is probed. Not reading its socket, we would not see the client hang up
+ * (its FIN waits unread): a small write every so often makes a gone client's kernel answer with a
+ * reset, and the write after it fails, which ends the session.
+ */
+export const PAUSED_PROBE_MS = 2000;
+
+/**
+ * Bytes a session holds for its readers; pauses the connection while more than `limit`, probing it
+ * (`probe`: a ping) meanwhile.
+ */
 export class InputBudget {
   private used = 0;
-  private paused = false;
+  private probes: NodeJS.Timeout | undefined;
 
-  constructor(readonly limit: number, private readonly pause: () => void, private readonly resume: () => void) {}
+  constructor(readonly limit: number, private readonly pause: () => void, private readonly resume: () => void, private readonly probe: () => void) {}
 
   get bytes(): number {
     return this.used;
@@ -24,16 +34,22 @@ export class InputBudget {
 
   charge(n: number): void {
     this.used += n;
-    if (!this.paused && this.used > this.limit) {
-      this.paused = true;
+    if (!this.probes && this.used > this.limit) {
+      this.probes = setInterval(this.probe, PAUSED_PROBE_MS).unref();
       this.pause();
     }
   }
 
+  /** The connection is gone: no more probes. */
+  close(): void {
+    clearInterval(this.probes);
+  }
+
   refund(n: number): void {
     this.used -= n;
-    if (this.paused && this.used <= this.limit) {
-      this.paused = false;
+    if (this.probes && this.used <= this.limit) {
+      clearInterval(this.probes);
+      this.probes = undefined;
       this.resume();
     }
   }

@@ -6,12 +6,12 @@
 import type { ChildProcess } from 'node:child_process';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../core/log.js';
-import { ClientInput, InputBudget } from './client-input.js';
+import { ClientInput } from './client-input.js';
 import { closeReason, limitMessage, protocolFailureMessage, type StreamingLimits } from './limits.js';
 import { decodeChannelMessage, encodeChannelMessage, portPrefix } from './protocol.js';
 import { RST_REFUSED_STREAM } from './spdy-frames.js';
 import type { SpdySession, SpdyStream } from './spdy.js';
-import { channelWriter } from './ws-channels.js';
+import { channelWriter, wsInputBudget } from './ws-channels.js';
 
 /** Opens a connection to localhost:<port> in the pod: a process reading stdin and writing stdout. */
 export type PodConnector = (port: number) => ChildProcess;
@@ -144,7 +144,7 @@ export function wsPortForward(ws: WebSocket, ports: number[], base64: boolean, c
     return closed;
   }
   const send = (ch: number, data: Buffer) => { if (ws.readyState === ws.OPEN) ws.send(encodeChannelMessage(ch, data, base64)); };
-  const budget = new InputBudget(limits.inputBufferBytes, () => ws.pause(), () => ws.resume());
+  const budget = wsInputBudget(ws, limits.inputBufferBytes);
   const inputs = ports.map((port, i) => {
     send(2 * i, portPrefix(port));
     send(2 * i + 1, portPrefix(port));

@@ -4,13 +4,13 @@ import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { TerminalSizes, type SessionStdio } from '../core/stdio.js';
-import { ClientInput, InputBudget } from './client-input.js';
+import { ClientInput } from './client-input.js';
 import { protocolFailureMessage, type StreamingLimits } from './limits.js';
 import {
   CH_CLOSE, CH_ERROR, CH_RESIZE, CH_STDERR, CH_STDIN, CH_STDOUT, decodeChannelMessage, encodeChannelMessage, encodeStatus, errorStatus, ResizeDecoder, type Status,
 } from './protocol.js';
 import type { SpdySession, SpdyStream } from './spdy.js';
-import { channelWriter } from './ws-channels.js';
+import { channelWriter, wsInputBudget } from './ws-channels.js';
 
 export interface StdioOptions {
   stdin: boolean;
@@ -116,7 +116,7 @@ export function wsRemoteCommand(ws: WebSocket, version: number, base64: boolean,
   const abort = new AbortController();
   const resize = new TerminalSizes();
   const decoder = new ResizeDecoder();
-  const stdin = o.stdin ? new ClientInput(new InputBudget(limits.inputBufferBytes, () => ws.pause(), () => ws.resume())) : null;
+  const stdin = o.stdin ? new ClientInput(wsInputBudget(ws, limits.inputBufferBytes)) : null;
   const stdout = o.stdout ? channelWriter(ws, CH_STDOUT, base64) : null;
   const stderr = o.stderr && !o.tty ? channelWriter(ws, CH_STDERR, base64) : null;
   for (const w of [stdout, stderr]) w?.on('error', () => undefined);
@@ -128,7 +128,8 @@ export function wsRemoteCommand(ws: WebSocket, version: number, base64: boolean,
     else if (m.channel === CH_CLOSE && version >= 5 && m.data[0] === CH_STDIN) stdin?.finish();
   });
   ws.on('close', () => {
-    stdin?.finish();
+    // The session ends with the client (the abort): what it sent and nobody took is dropped.
+    stdin?.destroy();
     abort.abort();
   });
   ws.on('error', () => undefined);

@@ -150,14 +150,18 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
   private closed = false;
   /** A protocol error was seen: nothing more is read. */
   private failed = false;
+  private probing = false;
+  /** Our pings have our streams' parity. */
+  private pingId: number;
 
   constructor(private readonly socket: Duplex, opts: SpdySessionOptions) {
     super();
     this.nextId = opts.client ? 1 : 2;
+    this.pingId = this.nextId;
     this.reader = new FrameReader(opts.maxFramePayload ?? DEFAULT_LIMITS.maxFrameBytes);
     this.inputBudget = new InputBudget(opts.inputBufferBytes ?? DEFAULT_LIMITS.inputBufferBytes, () => socket.pause(), () => {
       if (!this.closed) socket.resume();
-    });
+    }, () => this.probe());
     socket.on('data', (b: Buffer) => this.onBytes(b));
     // Frames already received are still handled (their header blocks inflate asynchronously).
     const drainThenShutdown = () => { void this.incoming.lock(() => this.shutdown()); };
@@ -234,6 +238,14 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
   /** @internal */
   sendRst(id: number, status: number): void {
     if (!this.closed) void this.enqueue(() => encodeRstStream(id, status), CHUNK_OVERHEAD).catch(() => undefined);
+  }
+
+  /** A ping of our own, one at a time (a peer not reading gets no pile of them). */
+  private probe(): void {
+    if (this.probing || this.closed) return;
+    this.probing = true;
+    this.pingId += 2;
+    void this.enqueue(() => encodePing(this.pingId)).catch(() => this.destroy()).finally(() => { this.probing = false; });
   }
 
   /** @internal */
@@ -345,6 +357,7 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
     this.streams.clear();
     this.inflate.close();
     this.deflate.close();
+    this.inputBudget.close();
     this.emit('close');
   }
 }

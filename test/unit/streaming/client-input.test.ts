@@ -5,7 +5,7 @@ import { CHUNK_OVERHEAD, ClientInput, InputBudget } from '../../../streaming/cli
 
 function budget(limit: number) {
   const calls: string[] = [];
-  return { calls, budget: new InputBudget(limit, () => calls.push('pause'), () => calls.push('resume')) };
+  return { calls, budget: new InputBudget(limit, () => calls.push('pause'), () => calls.push('resume'), () => calls.push('probe')) };
 }
 
 describe('client input', () => {
