@@ -133,6 +133,32 @@ describe('streaming server', () => {
     });
   });
 
+  it('closes a WebSocket sending a message over the limit with 1009', async () => {
+    await withServer({ limits: { maxFrameBytes: 64 * 1024 } }, async (s) => {
+      const ws = await wsConnect(s.url({ ...exec(['hang']), stdin: true }), ['v5.channel.k8s.io']);
+      ws.ws.send(Buffer.alloc(1024 * 1024));
+      const [code] = await once(ws.ws, 'close') as [number];
+      assert.equal(code, 1009);
+      await waitUntil(() => s.activeSessions === 0);
+    });
+  });
+
+  for (const transport of ['spdy', 'ws'] as const) {
+    it(`a client that hangs up while its connection is paused (${transport}) is noticed and its session ends`, async () => {
+      const stdin = readerGate();
+      await withServer({ backend: { ...backend, exec: stdin.exec }, limits: { inputBufferBytes: 64 * 1024 } }, async (s) => {
+        const url = s.url({ ...exec(['take']), stdin: true });
+        const flood = transport === 'spdy' ? await spdyFlood(url) : await wsFlood(url);
+        void flood.send(64 * 1024 * 1024).catch(() => undefined);
+        await stalled(() => flood.accepted());
+        assert.equal(s.activeSessions, 1);
+        flood.close();
+        // The paused socket is not read, so only the probes (every 2 s) can find the client gone.
+        await waitUntil(() => s.activeSessions === 0, 15_000);
+      });
+    });
+  }
+
   it('port-forward over SPDY: pairs past the limit are refused with a message, the earlier ones keep working', async () => {
     const children = new Set<ChildProcess>();
     const connectCat = () => { const c = spawn('cat', [], { stdio: 'pipe' }); children.add(c); c.once('close', () => children.delete(c)); return c; };
@@ -228,7 +254,10 @@ function readerGate(): { exec: StreamingBackend['exec']; read(): Promise<string>
   return {
     exec: async (_req, io) => {
       stdin = io.stdin!;
-      await new Promise<void>((resolve) => { finish = resolve; });
+      await new Promise<void>((resolve) => {
+        finish = resolve;
+        io.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
       return 0;
     },
     read: async () => {
@@ -276,6 +305,6 @@ async function wsFlood(url: string): Promise<Flood> {
     },
     accepted: () => accepted,
     end: () => s.ws.send(Buffer.from([255, 0])),
-    close: () => s.ws.close(),
+    close: () => s.ws.terminate(),
   };
 }
