@@ -26,7 +26,12 @@ export class InputBudget {
   private used = 0;
   private probes: NodeJS.Timeout | undefined;
 
-  constructor(readonly limit: number, private readonly pause: () => void, private readonly resume: () => void, private readonly probe: () => void) {}
+  constructor(
+    readonly limit: number,
+    private readonly pause: () => void,
+    private readonly resume: () => void,
+    private readonly probe: () => void,
+  ) {}
 
   get bytes(): number {
     return this.used;
@@ -68,7 +73,11 @@ export class InputQueue {
   private ending = false;
   private ended = false;
 
-  constructor(private readonly budget: InputBudget, private readonly push: (chunk: Buffer | null) => boolean, private readonly buffered: () => number) {}
+  constructor(
+    private readonly budget: InputBudget,
+    private readonly push: (chunk: Buffer | null) => boolean,
+    private readonly buffered: () => number,
+  ) {}
 
   /** The client sent `data`. */
   add(data: Buffer): void {

@@ -46,6 +46,8 @@ export function closeReason(text: string): string {
 
 /** Why a SPDY session was closed for breaking the protocol or a limit, for its error stream(s). */
 export function protocolFailureMessage(err: SpdyProtocolError, limits: StreamingLimits): string {
-  if (err instanceof FrameTooLarge) return limitMessage(limits, 'maxFrameBytes', `a SPDY frame of ${err.length} bytes was refused and the session closed`);
+  if (err instanceof FrameTooLarge) {
+    return limitMessage(limits, 'maxFrameBytes', `a SPDY frame of ${err.length} bytes was refused and the session closed`);
+  }
   return `the session was closed: ${err.message}`;
 }

@@ -25,7 +25,10 @@ function describeFailure(port: number, stderr: Buffer[], code: number | null): s
 }
 
 /** Copies between one pod connection and a client's byte streams; calls `failed` with a message if it could not connect. */
-function forward(connect: PodConnector, port: number, input: NodeJS.ReadableStream, output: NodeJS.WritableStream, failed: (msg: string) => void, log: Logger): ChildProcess {
+function forward(
+  connect: PodConnector, port: number, input: NodeJS.ReadableStream, output: NodeJS.WritableStream,
+  failed: (msg: string) => void, log: Logger,
+): ChildProcess {
   const child = connect(port);
   const stderr: Buffer[] = [];
   child.stderr!.on('data', (b: Buffer) => stderr.push(b));
@@ -89,14 +92,18 @@ export function spdyPortForward(session: SpdySession, connect: PodConnector, lim
     let p = pairs.get(id);
     if (!p && open() >= limits.maxPortForwardPairs) {
       refusals++;
-      if (refusals === 1 || refusals % 1000 === 0) log.info({ open: open(), refusals }, 'port-forward pair refused: the session is at its limit');
+      // The first refusal and every thousandth: a client opening pairs without end does not flood the log.
+      if (refusals === 1 || refusals % 1000 === 0) {
+        log.info({ open: open(), refusals }, 'port-forward pair refused: the session is at its limit');
+      }
       if (type === 'data') {
         s.reset(RST_REFUSED_STREAM);
         return;
       }
       void s.reply().catch(() => undefined);
       s.resume();
-      s.end(limitMessage(limits, 'maxPortForwardPairs', `port-forward to port ${s.headers.port} refused: this session has ${open()} connections open`));
+      const what = `port-forward to port ${s.headers.port} refused: this session has ${open()} connections open`;
+      s.end(limitMessage(limits, 'maxPortForwardPairs', what));
       return;
     }
     void s.reply().catch(() => undefined);
@@ -134,7 +141,9 @@ export function spdyPortForward(session: SpdySession, connect: PodConnector, lim
  * and 2i+1 for errors, each opened by the server with the port number. Runs until the client hangs up.
  * More ports than the pair limit close the WebSocket (1008) with the reason.
  */
-export function wsPortForward(ws: WebSocket, ports: number[], base64: boolean, connect: PodConnector, limits: StreamingLimits, log: Logger): Promise<void> {
+export function wsPortForward(
+  ws: WebSocket, ports: number[], base64: boolean, connect: PodConnector, limits: StreamingLimits, log: Logger,
+): Promise<void> {
   const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
   ws.on('error', () => undefined);
   if (ports.length > limits.maxPortForwardPairs) {

@@ -7,7 +7,8 @@ import { TerminalSizes, type SessionStdio } from '../core/stdio.js';
 import { ClientInput } from './client-input.js';
 import { protocolFailureMessage, type StreamingLimits } from './limits.js';
 import {
-  CH_CLOSE, CH_ERROR, CH_RESIZE, CH_STDERR, CH_STDIN, CH_STDOUT, decodeChannelMessage, encodeChannelMessage, encodeStatus, errorStatus, ResizeDecoder, type Status,
+  CH_CLOSE, CH_ERROR, CH_RESIZE, CH_STDERR, CH_STDIN, CH_STDOUT, decodeChannelMessage, encodeChannelMessage, encodeStatus, errorStatus,
+  ResizeDecoder, type Status,
 } from './protocol.js';
 import type { SpdySession, SpdyStream } from './spdy.js';
 import { channelWriter, wsInputBudget } from './ws-channels.js';
@@ -40,7 +41,9 @@ export function expectedStreams(o: StdioOptions, version: number): string[] {
  * Rejects when the client hangs up or is too slow. A session closed for breaking a limit says why on
  * its error stream.
  */
-export async function spdyRemoteCommand(session: SpdySession, version: number, o: StdioOptions, timeoutMs: number, limits: StreamingLimits): Promise<RemoteCommand> {
+export async function spdyRemoteCommand(
+  session: SpdySession, version: number, o: StdioOptions, timeoutMs: number, limits: StreamingLimits,
+): Promise<RemoteCommand> {
   const expected = new Set(expectedStreams(o, version));
   const streams = new Map<string, SpdyStream>();
   session.once('failure', (err) => {
@@ -48,7 +51,8 @@ export async function spdyRemoteCommand(session: SpdySession, version: number, o
     if (error && !error.writableEnded) error.end(encodeStatus(errorStatus(protocolFailureMessage(err, limits)), version));
   });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`the client opened only [${[...streams.keys()].join(', ')}] of the streams [${[...expected].join(', ')}] within ${timeoutMs} ms`)), timeoutMs);
+    const opened = () => `the client opened only [${[...streams.keys()].join(', ')}] of the streams [${[...expected].join(', ')}]`;
+    const timer = setTimeout(() => done(new Error(`${opened()} within ${timeoutMs} ms`)), timeoutMs);
     const onClose = () => done(new Error('the client hung up before opening its streams'));
     const onStream = (s: SpdyStream) => {
       const type = s.headers.streamtype ?? '';

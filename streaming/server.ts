@@ -166,20 +166,26 @@ export class StreamingServer implements StreamingEndpoint {
     const protocol = negotiate(offered, ours) ?? (offered ? undefined : ours[ours.length - 1]!);
     if (!protocol) return reject(socket, 403, 'Forbidden', `unable to negotiate a stream protocol (supported: ${ours.join(', ')})`);
     if (!accept()) return reject(socket, 404, 'Not Found', 'streaming token already used');
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: ${protocol}\r\n\r\n`);
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n'
+      + `X-Stream-Protocol-Version: ${protocol}\r\n\r\n`);
     if (head.length) socket.unshift(head);
     run({ socket, kind: 'spdy', session: this.spdySession(socket), protocol });
   }
 
   private spdySession(socket: Duplex): SpdySession {
-    const session = new SpdySession(socket, { client: false, maxFramePayload: this.limits.maxFrameBytes, inputBufferBytes: this.limits.inputBufferBytes });
-    session.once('failure', (err) => this.opts.log.info({ err: err.message }, 'SPDY session closed: the client broke the protocol or a limit'));
+    const { maxFrameBytes, inputBufferBytes } = this.limits;
+    const session = new SpdySession(socket, { client: false, maxFramePayload: maxFrameBytes, inputBufferBytes });
+    session.once('failure', (err) => {
+      this.opts.log.info({ err: err.message }, 'SPDY session closed: the client broke the protocol or a limit');
+    });
     return session;
   }
 
   /** Why a session for `request` may not start now (HTTP 429), or undefined. */
   private overLimit(request: StreamRequest): string | undefined {
-    if (this.active >= this.limits.maxSessions) return limitMessage(this.limits, 'maxSessions', `${this.active} streaming sessions are open on this node`);
+    if (this.active >= this.limits.maxSessions) {
+      return limitMessage(this.limits, 'maxSessions', `${this.active} streaming sessions are open on this node`);
+    }
     const open = this.perTarget.get(targetKey(request)) ?? 0;
     if (open >= this.limits.maxSessionsPerTarget) {
       const target = request.verb === 'portforward' ? `pod sandbox ${request.sandboxId}` : `container ${request.containerId}`;
@@ -206,7 +212,10 @@ export class StreamingServer implements StreamingEndpoint {
 
   private async runSession(
     request: StreamRequest,
-    t: { socket: Duplex } & ({ kind: 'spdy'; session: SpdySession; protocol: string } | { kind: 'ws'; ws: WebSocket; protocol: string; query: URLSearchParams }),
+    t: { socket: Duplex } & (
+      | { kind: 'spdy'; session: SpdySession; protocol: string }
+      | { kind: 'ws'; ws: WebSocket; protocol: string; query: URLSearchParams }
+    ),
   ): Promise<void> {
     const { socket } = t;
     const started = Date.now();
@@ -220,7 +229,9 @@ export class StreamingServer implements StreamingEndpoint {
       if (request.verb === 'portforward') {
         const connect = await this.opts.backend.portForward(request);
         if (t.kind === 'spdy') await spdyPortForward(t.session, connect, this.limits, log);
-        else if (t.protocol === WS_SPDY_TUNNEL_PROTOCOL) await spdyPortForward(this.spdySession(createWebSocketStream(t.ws)), connect, this.limits, log);
+        else if (t.protocol === WS_SPDY_TUNNEL_PROTOCOL) {
+          await spdyPortForward(this.spdySession(createWebSocketStream(t.ws)), connect, this.limits, log);
+        }
         else {
           const fromQuery = parsePorts(t.query.getAll('port'));
           if (typeof fromQuery === 'string') {
@@ -267,5 +278,6 @@ function targetKey(request: StreamRequest): string {
 }
 
 function reject(socket: Duplex, code: number, reason: string, message: string): void {
-  socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(message) + 1}\r\nConnection: close\r\n\r\n${message}\n`);
+  socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(message) + 1}\r\n`
+    + `Connection: close\r\n\r\n${message}\n`);
 }

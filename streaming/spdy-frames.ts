@@ -145,7 +145,10 @@ function controlFrame(type: number, flags: number, body: Buffer): Frame {
   switch (type) {
     case FrameType.SynStream:
       need(body, 10, 'SYN_STREAM');
-      return { type: 'syn_stream', streamId: id(), associatedId: body.readUInt32BE(4) & 0x7fffffff, priority: body[8]! >> 5, flags, headerBlock: body.subarray(10) };
+      return {
+        type: 'syn_stream', streamId: id(), associatedId: body.readUInt32BE(4) & 0x7fffffff, priority: body[8]! >> 5, flags,
+        headerBlock: body.subarray(10),
+      };
     case FrameType.SynReply:
       need(body, 4, 'SYN_REPLY');
       return { type: 'syn_reply', streamId: id(), flags, headerBlock: body.subarray(4) };
