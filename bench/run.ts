@@ -2,7 +2,8 @@
 // the targets alternating within each round; prints each result as a JSON line, writes them all to
 // bench/results/<time>.json, and the medians and ratios as a table to bench/RESULTS.md.
 // Flags: --rounds N, --lifecycle N, --storm 50,110, --restart 20,110, --relist-pods N, --relist-iterations N,
-// --rpc-samples N, --events-pods N, --events-kills N, --multinet N, --dranet N, --only lifecycle,rpc,pull,storm,restart,relist,events,multinet,dranet,
+// --rpc-samples N, --events-pods N, --events-kills N, --multinet N, --dranet N, --hostile-seconds N,
+// --only lifecycle,rpc,pull,storm,restart,relist,events,multinet,dranet,hostile,
 // --targets minicri,containerd,floor, --cpu-prof, --no-md.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
@@ -13,6 +14,7 @@ import { execa } from 'execa';
 import { hostSnapshot } from '../test/support/leaks.js';
 import { eventsBench } from './events.js';
 import { floorBench } from './floor.js';
+import { hostileBench } from './hostile.js';
 import { makeBenchEnv, type BenchEnv } from './lib/env.js';
 import { medianOf, table, type Json, type Row } from './lib/report.js';
 import { ensurePackages, startContainerd, startMinicri, type Target, type TargetName } from './lib/targets.js';
@@ -26,7 +28,7 @@ import { grpcFloorBench, RPC_NAMES, rpcBench } from './rpc.js';
 import { stormBench } from './storm.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
-const BENCHES = ['lifecycle', 'rpc', 'pull', 'storm', 'restart', 'relist', 'events', 'multinet', 'dranet'] as const;
+const BENCHES = ['lifecycle', 'rpc', 'pull', 'storm', 'restart', 'relist', 'events', 'multinet', 'dranet', 'hostile'] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -41,6 +43,7 @@ const { values: args } = parseArgs({
     'relist-iterations': { type: 'string', default: '10' },
     'events-pods': { type: 'string', default: '110' },
     'events-kills': { type: 'string', default: '30' },
+    'hostile-seconds': { type: 'string', default: '10' },
     only: { type: 'string', default: BENCHES.join(',') },
     targets: { type: 'string', default: 'minicri,containerd,floor' },
     'cpu-prof': { type: 'boolean', default: false },
@@ -58,6 +61,7 @@ const relistPods = Number(args['relist-pods']);
 const relistIterations = Number(args['relist-iterations']);
 const eventsPods = Number(args['events-pods']);
 const eventsKills = Number(args['events-kills']);
+const hostileSeconds = Number(args['hostile-seconds']);
 const only = new Set(args.only.split(','));
 const wanted = new Set(args.targets.split(','));
 const daemons = (['minicri', 'containerd'] as TargetName[]).filter((t) => wanted.has(t));
@@ -154,8 +158,9 @@ async function main(): Promise<void> {
       }
       for (const name of order) {
         const t = running.get(name)!;
-        // containerd leaves secondary networks to a meta-plugin it does not have here.
-        if ((bench === 'multinet' || bench === 'dranet') && name !== 'minicri') continue;
+        // containerd leaves secondary networks to a meta-plugin it does not have here; the hostile streaming
+        // clients are #31's, run against minicri's limits.
+        if ((bench === 'multinet' || bench === 'dranet' || bench === 'hostile') && name !== 'minicri') continue;
         log(`round ${round}: ${bench} on ${name}`);
         if (bench === 'lifecycle') record('lifecycle', name, round, await lifecycleBench(t.client, env.busybox, logRoot, lifecycleN));
         if (bench === 'rpc') record('rpc', name, round, await rpcBench(t.client, env.busybox, logRoot, rpcSamples));
@@ -170,6 +175,7 @@ async function main(): Promise<void> {
           record('footprint', name, round, { fresh: fresh.get(name), ...footprint });
         }
         if (bench === 'events') record('events', name, round, await eventsBench(t, env.busybox, logRoot, eventsPods, eventsKills));
+        if (bench === 'hostile') record('hostile', name, round, await hostileBench(t, env.busybox, logRoot, hostileSeconds));
       }
     }
   }
@@ -184,7 +190,7 @@ async function main(): Promise<void> {
   }
   const mach = await machine(loadAtStart);
   const stamp = started.toISOString().replace(/[:.]/g, '-');
-  const options = { rounds, lifecycle: lifecycleN, rpcSamples, storm: stormSizes, restart: restartSizes, relistPods, relistIterations, eventsPods, eventsKills, multinet: multinetN, dranet: dranetN, only: [...only], targets: [...wanted] };
+  const options = { rounds, lifecycle: lifecycleN, rpcSamples, storm: stormSizes, restart: restartSizes, relistPods, relistIterations, eventsPods, eventsKills, multinet: multinetN, dranet: dranetN, hostileSeconds, only: [...only], targets: [...wanted] };
   await mkdir(join(BENCH_DIR, 'results'), { recursive: true });
   const file = join(BENCH_DIR, 'results', `${stamp}.json`);
   await writeFile(file, JSON.stringify({ started: started.toISOString(), machine: mach, options, summaries, entries }, null, 1));
@@ -241,6 +247,13 @@ function rows(): Row[] {
   r.push({ metric: 'multinet errors (all rounds)', bench: 'multinet', path: 'errors' });
   for (const kind of DRANET_KINDS) r.push({ metric: `RunPodSandbox, one host-device network, ${kind === 'dra' ? 'DRA' : 'device-plugin'} device p50 (ms)`, bench: 'dranet', path: `run.${kind}.p50` });
   r.push({ metric: 'dranet errors (all rounds)', bench: 'dranet', path: 'errors' });
+  r.push({ metric: 'hostile streams: Version round trip, idle, p99 (ms)', bench: 'hostile', path: 'idle.p99' });
+  r.push({ metric: 'hostile streams: Version round trip during the attack, p50 (ms)', bench: 'hostile', path: 'attack.p50' });
+  r.push({ metric: 'hostile streams: Version round trip during the attack, p99 (ms)', bench: 'hostile', path: 'attack.p99' });
+  r.push({ metric: 'hostile streams: daemon RSS growth during the attack (MiB)', bench: 'hostile', path: 'rssGrowthMiB' });
+  r.push({ metric: 'hostile streams: stdin the floods got out (MiB)', bench: 'hostile', path: 'stdinSentMiB' });
+  r.push({ metric: 'hostile streams: 16 MiB frames refused', bench: 'hostile', path: 'framesRefused' });
+  r.push({ metric: 'hostile streams: errors (all rounds)', bench: 'hostile', path: 'errors' });
   for (const [image, what] of [['big', '~100 MB image'], ['files', '5 layers of small files']] as const) {
     r.push({ metric: `pull ${what}, cold (s)`, bench: 'pull', path: `${image}.cold.seconds` });
     r.push({ metric: `pull ${what}, cold (MB/s)`, bench: 'pull', path: `${image}.cold.mbPerSecond` });
@@ -281,6 +294,9 @@ Reading it:
   (conmon for each pause and container, and the one mount helper, with minicri; one runc shim per pod with containerd), over the pods.
 - Events: a target whose STOPPED rows are empty does not serve GetContainerEvents (${eventsSupport(summaries)}); its
   "one subscriber" CPU is then with none as well.
+- Hostile streams (minicri only): the event loop's delay is read from outside, as the Version round trip during the
+  attack (two SPDY and one WebSocket stdin flood into a process that never reads, port-forward sessions each sending
+  a 16 MiB SPDY frame, a port-forward session opening pairs without end; bench/hostile.ts) against the same idle.
 - Tails (p99) on a 2-core VM that runs anything else are noisy; the p50s are the figures to hold against each other.
 `;
 }

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
 import { MINICRI_PROFILE } from '../oci/runtime/apparmor/profile.js';
+import { DEFAULT_LIMITS } from '../streaming/limits.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/minicri/minicri.toml';
 
@@ -90,7 +91,16 @@ const schema = z.strictObject({
     port: z.number().int().min(0).max(65535).default(0),
     idle_timeout_seconds: z.number().int().positive().default(4 * 3600),
     // Exec, attach and port-forward sessions open at once; more are refused (HTTP 429).
-    max_sessions: z.number().int().positive().default(128),
+    max_sessions: z.number().int().positive().default(DEFAULT_LIMITS.maxSessions),
+    // The same, per container (exec, attach) or pod sandbox (port-forward), so one tenant cannot take them all.
+    max_sessions_per_container: z.number().int().positive().default(DEFAULT_LIMITS.maxSessionsPerTarget),
+    // Forwarded connections (SPDY stream pairs, WebSocket ports) one port-forward session has open at once.
+    max_port_forward_pairs: z.number().int().positive().max(65_536).default(DEFAULT_LIMITS.maxPortForwardPairs),
+    // Client input a session holds while its reader (a process's stdin, a pod connection) is behind; past
+    // it the client's connection is paused until the reader catches up.
+    input_buffer_bytes: z.number().int().min(64 * 1024).max(256 << 20).default(DEFAULT_LIMITS.inputBufferBytes),
+    // The largest SPDY frame payload or WebSocket message accepted; a larger one closes the session.
+    max_frame_bytes: z.number().int().min(64 * 1024).max(0xffffff).default(DEFAULT_LIMITS.maxFrameBytes),
   }).prefault({}),
 }).superRefine((c, ctx) => {
   if (!(c.default_runtime in c.runtimes)) {

@@ -41,7 +41,7 @@ import { quietCollector } from './quiet-collector.js';
 import { runtimeService } from './runtime-service.js';
 import { openRuntimes } from './runtimes.js';
 import { bindService } from './service.js';
-import { streamingBackend } from './streaming-backend.js';
+import { streamingBackend, streamingLimits } from './streaming-backend.js';
 
 /** kubelet sends and accepts messages up to 16 MiB (ExecSync output, large lists). */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -136,7 +136,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     let pods: PodContext | undefined;
     streaming = await StreamingServer.start({
       address: config.streaming.address, port: config.streaming.port,
-      idleTimeoutMs: config.streaming.idle_timeout_seconds * 1000, maxSessions: config.streaming.max_sessions,
+      idleTimeoutMs: config.streaming.idle_timeout_seconds * 1000, limits: streamingLimits(config.streaming),
       backend: streamingBackend(() => pods!),
       log: log.child({ module: 'streaming' }),
     });

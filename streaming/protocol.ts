@@ -5,13 +5,19 @@ import type { TerminalSize } from '../core/stdio.js';
 export type Verb = 'exec' | 'attach' | 'portforward';
 
 /** Remote-command subprotocols over SPDY, best first (kubelet's order). */
-export const SPDY_EXEC_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io', 'channel.k8s.io'] as const;
+export const SPDY_EXEC_PROTOCOLS = [
+  'v5.channel.k8s.io', 'v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io', 'channel.k8s.io',
+] as const;
 export const SPDY_PORTFORWARD_PROTOCOLS = ['portforward.k8s.io'] as const;
 /** WebSocket subprotocols: v5/v4 channel framing, optionally base64 text frames. */
-export const WS_EXEC_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v4.base64.channel.k8s.io', 'base64.channel.k8s.io', 'channel.k8s.io'] as const;
+export const WS_EXEC_PROTOCOLS = [
+  'v5.channel.k8s.io', 'v4.channel.k8s.io', 'v4.base64.channel.k8s.io', 'base64.channel.k8s.io', 'channel.k8s.io',
+] as const;
 /** SPDY tunneled in WebSocket binary messages (kubectl 1.31+ port-forward), then the channel protocols. */
 export const WS_SPDY_TUNNEL_PROTOCOL = 'SPDY/3.1+portforward.k8s.io';
-export const WS_PORTFORWARD_PROTOCOLS = [WS_SPDY_TUNNEL_PROTOCOL, 'v4.channel.k8s.io', 'v4.base64.channel.k8s.io', 'channel.k8s.io', 'base64.channel.k8s.io'] as const;
+export const WS_PORTFORWARD_PROTOCOLS = [
+  WS_SPDY_TUNNEL_PROTOCOL, 'v4.channel.k8s.io', 'v4.base64.channel.k8s.io', 'channel.k8s.io', 'base64.channel.k8s.io',
+] as const;
 
 /**
  * The first of our protocols (in our order of preference) the client offers, or undefined.
@@ -104,7 +110,8 @@ function parseSize(json: string): TerminalSize | undefined {
     const v = JSON.parse(json) as { Width?: unknown; Height?: unknown };
     const width = Number(v.Width);
     const height = Number(v.Height);
-    if (!Number.isInteger(width) || !Number.isInteger(height) || width < 0 || height < 0 || width > 0xffff || height > 0xffff) return undefined;
+    const valid = (n: number) => Number.isInteger(n) && n >= 0 && n <= 0xffff;
+    if (!valid(width) || !valid(height)) return undefined;
     return { width, height };
   } catch {
     return undefined;

@@ -1,13 +1,17 @@
 // Exec and attach over either transport: turn a SPDY session or a WebSocket into the session's
 // stdio (SessionStdio) and report the outcome on the error stream.
 import { once } from 'node:events';
-import { PassThrough, Writable, type Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { TerminalSizes, type SessionStdio } from '../core/stdio.js';
+import { ClientInput } from './client-input.js';
+import { protocolFailureMessage, type StreamingLimits } from './limits.js';
 import {
-  CH_CLOSE, CH_ERROR, CH_RESIZE, CH_STDERR, CH_STDIN, CH_STDOUT, decodeChannelMessage, encodeChannelMessage, encodeStatus, ResizeDecoder, type Status,
+  CH_CLOSE, CH_ERROR, CH_RESIZE, CH_STDERR, CH_STDIN, CH_STDOUT, decodeChannelMessage, encodeChannelMessage, encodeStatus, errorStatus,
+  ResizeDecoder, type Status,
 } from './protocol.js';
 import type { SpdySession, SpdyStream } from './spdy.js';
+import { channelWriter, wsInputBudget } from './ws-channels.js';
 
 export interface StdioOptions {
   stdin: boolean;
@@ -34,13 +38,21 @@ export function expectedStreams(o: StdioOptions, version: number): string[] {
 
 /**
  * Waits until the client has opened every stream it should (within timeoutMs), accepting each.
- * Rejects when the client hangs up or is too slow.
+ * Rejects when the client hangs up or is too slow. A session closed for breaking a limit says why on
+ * its error stream.
  */
-export async function spdyRemoteCommand(session: SpdySession, version: number, o: StdioOptions, timeoutMs: number): Promise<RemoteCommand> {
+export async function spdyRemoteCommand(
+  session: SpdySession, version: number, o: StdioOptions, timeoutMs: number, limits: StreamingLimits,
+): Promise<RemoteCommand> {
   const expected = new Set(expectedStreams(o, version));
   const streams = new Map<string, SpdyStream>();
+  session.once('failure', (err) => {
+    const error = streams.get('error');
+    if (error && !error.writableEnded) error.end(encodeStatus(errorStatus(protocolFailureMessage(err, limits)), version));
+  });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`the client opened only [${[...streams.keys()].join(', ')}] of the streams [${[...expected].join(', ')}] within ${timeoutMs} ms`)), timeoutMs);
+    const opened = () => `the client opened only [${[...streams.keys()].join(', ')}] of the streams [${[...expected].join(', ')}]`;
+    const timer = setTimeout(() => done(new Error(`${opened()} within ${timeoutMs} ms`)), timeoutMs);
     const onClose = () => done(new Error('the client hung up before opening its streams'));
     const onStream = (s: SpdyStream) => {
       const type = s.headers.streamtype ?? '';
@@ -76,6 +88,8 @@ export async function spdyRemoteCommand(session: SpdySession, version: number, o
   const stdin = streams.get('stdin') ?? null;
   const stdout = streams.get('stdout') ?? null;
   const stderr = streams.get('stderr') ?? null;
+  // The client has nothing to say on the streams we write: whatever it sends there is dropped, not held.
+  for (const s of [streams.get('error'), stdout, stderr]) s?.resume();
   return {
     io: { stdin, stdout, stderr, resize, signal: abort.signal },
     finish: async (status) => {
@@ -91,40 +105,35 @@ export async function spdyRemoteCommand(session: SpdySession, version: number, o
 }
 
 function endStream(s: Writable, last?: Buffer): Promise<void> {
-  if (s.writableFinished || s.destroyed) return Promise.resolve();
+  // Already ended: by the failure report, or by an earlier finish.
+  if (s.writableEnded || s.destroyed) return Promise.resolve();
   const finished = once(s, 'finish').then(() => undefined, () => undefined);
   s.end(last);
   return finished;
 }
 
-/** A writable that sends each chunk as a message on one WebSocket channel. */
-function channelWriter(ws: WebSocket, channel: number, base64: boolean): Writable {
-  return new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      if (ws.readyState !== ws.OPEN) return cb();
-      ws.send(encodeChannelMessage(channel, chunk, base64), (err) => cb(err ?? null));
-    },
-  });
-}
-
-/** Exec/attach over a WebSocket using the channel protocol (`version` 5 adds the close signal). */
-export function wsRemoteCommand(ws: WebSocket, version: number, base64: boolean, o: StdioOptions): RemoteCommand {
+/**
+ * Exec/attach over a WebSocket using the channel protocol (`version` 5 adds the close signal). stdin the
+ * process does not take pauses the WebSocket past `inputBufferBytes`.
+ */
+export function wsRemoteCommand(ws: WebSocket, version: number, base64: boolean, o: StdioOptions, limits: StreamingLimits): RemoteCommand {
   const abort = new AbortController();
   const resize = new TerminalSizes();
   const decoder = new ResizeDecoder();
-  const stdin = o.stdin ? new PassThrough() : null;
+  const stdin = o.stdin ? new ClientInput(wsInputBudget(ws, limits.inputBufferBytes)) : null;
   const stdout = o.stdout ? channelWriter(ws, CH_STDOUT, base64) : null;
   const stderr = o.stderr && !o.tty ? channelWriter(ws, CH_STDERR, base64) : null;
   for (const w of [stdout, stderr]) w?.on('error', () => undefined);
   ws.on('message', (raw: Buffer, isBinary: boolean) => {
     const m = decodeChannelMessage(isBinary ? raw : raw.toString(), base64);
     if (!m) return;
-    if (m.channel === CH_STDIN && stdin && !stdin.writableEnded) stdin.write(m.data);
+    if (m.channel === CH_STDIN) stdin?.add(m.data);
     else if (m.channel === CH_RESIZE) for (const s of decoder.push(m.data)) resize.push(s);
-    else if (m.channel === CH_CLOSE && version >= 5 && m.data[0] === CH_STDIN) stdin?.end();
+    else if (m.channel === CH_CLOSE && version >= 5 && m.data[0] === CH_STDIN) stdin?.finish();
   });
   ws.on('close', () => {
-    stdin?.end();
+    // The session ends with the client (the abort): what it sent and nobody took is dropped.
+    stdin?.destroy();
     abort.abort();
   });
   ws.on('error', () => undefined);

@@ -1,6 +1,7 @@
 // The streaming HTTP server kubelet sends clients to: GET /<verb>/<token> upgraded to SPDY/3.1 or
 // WebSocket. The CRI call validated the request and issued the token; here it is redeemed once and
-// the session runs against the backend. Bounded: concurrent sessions, idle connections.
+// the session runs against the backend. Bounded: concurrent sessions on the node and per container,
+// idle connections, and within a session what limits.ts lists.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { createWebSocketStream, WebSocketServer, type WebSocket } from 'ws';
 import type { SessionStdio } from '../core/stdio.js';
 import type { Logger } from '../core/log.js';
+import { DEFAULT_LIMITS, limitMessage, type StreamingLimits } from './limits.js';
 import { spdyPortForward, wsPortForward, type PodConnector } from './port-forward.js';
 import {
   errorStatus, exitCodeStatus, negotiate, parsePorts, protocolVersion, SPDY_EXEC_PROTOCOLS, SPDY_PORTFORWARD_PROTOCOLS, successStatus,
@@ -35,7 +37,8 @@ export interface StreamingServerOptions {
   address: string;
   port: number;
   idleTimeoutMs: number;
-  maxSessions: number;
+  /** Those not given are DEFAULT_LIMITS'. */
+  limits?: Partial<StreamingLimits>;
   /** How long a client has to open its streams after the upgrade (kubelet: 30 s). */
   streamCreationTimeoutMs?: number;
   backend: StreamingBackend;
@@ -54,12 +57,19 @@ export class StreamingServer implements StreamingEndpoint {
    * refuses offers that are not HTTP tokens, and kubectl's SPDY/3.1+portforward.k8s.io has a '/'.
    */
   private readonly chosen = new WeakMap<IncomingMessage, string>();
-  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  private readonly wss: WebSocketServer;
   private readonly sockets = new Set<Duplex>();
+  private readonly limits: StreamingLimits;
   private active = 0;
+  /** Open sessions per container (exec, attach) or pod sandbox (port-forward). */
+  private readonly perTarget = new Map<string, number>();
   private baseUrl = '';
 
   private constructor(private readonly http: Server, private readonly opts: StreamingServerOptions) {
+    this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    // A message is one SPDY frame (tunneled port-forward) or a channel byte and a piece of a stream:
+    // a little room over the frame limit for the frame's header.
+    this.wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: this.limits.maxFrameBytes + 1024 });
     this.wss.on('headers', (headers, req) => {
       const protocol = this.chosen.get(req);
       if (protocol) headers.push(`Sec-WebSocket-Protocol: ${protocol}`);
@@ -122,10 +132,22 @@ export class StreamingServer implements StreamingEndpoint {
     // back from WebSocket to SPDY). Only an accepted upgrade uses it up.
     const request = r ? this.tokens.peek(r.token) : undefined;
     if (!r || !request || request.verb !== r.verb) return reject(socket, 404, 'Not Found', 'unknown, used or expired streaming token');
-    if (this.active >= this.opts.maxSessions) {
-      return reject(socket, 429, 'Too Many Requests', `${this.active} streaming sessions are open, the limit is ${this.opts.maxSessions}`);
-    }
-    const accept = () => this.tokens.take(r.token) !== undefined;
+    const refusal = this.overLimit(request);
+    if (refusal) return reject(socket, 429, 'Too Many Requests', refusal);
+    // The session's slots are taken with its token, before any await, so racing upgrades cannot pass
+    // a limit together; they are given back when the session ends or the upgrade fails.
+    let release: (() => void) | undefined;
+    let started = false;
+    const accept = () => {
+      if (this.tokens.take(r.token) === undefined) return false;
+      release = this.occupy(request);
+      socket.once('close', () => { if (!started) release!(); });
+      return true;
+    };
+    const run = (t: Parameters<StreamingServer['runSession']>[1]) => {
+      started = true;
+      void this.runSession(request, t).finally(release);
+    };
     const upgrade = (req.headers.upgrade ?? '').toLowerCase();
     if (upgrade === 'websocket') {
       const ours = request.verb === 'portforward' ? WS_PORTFORWARD_PROTOCOLS : WS_EXEC_PROTOCOLS;
@@ -135,9 +157,7 @@ export class StreamingServer implements StreamingEndpoint {
       if (!accept()) return reject(socket, 404, 'Not Found', 'streaming token already used');
       this.chosen.set(req, protocol);
       delete req.headers['sec-websocket-protocol'];
-      this.wss.handleUpgrade(req, socket, head, (ws) => {
-        void this.runSession(request, socket, { kind: 'ws', ws, protocol, query: r.query });
-      });
+      this.wss.handleUpgrade(req, socket, head, (ws) => run({ socket, kind: 'ws', ws, protocol, query: r.query }));
       return;
     }
     if (upgrade !== 'spdy/3.1') return reject(socket, 400, 'Bad Request', 'upgrade to SPDY/3.1 or websocket required');
@@ -146,18 +166,58 @@ export class StreamingServer implements StreamingEndpoint {
     const protocol = negotiate(offered, ours) ?? (offered ? undefined : ours[ours.length - 1]!);
     if (!protocol) return reject(socket, 403, 'Forbidden', `unable to negotiate a stream protocol (supported: ${ours.join(', ')})`);
     if (!accept()) return reject(socket, 404, 'Not Found', 'streaming token already used');
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: ${protocol}\r\n\r\n`);
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n'
+      + `X-Stream-Protocol-Version: ${protocol}\r\n\r\n`);
     if (head.length) socket.unshift(head);
-    const session = new SpdySession(socket, { client: false });
-    void this.runSession(request, socket, { kind: 'spdy', session, protocol });
+    run({ socket, kind: 'spdy', session: this.spdySession(socket), protocol });
+  }
+
+  private spdySession(socket: Duplex): SpdySession {
+    const { maxFrameBytes, inputBufferBytes } = this.limits;
+    const session = new SpdySession(socket, { client: false, maxFramePayload: maxFrameBytes, inputBufferBytes });
+    session.once('failure', (err) => {
+      this.opts.log.info({ err: err.message }, 'SPDY session closed: the client broke the protocol or a limit');
+    });
+    return session;
+  }
+
+  /** Why a session for `request` may not start now (HTTP 429), or undefined. */
+  private overLimit(request: StreamRequest): string | undefined {
+    if (this.active >= this.limits.maxSessions) {
+      return limitMessage(this.limits, 'maxSessions', `${this.active} streaming sessions are open on this node`);
+    }
+    const open = this.perTarget.get(targetKey(request)) ?? 0;
+    if (open >= this.limits.maxSessionsPerTarget) {
+      const target = request.verb === 'portforward' ? `pod sandbox ${request.sandboxId}` : `container ${request.containerId}`;
+      return limitMessage(this.limits, 'maxSessionsPerTarget', `${open} streaming sessions are open to ${target}`);
+    }
+    return undefined;
+  }
+
+  /** Counts a session against the limits; returns its release (safe to call more than once). */
+  private occupy(request: StreamRequest): () => void {
+    const key = targetKey(request);
+    this.active++;
+    this.perTarget.set(key, (this.perTarget.get(key) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.active--;
+      const left = this.perTarget.get(key)! - 1;
+      if (left === 0) this.perTarget.delete(key);
+      else this.perTarget.set(key, left);
+    };
   }
 
   private async runSession(
     request: StreamRequest,
-    socket: Duplex,
-    t: { kind: 'spdy'; session: SpdySession; protocol: string } | { kind: 'ws'; ws: WebSocket; protocol: string; query: URLSearchParams },
+    t: { socket: Duplex } & (
+      | { kind: 'spdy'; session: SpdySession; protocol: string }
+      | { kind: 'ws'; ws: WebSocket; protocol: string; query: URLSearchParams }
+    ),
   ): Promise<void> {
-    this.active++;
+    const { socket } = t;
     const started = Date.now();
     const target = request.verb === 'portforward' ? { sandboxId: request.sandboxId } : { containerId: request.containerId };
     const log = this.opts.log.child({ verb: request.verb, ...target, transport: t.kind, protocol: t.protocol });
@@ -168,8 +228,10 @@ export class StreamingServer implements StreamingEndpoint {
     try {
       if (request.verb === 'portforward') {
         const connect = await this.opts.backend.portForward(request);
-        if (t.kind === 'spdy') await spdyPortForward(t.session, connect, log);
-        else if (t.protocol === WS_SPDY_TUNNEL_PROTOCOL) await spdyPortForward(new SpdySession(createWebSocketStream(t.ws), { client: false }), connect, log);
+        if (t.kind === 'spdy') await spdyPortForward(t.session, connect, this.limits, log);
+        else if (t.protocol === WS_SPDY_TUNNEL_PROTOCOL) {
+          await spdyPortForward(this.spdySession(createWebSocketStream(t.ws)), connect, this.limits, log);
+        }
         else {
           const fromQuery = parsePorts(t.query.getAll('port'));
           if (typeof fromQuery === 'string') {
@@ -177,13 +239,13 @@ export class StreamingServer implements StreamingEndpoint {
             throw new Error(fromQuery);
           }
           const ports = fromQuery.length ? fromQuery : request.ports;
-          await wsPortForward(t.ws, ports, t.protocol.includes('base64'), connect, log);
+          await wsPortForward(t.ws, ports, t.protocol.includes('base64'), connect, this.limits, log);
         }
       } else {
         const version = protocolVersion(t.protocol);
         const rc: RemoteCommand = t.kind === 'spdy'
-          ? await spdyRemoteCommand(t.session, version, request, this.opts.streamCreationTimeoutMs ?? 30_000)
-          : wsRemoteCommand(t.ws, version, t.protocol.includes('base64'), request);
+          ? await spdyRemoteCommand(t.session, version, request, this.opts.streamCreationTimeoutMs ?? 30_000, this.limits)
+          : wsRemoteCommand(t.ws, version, t.protocol.includes('base64'), request, this.limits);
         let status: Status;
         try {
           if (request.verb === 'exec') {
@@ -206,12 +268,16 @@ export class StreamingServer implements StreamingEndpoint {
       if (t.kind === 'spdy') t.session.destroy();
       else t.ws.terminate();
     } finally {
-      this.active--;
       log.info({ ms: Date.now() - started, ...outcome }, 'streaming session ended');
     }
   }
 }
 
+function targetKey(request: StreamRequest): string {
+  return request.verb === 'portforward' ? `sandbox/${request.sandboxId}` : `container/${request.containerId}`;
+}
+
 function reject(socket: Duplex, code: number, reason: string, message: string): void {
-  socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(message) + 1}\r\nConnection: close\r\n\r\n${message}\n`);
+  socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(message) + 1}\r\n`
+    + `Connection: close\r\n\r\n${message}\n`);
 }

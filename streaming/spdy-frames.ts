@@ -23,7 +23,10 @@ export const enum FrameType {
 
 /** RST_STREAM status codes we send. */
 export const RST_PROTOCOL_ERROR = 1;
+export const RST_REFUSED_STREAM = 3;
 export const RST_CANCEL = 5;
+/** GOAWAY status: the peer broke the protocol. */
+export const GOAWAY_PROTOCOL_ERROR = 1;
 
 export type Frame =
   | { type: 'data'; streamId: number; flags: number; data: Buffer }
@@ -39,30 +42,98 @@ export type Frame =
 
 export class SpdyProtocolError extends Error {}
 
-/**
- * Splits as many whole frames as `buf` holds off its front. Returns them and the bytes left over
- * (an incomplete frame). Throws SpdyProtocolError on frames no SPDY/3 peer sends.
- */
-export function parseFrames(buf: Buffer, maxPayload = MAX_FRAME_PAYLOAD): { frames: Frame[]; rest: Buffer } {
-  const frames: Frame[] = [];
-  let off = 0;
-  while (buf.length - off >= 8) {
-    const length = buf.readUIntBE(off + 5, 3);
-    if (length > maxPayload) throw new SpdyProtocolError(`frame of ${length} bytes exceeds the limit of ${maxPayload}`);
-    if (buf.length - off < 8 + length) break;
-    const flags = buf[off + 4]!;
-    const body = buf.subarray(off + 8, off + 8 + length);
-    const control = (buf[off]! & 0x80) !== 0;
-    if (!control) {
-      frames.push({ type: 'data', streamId: buf.readUInt32BE(off) & 0x7fffffff, flags, data: body });
-    } else {
-      const version = buf.readUInt16BE(off) & 0x7fff;
-      if (version !== SPDY_VERSION) throw new SpdyProtocolError(`unsupported SPDY version ${version}`);
-      frames.push(controlFrame(buf.readUInt16BE(off + 2), flags, body));
-    }
-    off += 8 + length;
+/** A frame longer than the reader accepts (refused from its header, before its body is read). */
+export class FrameTooLarge extends SpdyProtocolError {
+  constructor(readonly length: number, readonly limit: number) {
+    super(`a SPDY frame of ${length} bytes exceeds the limit of ${limit}`);
   }
-  return { frames, rest: buf.subarray(off) };
+}
+
+/**
+ * Reassembles frames from socket reads in linear time: a frame inside one read is a view of it (no
+ * copy); a frame spread over reads is copied once into a buffer of its exact size, allocated when its
+ * header is in. So each byte is copied at most once and no read is kept beyond the frame it belongs to.
+ * A frame longer than `maxPayload` is refused as soon as its header is in, before its body is buffered.
+ * After a protocol error (that, or a frame no SPDY/3 peer sends) the reader takes nothing more.
+ */
+export class FrameReader {
+  private readonly header = Buffer.alloc(8);
+  private headerFill = 0;
+  /** The frame being filled (header included), once its header is in. */
+  private frame: Buffer | undefined;
+  private frameFill = 0;
+  private failed: SpdyProtocolError | undefined;
+
+  constructor(private readonly maxPayload = MAX_FRAME_PAYLOAD) {}
+
+  /** Bytes held for a frame not yet complete. */
+  get buffered(): number {
+    return this.frame ? this.frameFill : this.headerFill;
+  }
+
+  /** Adds one read; returns the frames it completed, in order, and the protocol error that stopped it. */
+  push(bytes: Buffer): { frames: Frame[]; error?: SpdyProtocolError } {
+    const frames: Frame[] = [];
+    if (this.failed) return { frames, error: this.failed };
+    try {
+      this.read(bytes, frames);
+    } catch (err) {
+      if (!(err instanceof SpdyProtocolError)) throw err;
+      this.failed = err;
+      return { frames, error: err };
+    }
+    return { frames };
+  }
+
+  private read(bytes: Buffer, frames: Frame[]): void {
+    let off = 0;
+    while (off < bytes.length) {
+      if (!this.frame && this.headerFill === 0 && bytes.length - off >= 8) {
+        const whole = 8 + this.payloadLength(bytes, off);
+        if (bytes.length - off >= whole) {
+          frames.push(parseFrame(bytes.subarray(off, off + whole)));
+          off += whole;
+          continue;
+        }
+      }
+      if (!this.frame) {
+        const n = Math.min(8 - this.headerFill, bytes.length - off);
+        bytes.copy(this.header, this.headerFill, off, off + n);
+        this.headerFill += n;
+        off += n;
+        if (this.headerFill < 8) break;
+        this.frame = Buffer.allocUnsafe(8 + this.payloadLength(this.header, 0));
+        this.header.copy(this.frame);
+        this.frameFill = 8;
+        this.headerFill = 0;
+      }
+      const n = Math.min(this.frame.length - this.frameFill, bytes.length - off);
+      bytes.copy(this.frame, this.frameFill, off, off + n);
+      this.frameFill += n;
+      off += n;
+      if (this.frameFill === this.frame.length) {
+        const done = this.frame;
+        this.frame = undefined;
+        frames.push(parseFrame(done));
+      }
+    }
+  }
+
+  private payloadLength(buf: Buffer, off: number): number {
+    const length = buf.readUIntBE(off + 5, 3);
+    if (length > this.maxPayload) throw new FrameTooLarge(length, this.maxPayload);
+    return length;
+  }
+}
+
+/** Decodes one whole frame (header and body). */
+export function parseFrame(frame: Buffer): Frame {
+  const flags = frame[4]!;
+  const body = frame.subarray(8);
+  if ((frame[0]! & 0x80) === 0) return { type: 'data', streamId: frame.readUInt32BE(0) & 0x7fffffff, flags, data: body };
+  const version = frame.readUInt16BE(0) & 0x7fff;
+  if (version !== SPDY_VERSION) throw new SpdyProtocolError(`unsupported SPDY version ${version}`);
+  return controlFrame(frame.readUInt16BE(2), flags, body);
 }
 
 function need(body: Buffer, n: number, what: string): void {
@@ -74,7 +145,10 @@ function controlFrame(type: number, flags: number, body: Buffer): Frame {
   switch (type) {
     case FrameType.SynStream:
       need(body, 10, 'SYN_STREAM');
-      return { type: 'syn_stream', streamId: id(), associatedId: body.readUInt32BE(4) & 0x7fffffff, priority: body[8]! >> 5, flags, headerBlock: body.subarray(10) };
+      return {
+        type: 'syn_stream', streamId: id(), associatedId: body.readUInt32BE(4) & 0x7fffffff, priority: body[8]! >> 5, flags,
+        headerBlock: body.subarray(10),
+      };
     case FrameType.SynReply:
       need(body, 4, 'SYN_REPLY');
       return { type: 'syn_reply', streamId: id(), flags, headerBlock: body.subarray(4) };

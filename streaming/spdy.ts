@@ -8,14 +8,19 @@
 import { EventEmitter, once } from 'node:events';
 import { Duplex } from 'node:stream';
 import * as zlib from 'node:zlib';
+import { CHUNK_OVERHEAD, InputBudget, InputQueue } from './client-input.js';
+import { DEFAULT_LIMITS } from './limits.js';
 import {
   decodeHeaderBlock, encodeData, encodeGoAway, encodeHeaderBlock, encodePing, encodeRstStream, encodeSynReply, encodeSynStream,
-  FLAG_FIN, HEADER_DICTIONARY, parseFrames, RST_CANCEL, RST_PROTOCOL_ERROR, type Frame, type SpdyHeaders,
+  FLAG_FIN, FrameReader, GOAWAY_PROTOCOL_ERROR, HEADER_DICTIONARY, RST_CANCEL, RST_PROTOCOL_ERROR, RST_REFUSED_STREAM, SpdyProtocolError,
+  type Frame, type SpdyHeaders,
 } from './spdy-frames.js';
 import { Mutex } from '../core/locks.js';
 
 /** DATA frames we send carry at most this much, so one stream cannot hog the connection. */
 const DATA_CHUNK = 32 * 1024;
+/** How long a closing session waits for the peer to take what is queued for it. */
+const CLOSE_GRACE_MS = 5000;
 
 /** One zlib context per direction, shared by every header block of the connection (SPDY's rule). */
 class HeaderCodec {
@@ -51,6 +56,7 @@ class HeaderCodec {
 export class SpdyStream extends Duplex {
   private replied = false;
   private remoteClosed = false;
+  private readonly input: InputQueue;
   /** Resolves once the peer answered our SYN_STREAM (client side). */
   readonly replyReceived: Promise<void>;
   private onReply!: () => void;
@@ -58,6 +64,7 @@ export class SpdyStream extends Duplex {
   constructor(private readonly session: SpdySession, readonly id: number, readonly headers: SpdyHeaders) {
     super({ allowHalfOpen: true });
     this.replyReceived = new Promise((resolve) => { this.onReply = resolve; });
+    this.input = new InputQueue(session.inputBudget, (chunk) => this.push(chunk), () => this.readableLength);
   }
 
   /** Accepts a stream the peer opened. */
@@ -67,13 +74,15 @@ export class SpdyStream extends Duplex {
     return this.session.sendReply(this.id, headers);
   }
 
-  /** Aborts the stream (RST_STREAM CANCEL). */
-  reset(): void {
-    this.session.sendRst(this.id, RST_CANCEL);
+  /** Aborts the stream (RST_STREAM CANCEL, or the status given). */
+  reset(status = RST_CANCEL): void {
+    this.session.sendRst(this.id, status);
     this.destroy();
   }
 
-  override _read(): void { /* data is pushed as frames arrive */ }
+  override _read(): void {
+    this.input.want();
+  }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
     this.session.sendData(this.id, chunk, false).then(() => cb(), cb);
@@ -84,6 +93,7 @@ export class SpdyStream extends Duplex {
   }
 
   override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    this.input.drop();
     this.session.forget(this.id);
     cb(err);
   }
@@ -91,10 +101,10 @@ export class SpdyStream extends Duplex {
   /** @internal frames from the session */
   receiveData(data: Buffer, fin: boolean): void {
     if (this.remoteClosed) return;
-    if (data.length) this.push(data);
+    this.input.add(data);
     if (fin) {
       this.remoteClosed = true;
-      this.push(null);
+      this.input.end();
     }
   }
 
@@ -106,18 +116,31 @@ export class SpdyStream extends Duplex {
 
 export interface SpdySessionEvents {
   stream: [SpdyStream];
+  /** The peer broke the protocol or a limit (a frame too large): the session is closing. */
+  failure: [SpdyProtocolError];
   close: [];
 }
 
+export interface SpdySessionOptions {
+  /** Picks the stream id parity (odd for the client). */
+  client: boolean;
+  /** The largest frame payload accepted; a larger frame closes the session ('failure'). */
+  maxFramePayload?: number;
+  /** Bytes from the peer held for readers that are behind before the socket is paused (client-input.ts). */
+  inputBufferBytes?: number;
+}
+
 /**
- * One SPDY connection. Events: 'stream' (the peer opened a stream; call reply() to accept it) and
- * 'close'. `client` picks the stream id parity (odd for the client).
+ * One SPDY connection. Events: 'stream' (the peer opened a stream; call reply() to accept it; with no
+ * listener it is refused), 'failure' and 'close'.
  */
 export class SpdySession extends EventEmitter<SpdySessionEvents> {
+  /** @internal what the peer sent and no reader took yet, across the streams */
+  readonly inputBudget: InputBudget;
   private readonly streams = new Map<number, SpdyStream>();
   private readonly inflate = new HeaderCodec('inflate');
   private readonly deflate = new HeaderCodec('deflate');
-  private pending: Buffer = Buffer.alloc(0);
+  private readonly reader: FrameReader;
   /** Frames are handled one at a time, in order, since header blocks decompress asynchronously. */
   private readonly incoming = new Mutex();
   /** Frames go out in the order they were asked for; header compression must not reorder them. */
@@ -125,10 +148,20 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
   private nextId: number;
   private lastPeerId = 0;
   private closed = false;
+  /** A protocol error was seen: nothing more is read. */
+  private failed = false;
+  private probing = false;
+  /** Our pings have our streams' parity. */
+  private pingId: number;
 
-  constructor(private readonly socket: Duplex, opts: { client: boolean }) {
+  constructor(private readonly socket: Duplex, opts: SpdySessionOptions) {
     super();
     this.nextId = opts.client ? 1 : 2;
+    this.pingId = this.nextId;
+    this.reader = new FrameReader(opts.maxFramePayload ?? DEFAULT_LIMITS.maxFrameBytes);
+    this.inputBudget = new InputBudget(opts.inputBufferBytes ?? DEFAULT_LIMITS.inputBufferBytes, () => socket.pause(), () => {
+      if (!this.closed) socket.resume();
+    }, () => this.probe());
     socket.on('data', (b: Buffer) => this.onBytes(b));
     // Frames already received are still handled (their header blocks inflate asynchronously).
     const drainThenShutdown = () => { void this.incoming.lock(() => this.shutdown()); };
@@ -163,11 +196,20 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
     return stream;
   }
 
-  /** Says goodbye (GOAWAY) and closes the connection; every stream ends. */
-  async close(): Promise<void> {
+  /**
+   * Says goodbye (GOAWAY with `status`) and closes the connection; every stream ends. A peer that does
+   * not take what is still queued for it within CLOSE_GRACE_MS is cut off.
+   */
+  async close(status = 0): Promise<void> {
     if (this.closed) return;
-    await this.enqueue(() => encodeGoAway(this.lastPeerId)).catch(() => undefined);
-    this.socket.end();
+    let timer: NodeJS.Timeout | undefined;
+    const sent = await Promise.race([
+      this.enqueue(() => encodeGoAway(this.lastPeerId, status), CHUNK_OVERHEAD).then(() => true, () => false),
+      new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS); }),
+    ]);
+    clearTimeout(timer);
+    if (sent) this.socket.end();
+    else this.socket.destroy();
     this.shutdown();
   }
 
@@ -195,7 +237,15 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
 
   /** @internal */
   sendRst(id: number, status: number): void {
-    if (!this.closed) void this.enqueue(() => encodeRstStream(id, status)).catch(() => undefined);
+    if (!this.closed) void this.enqueue(() => encodeRstStream(id, status), CHUNK_OVERHEAD).catch(() => undefined);
+  }
+
+  /** A ping of our own, one at a time (a peer not reading gets no pile of them). */
+  private probe(): void {
+    if (this.probing || this.closed) return;
+    this.probing = true;
+    this.pingId += 2;
+    void this.enqueue(() => encodePing(this.pingId)).catch(() => this.destroy()).finally(() => { this.probing = false; });
   }
 
   /** @internal */
@@ -203,14 +253,23 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
     this.streams.delete(id);
   }
 
-  private enqueue(frame: () => Buffer): Promise<void> {
-    return this.outgoing.lock(() => this.write(frame()));
+  /**
+   * Queues a frame. `cost` charges it to the input budget until written: the frames a peer provokes
+   * (replies, resets, pongs) then stop us reading it while it does not read them, rather than pile up.
+   */
+  private enqueue(frame: () => Buffer, cost = 0): Promise<void> {
+    return this.queueOut(async () => this.write(frame()), cost);
   }
 
   private enqueueCompressed(headers: SpdyHeaders, frame: (compressed: Buffer) => Buffer): Promise<void> {
     // Compress in queue order: the deflate context is shared, so blocks must reach the wire in the
     // order they were compressed.
-    return this.outgoing.lock(async () => this.write(frame(await this.deflate.run(encodeHeaderBlock(headers)))));
+    return this.queueOut(async () => this.write(frame(await this.deflate.run(encodeHeaderBlock(headers)))), CHUNK_OVERHEAD);
+  }
+
+  private queueOut(send: () => Promise<void>, cost: number): Promise<void> {
+    if (cost) this.inputBudget.charge(cost);
+    return this.outgoing.lock(send).finally(() => { if (cost) this.inputBudget.refund(cost); });
   }
 
   private write(buf: Buffer): Promise<void> {
@@ -222,16 +281,22 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
   }
 
   private onBytes(b: Buffer): void {
-    this.pending = this.pending.length ? Buffer.concat([this.pending, b]) : b;
-    let frames: Frame[];
-    try {
-      ({ frames, rest: this.pending } = parseFrames(this.pending));
-    } catch {
-      this.destroy();
-      return;
-    }
+    if (this.failed) return;
+    const { frames, error } = this.reader.push(b);
     for (const f of frames) {
-      void this.incoming.lock(() => this.handle(f).catch(() => this.destroy()));
+      // Frames waiting for their turn (behind a header block being inflated) count as held input too.
+      const cost = frameCost(f);
+      this.inputBudget.charge(cost);
+      void this.incoming.lock(() => this.handle(f).catch(() => this.destroy()).finally(() => this.inputBudget.refund(cost)));
+    }
+    if (error) {
+      this.failed = true;
+      this.socket.pause();
+      // After the frames before it; listeners may still write (an error stream), then GOAWAY goes out.
+      void this.incoming.lock(() => {
+        this.emit('failure', error);
+        void this.close(GOAWAY_PROTOCOL_ERROR);
+      });
     }
   }
 
@@ -250,7 +315,11 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
         this.lastPeerId = f.streamId;
         const stream = new SpdyStream(this, f.streamId, headers);
         this.streams.set(f.streamId, stream);
-        this.emit('stream', stream);
+        // Nobody takes streams (an exec session has all it asked for): refused, not kept.
+        if (!this.emit('stream', stream)) {
+          stream.reset(RST_REFUSED_STREAM);
+          return;
+        }
         if (f.flags & FLAG_FIN) stream.receiveData(Buffer.alloc(0), true);
         return;
       }
@@ -271,7 +340,7 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
         return;
       case 'ping':
         // Only answer the peer's pings (their parity differs from our ids); ours coming back need nothing.
-        if ((f.id % 2) !== (this.nextId % 2)) await this.enqueue(() => encodePing(f.id));
+        if ((f.id % 2) !== (this.nextId % 2)) await this.enqueue(() => encodePing(f.id), CHUNK_OVERHEAD);
         return;
       case 'goaway':
         this.destroy();
@@ -288,6 +357,14 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
     this.streams.clear();
     this.inflate.close();
     this.deflate.close();
+    this.inputBudget.close();
     this.emit('close');
   }
+}
+
+/** What a parsed frame holds of memory until handled: its payload and the objects around it. */
+function frameCost(f: Frame): number {
+  if (f.type === 'data') return f.data.length + CHUNK_OVERHEAD;
+  if ('headerBlock' in f) return f.headerBlock.length + CHUNK_OVERHEAD;
+  return CHUNK_OVERHEAD;
 }

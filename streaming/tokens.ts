@@ -10,13 +10,19 @@ export const MAX_PENDING_TOKENS = 1000;
 export class TokenCache<T> {
   private readonly entries = new Map<string, { value: T; expires: number }>();
 
-  constructor(private readonly now: () => number = Date.now, private readonly ttlMs = TOKEN_TTL_MS, private readonly max = MAX_PENDING_TOKENS) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly ttlMs = TOKEN_TTL_MS,
+    private readonly max = MAX_PENDING_TOKENS,
+  ) {}
 
   /** Stores `value` under a new random token (URL-safe, 128 bits). */
   issue(value: T): string {
     this.sweep();
     if (this.entries.size >= this.max) {
-      throw new ResourceExhausted(`${this.entries.size} streaming requests are waiting to be used: use or let them expire (after ${this.ttlMs / 1000}s) first`);
+      throw new ResourceExhausted(
+        `${this.entries.size} streaming requests are waiting to be used: use or let them expire (after ${this.ttlMs / 1000}s) first`,
+      );
     }
     const token = randomBytes(16).toString('base64url');
     this.entries.set(token, { value, expires: this.now() + this.ttlMs });

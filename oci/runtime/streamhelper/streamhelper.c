@@ -101,7 +101,10 @@ static int receive_fd(int conn) {
   struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
   if (recvmsg(conn, &msg, MSG_CMSG_CLOEXEC) < 0) die("receive the terminal from the runtime");
   struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-  if (!c || c->cmsg_type != SCM_RIGHTS) {
+  /* Exactly one fd in an SCM_RIGHTS message: anything else (another level, a truncated or longer
+   * control message) would make CMSG_DATA point at something that is not our terminal. */
+  if (!c || (msg.msg_flags & MSG_CTRUNC) || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS
+      || c->cmsg_len != CMSG_LEN(sizeof(int))) {
     fprintf(stderr, "minicri-streamhelper: the runtime sent no terminal fd\n");
     exit(HELPER_FAIL);
   }

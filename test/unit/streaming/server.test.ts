@@ -1,10 +1,16 @@
-// The streaming server against a stub backend: limits, idle timeouts, shutdown, URLs.
+// The streaming server against a stub backend: limits, idle timeouts, shutdown, URLs, back-pressure.
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
+import type { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger } from '../../../core/log.js';
+import type { StreamingLimits } from '../../../streaming/limits.js';
+import { encodeData } from '../../../streaming/spdy-frames.js';
 import { StreamingServer, type StreamingBackend, type StreamRequest } from '../../../streaming/server.js';
-import { readAll, spdyExec, spdyRemoteCommand, UpgradeRefused } from '../../support/streaming-client.js';
+import { readAll, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect } from '../../support/streaming-client.js';
 
 /** `echo` writes its arguments; `hang` runs until the client goes away. */
 const backend: StreamingBackend = {
@@ -20,10 +26,12 @@ const backend: StreamingBackend = {
   portForward: async () => { throw new Error('not in these tests'); },
 };
 
-const exec = (cmd: string[]): StreamRequest => ({ verb: 'exec', containerId: 'c1', cmd, stdin: false, stdout: true, stderr: false, tty: false });
+const exec = (cmd: string[]): Extract<StreamRequest, { verb: 'exec' }> => ({ verb: 'exec', containerId: 'c1', cmd, stdin: false, stdout: true, stderr: false, tty: false });
 
-async function withServer(o: { maxSessions?: number; idleTimeoutMs?: number }, fn: (s: StreamingServer) => Promise<void>): Promise<void> {
-  const s = await StreamingServer.start({ address: '127.0.0.1', port: 0, idleTimeoutMs: o.idleTimeoutMs ?? 60_000, maxSessions: o.maxSessions ?? 10, backend, log: silentLogger });
+async function withServer(o: { maxSessions?: number; idleTimeoutMs?: number; limits?: Partial<StreamingLimits>; backend?: StreamingBackend }, fn: (s: StreamingServer) => Promise<void>): Promise<void> {
+  const s = await StreamingServer.start({
+    address: '127.0.0.1', port: 0, idleTimeoutMs: o.idleTimeoutMs ?? 60_000, limits: { maxSessions: o.maxSessions ?? 10, ...o.limits }, backend: o.backend ?? backend, log: silentLogger,
+  });
   try {
     await fn(s);
   } finally {
@@ -64,7 +72,7 @@ describe('streaming server', () => {
   });
 
   it('ends open sessions when stopped', async () => {
-    const s = await StreamingServer.start({ address: '127.0.0.1', port: 0, idleTimeoutMs: 60_000, maxSessions: 10, backend, log: silentLogger });
+    const s = await StreamingServer.start({ address: '127.0.0.1', port: 0, idleTimeoutMs: 60_000, limits: { maxSessions: 10 }, backend, log: silentLogger });
     const session = await spdyRemoteCommand(s.url(exec(['hang'])), { stdout: true });
     const closed = once(session.conn.session, 'close');
     await s.stop();
@@ -78,4 +86,225 @@ describe('streaming server', () => {
       assert.equal((await spdyExec(url, { stderr: false })).stdout, 'ok');
     });
   });
+
+  it('refuses a container\'s sessions past its own limit with 429 naming the key, while another container still gets one', async () => {
+    await withServer({ limits: { maxSessionsPerTarget: 2 } }, async (s) => {
+      const held = [await spdyRemoteCommand(s.url(exec(['hang'])), { stdout: true }), await spdyRemoteCommand(s.url(exec(['hang'])), { stdout: true })];
+      await assert.rejects(spdyExec(s.url(exec(['echo', 'x'])), { stderr: false }),
+        (e: UpgradeRefused) => e.status === 429 && /2 streaming sessions are open to container c1: the limit is 2 \(config key streaming\.max_sessions_per_container\)/.test(e.body));
+      await assert.rejects(wsConnect(s.url(exec(['echo', 'x'])), ['v4.channel.k8s.io']), (e: UpgradeRefused) => e.status === 429);
+      const other = await spdyExec(s.url({ ...exec(['echo', 'other']), containerId: 'c2' }), { stderr: false });
+      assert.equal(other.stdout, 'other');
+      for (const h of held) h.conn.session.destroy();
+      await waitUntil(() => s.activeSessions === 0);
+      assert.equal((await spdyExec(s.url(exec(['echo', 'again'])), { stderr: false })).stdout, 'again');
+    });
+  });
+
+  for (const transport of ['spdy', 'ws'] as const) {
+    it(`stdin over ${transport}: a process not reading pauses the client; once it reads, every byte arrives in order`, async () => {
+      const stdin = readerGate();
+      await withServer({ backend: { ...backend, exec: stdin.exec }, limits: { inputBufferBytes: 256 * 1024 } }, async (s) => {
+        const url = s.url({ ...exec(['take']), stdin: true });
+        const flood = transport === 'spdy' ? await spdyFlood(url) : await wsFlood(url);
+        // Far more than the buffer and the kernel's socket buffers: the flood must stall well short of it.
+        const total = 256 * 1024 * 1024;
+        const sending = flood.send(total);
+        await stalled(() => flood.accepted());
+        assert.ok(flood.accepted() < 48 * 1024 * 1024, `the client got ${flood.accepted()} bytes out with nobody reading`);
+        const hash = stdin.read();
+        await sending;
+        flood.end();
+        assert.equal(await hash, expectedHash(total));
+        flood.close();
+      });
+    });
+  }
+
+  it('closes a SPDY session on a frame over the limit, saying why on the error stream', async () => {
+    await withServer({ limits: { maxFrameBytes: 64 * 1024 } }, async (s) => {
+      const r = await spdyRemoteCommand(s.url({ ...exec(['hang']), stdin: true }), { stdin: true, stdout: true });
+      const error = readAll(r.error);
+      r.conn.socket.write(encodeData(r.stdin!.id, Buffer.alloc(1024 * 1024), false));
+      const status = JSON.parse(await error) as { status: string; message: string };
+      assert.equal(status.status, 'Failure');
+      assert.match(status.message, /a SPDY frame of 1048576 bytes was refused.*limit is 65536 \(config key streaming\.max_frame_bytes\)/);
+      await waitUntil(() => s.activeSessions === 0);
+    });
+  });
+
+  it('closes a WebSocket sending a message over the limit with 1009', async () => {
+    await withServer({ limits: { maxFrameBytes: 64 * 1024 } }, async (s) => {
+      const ws = await wsConnect(s.url({ ...exec(['hang']), stdin: true }), ['v5.channel.k8s.io']);
+      ws.ws.send(Buffer.alloc(1024 * 1024));
+      const [code] = await once(ws.ws, 'close') as [number];
+      assert.equal(code, 1009);
+      await waitUntil(() => s.activeSessions === 0);
+    });
+  });
+
+  for (const transport of ['spdy', 'ws'] as const) {
+    it(`a client that hangs up while its connection is paused (${transport}) is noticed and its session ends`, async () => {
+      const stdin = readerGate();
+      await withServer({ backend: { ...backend, exec: stdin.exec }, limits: { inputBufferBytes: 64 * 1024 } }, async (s) => {
+        const url = s.url({ ...exec(['take']), stdin: true });
+        const flood = transport === 'spdy' ? await spdyFlood(url) : await wsFlood(url);
+        void flood.send(64 * 1024 * 1024).catch(() => undefined);
+        await stalled(() => flood.accepted());
+        assert.equal(s.activeSessions, 1);
+        flood.close();
+        // The paused socket is not read, so only the probes (every 2 s) can find the client gone.
+        await waitUntil(() => s.activeSessions === 0, 15_000);
+      });
+    });
+  }
+
+  it('port-forward over SPDY: pairs past the limit are refused with a message, the earlier ones keep working', async () => {
+    const children = new Set<ChildProcess>();
+    const connectCat = () => { const c = spawn('cat', [], { stdio: 'pipe' }); children.add(c); c.once('close', () => children.delete(c)); return c; };
+    await withServer({ backend: { ...backend, portForward: async () => connectCat }, limits: { maxPortForwardPairs: 2 } }, async (s) => {
+      const { session } = await spdyConnect(s.url({ verb: 'portforward', sandboxId: 'p1', ports: [] }), ['portforward.k8s.io']);
+      const pair = async (id: string) => ({
+        error: await session.openStream({ streamtype: 'error', port: '80', requestid: id }),
+        data: await session.openStream({ streamtype: 'data', port: '80', requestid: id }),
+      });
+      const first = await pair('1');
+      const second = await pair('2');
+      const refusedError = await session.openStream({ streamtype: 'error', port: '80', requestid: '3' });
+      assert.match(await readAll(refusedError), /port-forward to port 80 refused: this session has 2 connections open: the limit is 2 \(config key streaming\.max_port_forward_pairs\)/);
+      await assert.rejects(session.openStream({ streamtype: 'data', port: '80', requestid: '3' }), /closed before the peer accepted it/);
+      assert.equal(children.size, 2);
+      for (const p of [first, second]) {
+        p.data.write('still here\n');
+        assert.equal((await onceData(p.data)).toString(), 'still here\n');
+      }
+      first.data.end();
+      await readAll(first.data);
+      await waitUntil(() => children.size === 1);
+      const third = await pair('4');
+      third.data.write('room again\n');
+      assert.equal((await onceData(third.data)).toString(), 'room again\n');
+      session.destroy();
+      await waitUntil(() => children.size === 0);
+    });
+  });
+
+  it('port-forward over WebSocket: more ports than the limit close it with 1008 and the reason', async () => {
+    await withServer({ backend: { ...backend, portForward: async () => () => spawn('cat') }, limits: { maxPortForwardPairs: 2 } }, async (s) => {
+      const ws = await wsConnect(`${s.url({ verb: 'portforward', sandboxId: 'p1', ports: [] })}?port=80&port=81&port=82`, ['v4.channel.k8s.io']);
+      const [code, reason] = await once(ws.ws, 'close') as [number, Buffer];
+      assert.equal(code, 1008);
+      assert.match(reason.toString(), /3 ports asked for: the limit is 2 \(config key streaming\.max_port_forward_pairs\)/);
+    });
+  });
+
+  it('port-forward over WebSocket: a pod writing faster than the client reads is slowed, not queued in the daemon', async () => {
+    let writer: ChildProcess | undefined;
+    // 512 MiB from the pod side; a client that stops reading.
+    const connect = () => (writer = spawn('head', ['-c', String(512 * 1024 * 1024), '/dev/zero'], { stdio: 'pipe' }));
+    await withServer({ backend: { ...backend, portForward: async () => connect } }, async (s) => {
+      const before = process.memoryUsage().arrayBuffers;
+      const ws = await wsConnect(`${s.url({ verb: 'portforward', sandboxId: 'p1', ports: [] })}?port=80`, ['v4.channel.k8s.io']);
+      (ws.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+      ws.ws.pause();
+      await waitUntil(() => writer !== undefined);
+      await sleep(1500);
+      const grown = process.memoryUsage().arrayBuffers - before;
+      assert.equal(writer!.exitCode, null, 'the pod side is held back');
+      assert.ok(grown < 64 * 1024 * 1024, `buffers grew by ${grown} bytes`);
+      ws.ws.terminate();
+      await waitUntil(() => writer!.exitCode !== null || writer!.signalCode !== null);
+    });
+  });
 });
+
+async function waitUntil(cond: () => boolean, ms = 10_000): Promise<void> {
+  for (const end = Date.now() + ms; !cond(); await sleep(10)) if (Date.now() > end) throw new Error('condition not met in time');
+}
+
+function onceData(s: Readable): Promise<Buffer> {
+  return once(s, 'data').then(([b]) => b as Buffer);
+}
+
+/** Resolves once `count` has stopped growing for a while (the flow has stalled). */
+async function stalled(count: () => number): Promise<void> {
+  let last = -1;
+  for (let quiet = 0; quiet < 5; await sleep(100)) {
+    const now = count();
+    quiet = now === last ? quiet + 1 : 0;
+    last = now;
+  }
+}
+
+/** A pattern stream of `total` bytes: chunk i is 64 KiB of byte i. */
+function patternChunk(i: number): Buffer {
+  return Buffer.alloc(64 * 1024, i & 0xff);
+}
+
+function expectedHash(total: number): string {
+  const h = createHash('sha256');
+  for (let i = 0; i * 64 * 1024 < total; i++) h.update(patternChunk(i));
+  return h.digest('hex');
+}
+
+/** An exec backend whose process does not read stdin until `read()`; then hashes all of it. */
+function readerGate(): { exec: StreamingBackend['exec']; read(): Promise<string> } {
+  let stdin: Readable | undefined;
+  let finish: (() => void) | undefined;
+  return {
+    exec: async (_req, io) => {
+      stdin = io.stdin!;
+      await new Promise<void>((resolve) => {
+        finish = resolve;
+        io.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      return 0;
+    },
+    read: async () => {
+      const h = createHash('sha256');
+      for await (const chunk of stdin!) h.update(chunk as Buffer);
+      finish!();
+      return h.digest('hex');
+    },
+  };
+}
+
+interface Flood {
+  send(total: number): Promise<void>;
+  /** Bytes the transport has taken from us (handed to the socket). */
+  accepted(): number;
+  end(): void;
+  close(): void;
+}
+
+async function spdyFlood(url: string): Promise<Flood> {
+  const r = await spdyRemoteCommand(url, { stdin: true, stdout: true });
+  let accepted = 0;
+  return {
+    send: async (total) => {
+      for (let i = 0; i * 64 * 1024 < total; i++) {
+        await new Promise<void>((resolve, reject) => r.stdin!.write(patternChunk(i), (err) => (err ? reject(err) : resolve())));
+        accepted += 64 * 1024;
+      }
+    },
+    accepted: () => accepted,
+    end: () => r.stdin!.end(),
+    close: () => r.conn.session.destroy(),
+  };
+}
+
+async function wsFlood(url: string): Promise<Flood> {
+  const s = await wsConnect(url, ['v5.channel.k8s.io']);
+  let accepted = 0;
+  return {
+    send: async (total) => {
+      for (let i = 0; i * 64 * 1024 < total; i++) {
+        await new Promise<void>((resolve, reject) => s.ws.send(Buffer.concat([Buffer.from([0]), patternChunk(i)]), (err) => (err ? reject(err) : resolve())));
+        accepted += 64 * 1024;
+      }
+    },
+    accepted: () => accepted,
+    end: () => s.ws.send(Buffer.from([255, 0])),
+    close: () => s.ws.terminate(),
+  };
+}
