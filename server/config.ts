@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
+import { DEFAULT_REGISTRY_LIMITS as LIMITS } from '../oci/image/limits.js';
 import { MINICRI_PROFILE } from '../oci/runtime/apparmor/profile.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/minicri/minicri.toml';
@@ -72,6 +73,15 @@ const schema = z.strictObject({
     stall_timeout_seconds: z.number().positive().max(3600).default(60),
     // How often a pull still running logs its progress.
     progress_interval_seconds: z.number().positive().max(3600).default(10),
+    // What a pull reads of a registry at most (oci/image/limits.ts): error and token bodies, a manifest or an
+    // index, an image config, the layers of a manifest (a page of overlay mount data holds about 210).
+    max_response_bytes: z.number().int().min(4096).default(LIMITS.responseBytes),
+    max_manifest_bytes: z.number().int().min(4096).default(LIMITS.manifestBytes),
+    max_config_bytes: z.number().int().min(4096).default(LIMITS.configBytes),
+    max_layers: z.number().int().positive().max(500).default(LIMITS.layers),
+    // Registry tokens kept (least recently used dropped first), each at most this long whatever it says.
+    token_cache_entries: z.number().int().nonnegative().default(LIMITS.tokenCacheEntries),
+    token_cache_max_seconds: z.number().int().nonnegative().default(LIMITS.tokenLifetimeSeconds),
   }).prefault({}),
   // Prometheus text endpoint (GET /metrics); empty: off, and prom-client is never loaded.
   metrics_address: metricsAddress.default(''),
