@@ -13,7 +13,7 @@ import { hexOf } from './content.js';
 import { SingleFlight } from '../../core/locks.js';
 import { unpackLayerKeepingBlob, type BlobToWrite } from './unpack.js';
 import { unpackInWorker, unpacksInWorker } from './unpack-pool.js';
-import { diskUsage, writableLayerUsage, type Usage } from './usage.js';
+import { diskUsage, writableLayerUsage, type UsageCache, type Usage } from './usage.js';
 import { exists } from '../../core/fs.js';
 
 /** Mount data must fit in one page; lowerdirs are given as short names relative to the link dir to stay under it. */
@@ -76,8 +76,14 @@ export class LayerStore {
   /** Layers never change once in place, so their disk usage is measured once. */
   private readonly usages = new Map<string, Usage>();
 
-  /** `rootfsDir` may be on another filesystem than `root` (the writable layers' own): lowerdirs may cross filesystems. */
-  constructor(root: string, private readonly tmpDir: string, private readonly log: Logger, rootfsDir = join(root, 'rootfs')) {
+  /**
+   * `rootfsDir` may be on another filesystem than `root` (the writable layers' own): lowerdirs may cross filesystems.
+   * `writable` is where the writable layers' usage is cached: the daemon's one cache, which stats use too.
+   */
+  constructor(
+    root: string, private readonly tmpDir: string, private readonly log: Logger, rootfsDir = join(root, 'rootfs'),
+    private readonly writable: UsageCache = writableLayerUsage,
+  ) {
     this.layersDir = join(root, 'layers');
     this.linkDir = join(root, 'l');
     this.rootfsDir = rootfsDir;
@@ -301,7 +307,7 @@ export class LayerStore {
     for (const key of await readdir(this.rootfsDir)) {
       if (!KEY_RE.test(key)) continue;
       for (const d of ['upper', 'work']) {
-        const u = await writableLayerUsage.get(join(this.rootfsDir, key, d));
+        const u = await this.writable.get(join(this.rootfsDir, key, d));
         total.bytes += u?.bytes ?? 0;
         total.inodes += u?.inodes ?? 0;
       }
