@@ -9,14 +9,14 @@ import { retry } from '../../core/retry.js';
 import type { ContentStore } from './content.js';
 import type { Lease } from './lease.js';
 import { overLimit } from './limits.js';
-import { parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
+import type { Descriptor, Manifest } from './manifest.js';
 import { formatPlatform, HOST_PLATFORM, runsOn, selectPlatform } from './platform.js';
 import { PullProgress } from './progress.js';
 import { formatReference, refName, type ImageRef } from './reference.js';
 import type { Endpoint, RegistryClient } from './registry.js';
 import type { LayerStore } from './snapshot.js';
 import type { AuthConfig, ImageConfig } from './types.js';
-import { unpacksInWorker, warmUnpackWorkers } from './unpack-pool.js';
+import { parseOffThread, unpacksInWorker, warmUnpackWorkers } from './unpack-pool.js';
 
 /** What every pull shares; the catalogue owns it. */
 export interface PullContext {
@@ -120,7 +120,7 @@ export class Pull {
 
   /** The top manifest itself, or the one for this node's platform that an index lists (fetched and stored). */
   private async platformManifest(top: TopManifest): Promise<{ digest: string; manifest: Manifest }> {
-    const parsed = parseManifestOrIndex(top.bytes, top.contentType, `manifest of "${this.name}"`);
+    const parsed = await parseOffThread({ kind: 'manifest', bytes: top.bytes, contentType: top.contentType, what: `manifest of "${this.name}"` });
     if (parsed.kind === 'manifest') return { digest: top.digest, manifest: this.checkLayerCount(parsed.manifest, `manifest of "${this.name}"`) };
     const entries = parsed.index.manifests;
     const i = selectPlatform(entries);
@@ -133,7 +133,7 @@ export class Pull {
     const child = await this.manifestBlob(digest);
     this.endpoint = child.endpoint;
     const what = `manifest ${digest} of "${this.name}"`;
-    const inner = parseManifestOrIndex(child.bytes, child.contentType, what);
+    const inner = await parseOffThread({ kind: 'manifest', bytes: child.bytes, contentType: child.contentType, what });
     if (inner.kind !== 'manifest') throw new InvalidArgument(`${what} is an index inside an index`);
     return { digest, manifest: this.checkLayerCount(inner.manifest, what) };
   }
@@ -162,7 +162,7 @@ export class Pull {
     if (d.size > max) throw overLimit(`config ${d.digest} of "${name}"`, 'configBytes', max, d.size);
     this.lease.hold(d.digest);
     this.downloaded += await this.fetchBlob(d, `config of "${name}"`);
-    const { config, diffIds, platform } = parseImageConfig(await this.ctx.content.read(d.digest), `config ${d.digest} of "${name}"`);
+    const { config, diffIds, platform } = await parseOffThread({ kind: 'config', bytes: await this.ctx.content.read(d.digest), what: `config ${d.digest} of "${name}"` });
     if (platform.os && platform.os !== 'linux') throw new InvalidArgument(`image "${name}" is for ${platform.os}, not linux`);
     if (!runsOn(platform)) {
       throw new InvalidArgument(`image "${name}" is for ${formatPlatform(platform)}, but this node is ${formatPlatform(HOST_PLATFORM)}: `
