@@ -1,6 +1,7 @@
 // A registry is whoever an image names: a hostile one sends endless error and token bodies, a huge manifest, a
 // config of 100 MiB, a manifest of 300 layers. Each pull fails with a clear error naming the limit and its config
-// key, the daemon's resident memory grows by less than 64 MiB while it lasts, other CRI calls are answered
+// key, the daemon's resident memory grows by less than 64 MiB while it lasts (256 MiB while a config of nearly
+// 8 MiB of the densest JSON is parsed, off the event loop), other CRI calls are answered
 // within 10 s meanwhile, and nothing of the pull is left. A digest pull of content another pull stored is
 // confirmed with the registry using the request's own credentials.
 import assert from 'node:assert/strict';
@@ -24,10 +25,22 @@ hostCheck('the hostile registry tests');
 const MIB = 1 << 20;
 /** The documented bound on the daemon's resident memory growth during one attack. */
 const RSS_GROWTH_BOUND = 64 * MIB;
+/**
+ * The documented bound while a config at the limit, of the densest JSON (a million tiny strings), is parsed: the
+ * worker's heap holds it for the seconds of the parse (and gives it back when the worker ends, idle).
+ */
+const DENSE_CONFIG_RSS_BOUND = 256 * MIB;
 /** What an endless body sends at most, as fast as it is read. */
 const ENDLESS = 2 * 1024 * MIB;
 const MANIFEST_TYPE = 'application/vnd.oci.image.manifest.v1+json';
 const sha256 = (b: Buffer | string) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+
+/** A valid config of nearly 8 MiB whose diff ids (none) do not match its manifest's one layer. */
+const DENSE_CONFIG = (() => {
+  const env: string[] = [];
+  for (let n = 0; n < 8 * MIB - 4096; n += env.at(-1)!.length + 3) env.push(`K${env.length}=v`);
+  return Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Env: env }, rootfs: { type: 'layers', diff_ids: [] } }));
+})();
 
 interface Hostile { host: string; requests: string[]; sent: Map<string, number>; stop(): Promise<void> }
 
@@ -78,6 +91,13 @@ async function startHostile(): Promise<Hostile> {
     // A config of 100 MiB of JSON: declared so, and served so if asked.
     '/v2/huge-config/manifests/v1': (_q, res) => {
       res.writeHead(200, { 'content-type': MANIFEST_TYPE }).end(manifest({ digest: sha256('config'), size: 100 * MIB }, 1));
+    },
+    // A config just under the limit, of 8 MiB of environment entries: seconds of parsing, none of it on the event loop.
+    '/v2/dense-config/manifests/v1': (_q, res) => {
+      res.writeHead(200, { 'content-type': MANIFEST_TYPE }).end(manifest({ digest: sha256(DENSE_CONFIG), size: DENSE_CONFIG.length }, 1));
+    },
+    [`/v2/dense-config/blobs/${sha256(DENSE_CONFIG)}`]: (_q, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(DENSE_CONFIG);
     },
     '/v2/many-layers/manifests/v1': (_q, res) => {
       res.writeHead(200, { 'content-type': MANIFEST_TYPE }).end(manifest({ digest: sha256('config'), size: 100 }, 300));
@@ -132,10 +152,10 @@ describe('a hostile registry', () => {
   });
 
   /**
-   * Pulls `repo` while sampling the daemon's memory; once the registry has been asked, other CRI calls must be
-   * answered within 10 s. Returns the pull's error and the peak growth of the daemon's resident memory.
+   * Pulls `repo` while sampling the daemon's memory; once the registry has been asked for `askedFor`, other CRI
+   * calls must be answered within 10 s. Returns the pull's error and the peak growth of the daemon's resident memory.
    */
-  async function attack(repo: string): Promise<{ err: grpc.ServiceError; growth: number }> {
+  async function attack(repo: string, askedFor = `/${repo}/`): Promise<{ err: grpc.ServiceError; growth: number }> {
     const pid = daemon.process.pid!;
     const blobs = files('blobs');
     const start = rssBytes(pid);
@@ -144,7 +164,7 @@ describe('a hostile registry', () => {
     try {
       const pulling = daemon.client.image.call('PullImage', { image: { image: `${hostile.host}/${repo}:v1` } }).then(
         () => assert.fail(`the pull of ${repo} succeeded`), (e: unknown) => e);
-      await waitFor(async () => hostile.requests.some((r) => r.includes(`/${repo}/`)), 10_000, `the registry asked for ${repo}`);
+      await waitFor(async () => hostile.requests.some((r) => r.includes(askedFor)), 10_000, `the registry asked for ${askedFor}`);
       // The liveness deadline: the daemon answers other calls while the attack lasts.
       const { images } = await daemon.client.image.call('ListImages', {}, { timeoutMs: 10_000 });
       assert.ok(images.length >= 1, 'the built-in pause is listed');
@@ -162,8 +182,9 @@ describe('a hostile registry', () => {
     }
   }
 
-  it('an endless error body is read up to 1 MiB and cut short in the message', async () => {
+  it('an endless error body is read up to 1 MiB and cut short in the message', async (t) => {
     const { err, growth } = await attack('huge-error');
+    t.diagnostic(`resident memory grew by ${(growth / MIB).toFixed(1)} MiB; ${err.details}`);
     assert.equal(err.code, grpc.status.NOT_FOUND, err.details);
     assert.match(err.details, /MANIFEST_UNKNOWN/);
     assert.ok(err.details.length < 4096, `a message of ${err.details.length} characters`);
@@ -172,32 +193,45 @@ describe('a hostile registry', () => {
     assert.ok(hostile.sent.get('error')! < 32 * MIB, `${hostile.sent.get('error')} bytes sent`);
   });
 
-  it('an endless token body is refused naming registries.max_response_bytes', async () => {
+  it('an endless token body is refused naming registries.max_response_bytes', async (t) => {
     const { err, growth } = await attack('huge-token');
+    t.diagnostic(`resident memory grew by ${(growth / MIB).toFixed(1)} MiB; ${err.details}`);
     assert.equal(err.code, grpc.status.RESOURCE_EXHAUSTED, err.details);
     assert.match(err.details, /token .* is over 1048576 bytes, the limit registries\.max_response_bytes sets/);
     assert.ok(growth < RSS_GROWTH_BOUND, `resident memory grew by ${growth} bytes`);
     assert.ok(hostile.sent.get('token')! < 32 * MIB, `${hostile.sent.get('token')} bytes sent`);
   });
 
-  it('an endless manifest is refused naming registries.max_manifest_bytes', async () => {
+  it('an endless manifest is refused naming registries.max_manifest_bytes', async (t) => {
     const { err, growth } = await attack('huge-manifest');
+    t.diagnostic(`resident memory grew by ${(growth / MIB).toFixed(1)} MiB; ${err.details}`);
     assert.equal(err.code, grpc.status.RESOURCE_EXHAUSTED, err.details);
     assert.match(err.details, /is over 4194304 bytes, the limit registries\.max_manifest_bytes sets/);
     assert.ok(growth < RSS_GROWTH_BOUND, `resident memory grew by ${growth} bytes`);
     assert.ok(hostile.sent.get('manifest')! < 32 * MIB, `${hostile.sent.get('manifest')} bytes sent`);
   });
 
-  it('a config of 100 MiB is refused naming registries.max_config_bytes, before a byte of it is fetched', async () => {
+  it('a config of 100 MiB is refused naming registries.max_config_bytes, before a byte of it is fetched', async (t) => {
     const { err, growth } = await attack('huge-config');
+    t.diagnostic(`resident memory grew by ${(growth / MIB).toFixed(1)} MiB; ${err.details}`);
     assert.equal(err.code, grpc.status.RESOURCE_EXHAUSTED, err.details);
     assert.match(err.details, new RegExp(`config .* has ${100 * MIB} bytes, over ${8 * MIB}, the limit registries\\.max_config_bytes sets`));
     assert.ok(growth < RSS_GROWTH_BOUND, `resident memory grew by ${growth} bytes`);
     assert.ok(!hostile.requests.some((r) => r.includes('/huge-config/blobs/')), 'the config was never asked for');
   });
 
-  it('a manifest of 300 layers is refused naming registries.max_layers', async () => {
+  it('a config of nearly 8 MiB of JSON is parsed off the event loop: other calls are answered meanwhile', async (t) => {
+    // Asked while the config is being parsed.
+    const { err, growth } = await attack('dense-config', '/dense-config/blobs/');
+    t.diagnostic(`resident memory grew by ${(growth / MIB).toFixed(1)} MiB; ${err.details}`);
+    assert.equal(err.code, grpc.status.INVALID_ARGUMENT, err.details);
+    assert.match(err.details, /lists 1 layers but its config has 0 diff ids/);
+    assert.ok(growth < DENSE_CONFIG_RSS_BOUND, `resident memory grew by ${growth} bytes`);
+  });
+
+  it('a manifest of 300 layers is refused naming registries.max_layers', async (t) => {
     const { err, growth } = await attack('many-layers');
+    t.diagnostic(`resident memory grew by ${(growth / MIB).toFixed(1)} MiB; ${err.details}`);
     assert.equal(err.code, grpc.status.RESOURCE_EXHAUSTED, err.details);
     assert.match(err.details, /has 300 layers, over 200, the limit registries\.max_layers sets/);
     assert.ok(growth < RSS_GROWTH_BOUND, `resident memory grew by ${growth} bytes`);
