@@ -239,6 +239,32 @@ describe('a hostile registry', () => {
   });
 });
 
+describe('the limits are the config keys their refusals name', () => {
+  let hostile: Hostile;
+  let dirs: DaemonDirs;
+  let daemon: TestDaemon;
+  before(async () => {
+    hostile = await startHostile();
+    dirs = makeDaemonDirs('[registries]\nmax_response_bytes = 4096\nmax_layers = 100');
+    daemon = await TestDaemon.start(dirs);
+  });
+  after(async () => {
+    await daemon?.stop();
+    if (dirs) removeDirs(dirs);
+    await hostile?.stop();
+  });
+
+  it('refuses at the configured sizes and counts', async () => {
+    const refusal = (repo: string) => daemon.client.image.call('PullImage', { image: { image: `${hostile.host}/${repo}:v1` } })
+      .then(() => assert.fail(`pulled ${repo}`), (e: unknown) => e as grpc.ServiceError);
+    const token = await refusal('huge-token');
+    assert.equal(token.code, grpc.status.RESOURCE_EXHAUSTED, token.details);
+    assert.match(token.details, /is over 4096 bytes, the limit registries\.max_response_bytes sets/);
+    const layers = await refusal('many-layers');
+    assert.match(layers.details, /has 300 layers, over 100, the limit registries\.max_layers sets/);
+  });
+});
+
 describe('a digest pull of content another pull stored', () => {
   let reg: TestRegistry;
   let proxy: RegistryProxy;
