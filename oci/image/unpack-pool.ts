@@ -176,6 +176,7 @@ export function parseOffThread<J extends DocumentJob>(job: J): Promise<ParsedDoc
         release(w, id);
         if (m.type === 'parsed') resolve(m.value as ParsedDocument<J>);
         else if (m.type === 'error') reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(m.message));
+        else reject(new Internal(`${job.what}: the worker answered a parse with "${m.type}"`));
       },
       onFailure(err) { reject(new Internal(`${job.what}: ${err.message}`)); },
     });
