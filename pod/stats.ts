@@ -78,12 +78,14 @@ async function eachPresent<T, R>(items: T[], read: (item: T) => Promise<R>): Pro
   return settled.filter((r): r is Awaited<R> => r !== undefined);
 }
 
+const maxAgeMs = (ctx: PodContext) => (ctx.settings.writable_layer_usage_max_age_seconds ?? 10) * 1000;
+
 async function sampleContainer(ctx: PodContext, record: ContainerRecord): Promise<ContainerSample> {
   const fresh = await refreshContainer(ctx, record);
   const [cgroup, layer] = await Promise.all([
     fresh.state === 'CONTAINER_RUNNING' ? sample(fresh.id, fresh.pid) : undefined,
     // Cached, up to 10 s old: a layer of millions of files is not walked whole on every call.
-    fresh.rootfsUpper ? writableLayerUsage.get(fresh.rootfsUpper) : undefined,
+    fresh.rootfsUpper ? writableLayerUsage.get(fresh.rootfsUpper, maxAgeMs(ctx)) : undefined,
   ]);
   return { record: fresh, cgroup, layer: layer && { timestamp: new Date(layer.at), bytes: layer.bytes, inodes: layer.inodes, mountpoint: storageDirs(ctx.settings).writableLayers } };
 }

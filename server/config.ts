@@ -36,6 +36,9 @@ const schema = z.strictObject({
   // Containers' writable layers (overlay upper and work dirs); on another filesystem than root_dir, the
   // image and container filesystems are split (KEP-4191). Unset: beside the images in root_dir.
   writable_layers_dir: absolutePath.optional(),
+  // How old a writable layer's usage (ContainerStats, ImageFsInfo) may be: walking a layer of millions of
+  // files on every call would hold the daemon up; a walk is also cut after 1 s of a call and goes on at the next.
+  writable_layer_usage_max_age_seconds: z.number().nonnegative().max(3600).default(10),
   // Where pods' network namespaces are pinned; iproute2's directory, so `ip netns` sees them.
   netns_dir: absolutePath.default('/var/run/netns'),
   log_level: logLevel.default('info'),

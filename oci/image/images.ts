@@ -43,6 +43,8 @@ export interface ImagesOptions {
   stallTimeoutMs?: number;
   /** How often a running pull logs its progress (default 10 s). */
   progressIntervalMs?: number;
+  /** How old the writable layers' usage ImageFsInfo answers may be (default 10 s). */
+  writableUsageMaxAgeMs?: number;
   /** What a pull reads of a registry's answers at most (default DEFAULT_REGISTRY_LIMITS). */
   limits?: Partial<RegistryLimits>;
 }
@@ -331,7 +333,7 @@ export class Images {
 
   /** Bytes and inodes of the containers' writable layers (the container filesystem's share of our data). */
   writableLayersUsage(): Promise<{ bytes: number; inodes: number }> {
-    return this.layers.writableUsage();
+    return this.layers.writableUsage(this.opts.writableUsageMaxAgeMs);
   }
 
   /** Deletes blobs and layers no image, rootfs or in-flight pull refers to. */

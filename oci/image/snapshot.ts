@@ -300,14 +300,14 @@ export class LayerStore {
 
   /**
    * Blocks and inodes the writable layers take: every rootfs's upper and work dirs (never its mounted view), as
-   * the usage cache has them (up to 10 s old; a layer whose first walk has not ended yet counts as empty).
+   * the usage cache has them (up to `maxAgeMs` old, 10 s by default; a layer whose first walk has not ended yet counts as empty).
    */
-  async writableUsage(): Promise<Usage> {
+  async writableUsage(maxAgeMs?: number): Promise<Usage> {
     const total: Usage = { bytes: 0, inodes: 0 };
     for (const key of await readdir(this.rootfsDir)) {
       if (!KEY_RE.test(key)) continue;
       for (const d of ['upper', 'work']) {
-        const u = await this.writable.get(join(this.rootfsDir, key, d));
+        const u = await this.writable.get(join(this.rootfsDir, key, d), maxAgeMs);
         total.bytes += u?.bytes ?? 0;
         total.inodes += u?.inodes ?? 0;
       }

@@ -99,7 +99,7 @@ export interface CachedUsage extends Usage {
 }
 
 export interface UsageCacheOptions {
-  /** A value younger than this is answered without walking (default 10 s). */
+  /** A value younger than this is answered without walking, unless a caller asks for younger (default 10 s). */
   maxAgeMs?: number;
   /** The stop condition of one call's step of a walk (default: after 1 s). */
   budget?: () => () => boolean;
@@ -125,12 +125,13 @@ export class UsageCache {
     this.now = opts.now ?? Date.now;
   }
 
-  async get(path: string): Promise<CachedUsage | undefined> {
+  /** The usage of `path`, measured at most `maxAgeMs` ago unless its walk is still under way (see above). */
+  async get(path: string, maxAgeMs = this.maxAgeMs): Promise<CachedUsage | undefined> {
     this.forgetUnasked();
     let e = this.entries.get(path);
     if (!e) this.entries.set(path, e = { asked: 0 });
     e.asked = this.now();
-    if (e.value && e.asked - e.value.at < this.maxAgeMs) return e.value;
+    if (e.value && e.asked - e.value.at < maxAgeMs) return e.value;
     e.step ??= this.advance(path, e).finally(() => { e.step = undefined; });
     await e.step;
     return e.value;
