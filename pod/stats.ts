@@ -10,10 +10,10 @@ import type { PodSandboxStats } from '../gen/runtime/v1/PodSandboxStats.js';
 import type { PodSandboxStatsFilter__Output } from '../gen/runtime/v1/PodSandboxStatsFilter.js';
 import type { PsiStats } from '../gen/runtime/v1/PsiStats.js';
 import { storageDirs } from '../oci/image/storage-dirs.js';
-import { writableLayerUsage } from '../oci/image/usage.js';
 import { readFullStatsForPid, readInterfaceCounters, readPodCgroupPressure, type CgroupDetail, type InterfaceCounters, type Psi } from '../oci/runtime/cgroup-stats.js';
 import { podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { nanoCores, type CgroupStats } from '../oci/runtime/stats.js';
+import { writableLayerUsage } from '../oci/image/usage.js';
 import { refreshContainer } from './container-refresh.js';
 import { refreshSandbox } from './sandbox-refresh.js';
 import type { PodContext } from './context.js';
@@ -87,7 +87,7 @@ async function sampleContainer(ctx: PodContext, record: ContainerRecord): Promis
     // Cached, up to 10 s old: a layer of millions of files is not walked whole on every call.
     fresh.rootfsUpper ? writableLayerUsage.get(fresh.rootfsUpper, maxAgeMs(ctx)) : undefined,
   ]);
-  return { record: fresh, cgroup, layer: layer && { timestamp: new Date(layer.at), bytes: layer.bytes, inodes: layer.inodes, mountpoint: storageDirs(ctx.settings).writableLayers } };
+  return { record: fresh, cgroup, layer: layer && { ...layer, mountpoint: storageDirs(ctx.settings).writableLayers } };
 }
 
 async function podNetwork(sandbox: SandboxRecord): Promise<SandboxSample['network']> {

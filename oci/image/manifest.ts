@@ -134,7 +134,8 @@ export type ParsedDocument<J extends DocumentJob> = J extends { kind: 'config' }
 
 export function parseDocument<J extends DocumentJob>(job: J): ParsedDocument<J> {
   const bytes = Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength);
-  return (job.kind === 'config' ? parseImageConfig(bytes, job.what) : parseManifestOrIndex(bytes, job.contentType, job.what)) as ParsedDocument<J>;
+  const parsed = job.kind === 'config' ? parseImageConfig(bytes, job.what) : parseManifestOrIndex(bytes, job.contentType, job.what);
+  return parsed as ParsedDocument<J>;
 }
 
 /** The OCI config JSON for an image we build ourselves (local imports). */

@@ -120,8 +120,9 @@ export class Pull {
 
   /** The top manifest itself, or the one for this node's platform that an index lists (fetched and stored). */
   private async platformManifest(top: TopManifest): Promise<{ digest: string; manifest: Manifest }> {
-    const parsed = await parseOffThread({ kind: 'manifest', bytes: top.bytes, contentType: top.contentType, what: `manifest of "${this.name}"` });
-    if (parsed.kind === 'manifest') return { digest: top.digest, manifest: this.checkLayerCount(parsed.manifest, `manifest of "${this.name}"`) };
+    const named = `manifest of "${this.name}"`;
+    const parsed = await parseOffThread({ kind: 'manifest', bytes: top.bytes, contentType: top.contentType, what: named });
+    if (parsed.kind === 'manifest') return { digest: top.digest, manifest: this.checkLayerCount(parsed.manifest, named) };
     const entries = parsed.index.manifests;
     const i = selectPlatform(entries);
     if (i < 0) {
@@ -162,7 +163,8 @@ export class Pull {
     if (d.size > max) throw overLimit(`config ${d.digest} of "${name}"`, 'configBytes', max, d.size);
     this.lease.hold(d.digest);
     this.downloaded += await this.fetchBlob(d, `config of "${name}"`);
-    const { config, diffIds, platform } = await parseOffThread({ kind: 'config', bytes: await this.ctx.content.read(d.digest), what: `config ${d.digest} of "${name}"` });
+    const bytes = await this.ctx.content.read(d.digest);
+    const { config, diffIds, platform } = await parseOffThread({ kind: 'config', bytes, what: `config ${d.digest} of "${name}"` });
     if (platform.os && platform.os !== 'linux') throw new InvalidArgument(`image "${name}" is for ${platform.os}, not linux`);
     if (!runsOn(platform)) {
       throw new InvalidArgument(`image "${name}" is for ${formatPlatform(platform)}, but this node is ${formatPlatform(HOST_PLATFORM)}: `

@@ -2,7 +2,9 @@
 // bearer-token and basic authentication, redirects, retries of transient failures and actionable errors.
 import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
-import { DeadlineExceeded, Internal, InvalidArgument, MinicriError, NotFound, PermissionDenied, ResourceExhausted, Unavailable } from '../../core/errors.js';
+import {
+  DeadlineExceeded, Internal, InvalidArgument, MinicriError, NotFound, PermissionDenied, ResourceExhausted, Unavailable,
+} from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { retry } from '../../core/retry.js';
 import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from './auth.js';
@@ -80,7 +82,9 @@ class BusyAnswer extends Error {
 
 /** Failure of one endpoint, kept to explain the whole attempt. */
 class EndpointError extends Error {
-  constructor(readonly kind: 'notfound' | 'denied' | 'unreachable' | 'timeout' | 'limit' | 'bad', message: string, readonly status?: number) {
+  constructor(
+    readonly kind: 'notfound' | 'denied' | 'unreachable' | 'timeout' | 'limit' | 'bad', message: string, readonly status?: number,
+  ) {
     super(message);
   }
 }
@@ -130,7 +134,8 @@ export class RegistryClient {
    * has it. The digest is computed from the bytes and, when asked by digest, must match.
    */
   getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint, signal?: AbortSignal): Promise<ManifestFetch> {
-    return this.fromFirstEndpoint(ref, reference, auth, only, signal, (endpoint, creds, asking) => this.fetchManifest(endpoint, ref, reference, creds, asking));
+    return this.fromFirstEndpoint(ref, reference, auth, only, signal,
+      (endpoint, creds, asking) => this.fetchManifest(endpoint, ref, reference, creds, asking));
   }
 
   /**
@@ -154,7 +159,9 @@ export class RegistryClient {
     });
   }
 
-  private async fetchManifest(endpoint: Endpoint, ref: ImageRef, reference: string, creds: AuthConfig | undefined, signal: AbortSignal): Promise<ManifestFetch> {
+  private async fetchManifest(
+    endpoint: Endpoint, ref: ImageRef, reference: string, creds: AuthConfig | undefined, signal: AbortSignal,
+  ): Promise<ManifestFetch> {
     const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal);
     const bytes = await readLimited(res, this.limits.manifestBytes, `manifest ${reference} from ${endpoint.url}`);
     const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
@@ -238,7 +245,8 @@ export class RegistryClient {
 
   /** GET /v2/<repository>/<path> with auth challenges answered, redirects followed and transient failures retried. */
   private async request(
-    endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, signal?: AbortSignal, method: 'GET' | 'HEAD' = 'GET',
+    endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, signal?: AbortSignal,
+    method: 'GET' | 'HEAD' = 'GET',
   ): Promise<HttpAnswer> {
     const scope = pullScope(repository);
     // Tokens are cached per credential too: one pod's pull secret must not serve another pod's pull.
@@ -276,7 +284,9 @@ export class RegistryClient {
   }
 
   /** Follows redirects by hand so credentials never travel to another origin (blob storage redirects). */
-  private async get(url: string, accept: string, authorization: string | undefined, signal?: AbortSignal, method: 'GET' | 'HEAD' = 'GET'): Promise<HttpAnswer> {
+  private async get(
+    url: string, accept: string, authorization: string | undefined, signal?: AbortSignal, method: 'GET' | 'HEAD' = 'GET',
+  ): Promise<HttpAnswer> {
     const origin = new URL(url).origin;
     let current = url;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
@@ -399,7 +409,8 @@ export class RegistryClient {
     }
     if (res.status < 200 || res.status >= 300) {
       const kind = res.status === 401 || res.status === 403 ? 'denied' : 'bad';
-      throw new EndpointError(kind, `token server ${url.origin} answered ${res.status} ${registryMessage(res.status, await this.errorBody(res))}`);
+      const message = registryMessage(res.status, await this.errorBody(res));
+      throw new EndpointError(kind, `token server ${url.origin} answered ${res.status} ${message}`);
     }
     const what = `the token from ${url.origin} for ${endpoint.url}`;
     const body = (await readLimited(res, this.limits.responseBytes, what, 'responseBytes')).toString('utf8');
@@ -417,7 +428,9 @@ export class RegistryClient {
 }
 
 /** A body of at most `limit` bytes; a bigger one is refused, naming its limit, after reading no more than that. */
-async function readLimited(res: HttpAnswer, limit: number, what: string, key: 'manifestBytes' | 'responseBytes' = 'manifestBytes'): Promise<Buffer> {
+async function readLimited(
+  res: HttpAnswer, limit: number, what: string, key: 'manifestBytes' | 'responseBytes' = 'manifestBytes',
+): Promise<Buffer> {
   const declared = Number(res.headers.get('content-length') ?? 0);
   if (declared > limit) {
     res.body.destroy();

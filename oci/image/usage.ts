@@ -94,8 +94,8 @@ export async function diskUsage(path: string): Promise<Usage> {
 }
 
 export interface CachedUsage extends Usage {
-  /** Unix milliseconds when the walk that measured it ended. */
-  at: number;
+  /** When the walk that measured it ended. */
+  timestamp: Date;
 }
 
 export interface UsageCacheOptions {
@@ -131,7 +131,7 @@ export class UsageCache {
     let e = this.entries.get(path);
     if (!e) this.entries.set(path, e = { asked: 0 });
     e.asked = this.now();
-    if (e.value && e.asked - e.value.at < maxAgeMs) return e.value;
+    if (e.value && e.asked - e.value.timestamp.getTime() < maxAgeMs) return e.value;
     e.step ??= this.advance(path, e).finally(() => { e.step = undefined; });
     await e.step;
     return e.value;
@@ -142,7 +142,7 @@ export class UsageCache {
     const usage = await e.walk.step(this.budget());
     if (!usage) return;
     e.walk = undefined;
-    e.value = { ...usage, at: this.now() };
+    e.value = { ...usage, timestamp: new Date(this.now()) };
   }
 
   /** Drops the paths nobody asked about for six lifetimes (their containers are gone, mostly). */
