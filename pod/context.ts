@@ -29,6 +29,8 @@ export interface PodSettings {
   cni: { cache_dir: string; conf_dir: string; networks_dir: string };
   /** Refuse user-namespace mappings onto the host's own ids (below 65536) instead of warning. */
   userns_refuse_host_id_overlap?: boolean;
+  /** How old a writable layer's usage a stats call may answer (default 10 s). */
+  writable_layer_usage_max_age_seconds?: number;
 }
 
 export interface PodContext {

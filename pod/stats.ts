@@ -15,7 +15,7 @@ import {
 } from '../oci/runtime/cgroup-stats.js';
 import { podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { nanoCores, type CgroupStats } from '../oci/runtime/stats.js';
-import { diskUsage } from '../oci/runtime/usage.js';
+import { writableLayerUsage } from '../oci/image/usage.js';
 import { refreshContainer } from './container-refresh.js';
 import { refreshSandbox } from './sandbox-refresh.js';
 import type { PodContext } from './context.js';
@@ -83,15 +83,16 @@ async function eachPresent<T, R>(items: T[], read: (item: T) => Promise<R>): Pro
   return settled.filter((r): r is Awaited<R> => r !== undefined);
 }
 
+const maxAgeMs = (ctx: PodContext) => (ctx.settings.writable_layer_usage_max_age_seconds ?? 10) * 1000;
+
 async function sampleContainer(ctx: PodContext, record: ContainerRecord): Promise<ContainerSample> {
   const fresh = await refreshContainer(ctx, record);
   const [cgroup, layer] = await Promise.all([
     fresh.state === 'CONTAINER_RUNNING' ? sample(fresh.id, fresh.pid) : undefined,
-    fresh.rootfsUpper ? diskUsage(fresh.rootfsUpper) : undefined,
+    // Cached, up to 10 s old: a layer of millions of files is not walked whole on every call.
+    fresh.rootfsUpper ? writableLayerUsage.get(fresh.rootfsUpper, maxAgeMs(ctx)) : undefined,
   ]);
-  return {
-    record: fresh, cgroup, layer: layer && { timestamp: new Date(), ...layer, mountpoint: storageDirs(ctx.settings).writableLayers },
-  };
+  return { record: fresh, cgroup, layer: layer && { ...layer, mountpoint: storageDirs(ctx.settings).writableLayers } };
 }
 
 async function podNetwork(sandbox: SandboxRecord): Promise<SandboxSample['network']> {

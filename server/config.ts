@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
+import { DEFAULT_REGISTRY_LIMITS as LIMITS } from '../oci/image/limits.js';
 import { MINICRI_PROFILE } from '../oci/runtime/apparmor/profile.js';
 import { DEFAULT_LIMITS } from '../streaming/limits.js';
 
@@ -36,6 +37,9 @@ const schema = z.strictObject({
   // Containers' writable layers (overlay upper and work dirs); on another filesystem than root_dir, the
   // image and container filesystems are split (KEP-4191). Unset: beside the images in root_dir.
   writable_layers_dir: absolutePath.optional(),
+  // How old a writable layer's usage (ContainerStats, ImageFsInfo) may be: walking a layer of millions of
+  // files on every call would hold the daemon up; a walk is also cut after 1 s of a call and goes on at the next.
+  writable_layer_usage_max_age_seconds: z.number().nonnegative().max(3600).default(10),
   // Where pods' network namespaces are pinned; iproute2's directory, so `ip netns` sees them.
   netns_dir: absolutePath.default('/var/run/netns'),
   log_level: logLevel.default('info'),
@@ -73,6 +77,15 @@ const schema = z.strictObject({
     stall_timeout_seconds: z.number().positive().max(3600).default(60),
     // How often a pull still running logs its progress.
     progress_interval_seconds: z.number().positive().max(3600).default(10),
+    // What a pull reads of a registry at most (oci/image/limits.ts): error and token bodies, a manifest or an
+    // index, an image config, the layers of a manifest (a page of overlay mount data holds about 210).
+    max_response_bytes: z.number().int().min(4096).default(LIMITS.responseBytes),
+    max_manifest_bytes: z.number().int().min(4096).default(LIMITS.manifestBytes),
+    max_config_bytes: z.number().int().min(4096).default(LIMITS.configBytes),
+    max_layers: z.number().int().positive().max(500).default(LIMITS.layers),
+    // Registry tokens kept (least recently used dropped first), each at most this long whatever it says.
+    token_cache_entries: z.number().int().nonnegative().default(LIMITS.tokenCacheEntries),
+    token_cache_max_seconds: z.number().int().nonnegative().default(LIMITS.tokenLifetimeSeconds),
   }).prefault({}),
   // Prometheus text endpoint (GET /metrics); empty: off, and prom-client is never loaded.
   metrics_address: metricsAddress.default(''),

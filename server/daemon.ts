@@ -93,6 +93,12 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       },
       stallTimeoutMs: config.registries.stall_timeout_seconds * 1000,
       progressIntervalMs: config.registries.progress_interval_seconds * 1000,
+      writableUsageMaxAgeMs: config.writable_layer_usage_max_age_seconds * 1000,
+      limits: {
+        responseBytes: config.registries.max_response_bytes, manifestBytes: config.registries.max_manifest_bytes,
+        configBytes: config.registries.max_config_bytes, layers: config.registries.max_layers,
+        tokenCacheEntries: config.registries.token_cache_entries, tokenLifetimeSeconds: config.registries.token_cache_max_seconds,
+      },
       log: log.child({ module: 'images' }),
       usedBy: (imageId) => imageUsedBy(tables, imageId),
     });

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
 
 export interface HttpInit {
-  method?: 'GET' | 'POST';
+  method?: 'GET' | 'HEAD' | 'POST';
   headers: Record<string, string>;
   /** A form, sent as application/x-www-form-urlencoded. */
   form?: URLSearchParams;
@@ -16,7 +16,6 @@ export interface HttpAnswer {
   status: number;
   headers: { get(name: string): string | null };
   body: Readable;
-  text(): Promise<string>;
   /** Reads and drops the rest of the body, so the connection can be reused. */
   discard(): Promise<void>;
 }
@@ -38,7 +37,30 @@ export const undiciTransport: Transport = async (url, init) => {
       },
     },
     body: res.body,
-    text: () => res.body.text(),
     discard: () => res.body.dump(),
   };
 };
+
+/**
+ * At most `limit` bytes of a body: a registry decides how much it sends, so whatever is past the limit is
+ * never read, and the connection goes with it (`over` says there was more).
+ */
+export async function readCapped(body: Readable, limit: number): Promise<{ bytes: Buffer; over: boolean }> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      const room = limit - total;
+      if (chunk.length > room) {
+        if (room > 0) chunks.push(chunk.subarray(0, room));
+        return { bytes: Buffer.concat(chunks, limit), over: true };
+      }
+      chunks.push(chunk);
+      total += chunk.length;
+    }
+    return { bytes: Buffer.concat(chunks, total), over: false };
+  } finally {
+    // Leaving the loop early destroys the stream already; an error while reading leaves it to us.
+    if (!body.destroyed) body.destroy();
+  }
+}

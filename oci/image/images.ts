@@ -10,12 +10,14 @@ import type { Logger } from '../../core/log.js';
 import { ContentStore } from './content.js';
 import type { Transport } from './http.js';
 import { Leases, type PullIntentRepository } from './lease.js';
+import type { RegistryLimits } from './limits.js';
 import { buildImageConfig, MediaType } from './manifest.js';
 import { HOST_PLATFORM } from './platform.js';
 import { Pull, type PullContext, type PulledImage } from './pull.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
 import { RegistryClient } from './registry.js';
-import { diskUsage, LayerStore, type Rootfs, type RootfsOptions } from './snapshot.js';
+import { LayerStore, type Rootfs, type RootfsOptions } from './snapshot.js';
+import { diskUsage } from './usage.js';
 import type { AuthConfig, ImageConfig, ImageRecord, ImageRepository, RegistryHostsConfig } from './types.js';
 
 /** The record type of `ImagesOptions.pulls`, for the daemon's state store. */
@@ -41,6 +43,10 @@ export interface ImagesOptions {
   stallTimeoutMs?: number;
   /** How often a running pull logs its progress (default 10 s). */
   progressIntervalMs?: number;
+  /** How old the writable layers' usage ImageFsInfo answers may be (default 10 s). */
+  writableUsageMaxAgeMs?: number;
+  /** What a pull reads of a registry's answers at most (default DEFAULT_REGISTRY_LIMITS). */
+  limits?: Partial<RegistryLimits>;
 }
 
 /** A file of a locally built image: content from a host file or given bytes; or an empty directory. */
@@ -93,7 +99,7 @@ export class Images {
     this.leases = new Leases(opts.pulls);
     this.pulls = {
       content: this.content, layers: this.layers, log: opts.log, received,
-      client: new RegistryClient({ hosts: opts.registries, log: opts.log, transport: opts.transport }),
+      client: new RegistryClient({ hosts: opts.registries, log: opts.log, transport: opts.transport, limits: opts.limits }),
       downloads: new Semaphore(opts.maxConcurrentDownloads ?? 3),
       transfers: new SingleFlight<number>(),
       receiving: new Map(),
@@ -327,7 +333,7 @@ export class Images {
 
   /** Bytes and inodes of the containers' writable layers (the container filesystem's share of our data). */
   writableLayersUsage(): Promise<{ bytes: number; inodes: number }> {
-    return this.layers.writableUsage();
+    return this.layers.writableUsage(this.opts.writableUsageMaxAgeMs);
   }
 
   /** Deletes blobs and layers no image, rootfs or in-flight pull refers to. */

@@ -125,6 +125,19 @@ export function parseImageConfig(bytes: Buffer, what: string): ParsedConfig {
   };
 }
 
+/** A manifest (or index) or an image config to parse and check, as bytes that can cross to a worker. */
+export type DocumentJob =
+  | { kind: 'manifest'; bytes: Uint8Array; contentType: string | undefined; what: string }
+  | { kind: 'config'; bytes: Uint8Array; what: string };
+
+export type ParsedDocument<J extends DocumentJob> = J extends { kind: 'config' } ? ParsedConfig : ReturnType<typeof parseManifestOrIndex>;
+
+export function parseDocument<J extends DocumentJob>(job: J): ParsedDocument<J> {
+  const bytes = Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength);
+  const parsed = job.kind === 'config' ? parseImageConfig(bytes, job.what) : parseManifestOrIndex(bytes, job.contentType, job.what);
+  return parsed as ParsedDocument<J>;
+}
+
 /** The OCI config JSON for an image we build ourselves (local imports). */
 export function buildImageConfig(config: ImageConfig, diffIds: string[], platform: Platform): Record<string, unknown> {
   const set = (keys: string[]) => (keys.length ? Object.fromEntries(keys.map((k) => [k, {}])) : undefined);

@@ -8,14 +8,15 @@ import type { Logger } from '../../core/log.js';
 import { retry } from '../../core/retry.js';
 import type { ContentStore } from './content.js';
 import type { Lease } from './lease.js';
-import { parseImageConfig, parseManifestOrIndex, type Descriptor, type Manifest } from './manifest.js';
+import { overLimit } from './limits.js';
+import type { Descriptor, Manifest } from './manifest.js';
 import { formatPlatform, HOST_PLATFORM, runsOn, selectPlatform } from './platform.js';
 import { PullProgress } from './progress.js';
 import { formatReference, refName, type ImageRef } from './reference.js';
 import type { Endpoint, RegistryClient } from './registry.js';
 import type { LayerStore } from './snapshot.js';
 import type { AuthConfig, ImageConfig } from './types.js';
-import { unpacksInWorker, warmUnpackWorkers } from './unpack-pool.js';
+import { parseOffThread, unpacksInWorker, warmUnpackWorkers } from './unpack-pool.js';
 
 /** What every pull shares; the catalogue owns it. */
 export interface PullContext {
@@ -51,18 +52,16 @@ export interface PulledImage {
   blobs: string[];
 }
 
-/** The manifest the reference names, as fetched or read from the store. */
-interface TopManifest { digest: string; bytes: Buffer; contentType?: string; endpoint?: Endpoint }
+/** The manifest the reference names, as fetched or read from the store, and the endpoint that served or confirmed it. */
+interface TopManifest { digest: string; bytes: Buffer; contentType?: string; endpoint: Endpoint }
 
 export class Pull {
   readonly name: string;
   readonly log: Logger;
   /** Bytes this pull downloaded. */
   downloaded = 0;
-  /** The endpoint that served the manifest; none when the store had it. */
+  /** The endpoint that served (or confirmed) the manifest; blobs come from it first. */
   private endpoint: Endpoint | undefined;
-  /** The first endpoint that has the image, looked up once when the manifest came from the store. */
-  private located: Promise<Endpoint> | undefined;
 
   constructor(
     private readonly ctx: PullContext,
@@ -106,19 +105,24 @@ export class Pull {
     };
   }
 
-  /** The manifest the reference names (not stored yet); by digest it is read from the store when we have it. */
+  /**
+   * The manifest the reference names (not stored yet). By digest it is read from the store when we have it, but
+   * only once the registry confirmed it to this pull's credentials: stored content is no proof of the right to it.
+   */
   private async topManifest(): Promise<TopManifest> {
     const { ref, ctx } = this;
     if (ref.digest && (await ctx.content.has(ref.digest))) {
-      return { digest: ref.digest, bytes: await ctx.content.read(ref.digest) };
+      const endpoint = await ctx.client.confirmManifest(ref, ref.digest, this.auth, this.signal);
+      return { digest: ref.digest, bytes: await ctx.content.read(ref.digest), endpoint };
     }
     return ctx.client.getManifest(ref, ref.digest ?? ref.tag!, this.auth, undefined, this.signal);
   }
 
   /** The top manifest itself, or the one for this node's platform that an index lists (fetched and stored). */
   private async platformManifest(top: TopManifest): Promise<{ digest: string; manifest: Manifest }> {
-    const parsed = parseManifestOrIndex(top.bytes, top.contentType, `manifest of "${this.name}"`);
-    if (parsed.kind === 'manifest') return { digest: top.digest, manifest: parsed.manifest };
+    const named = `manifest of "${this.name}"`;
+    const parsed = await parseOffThread({ kind: 'manifest', bytes: top.bytes, contentType: top.contentType, what: named });
+    if (parsed.kind === 'manifest') return { digest: top.digest, manifest: this.checkLayerCount(parsed.manifest, named) };
     const entries = parsed.index.manifests;
     const i = selectPlatform(entries);
     if (i < 0) {
@@ -130,9 +134,16 @@ export class Pull {
     const child = await this.manifestBlob(digest);
     this.endpoint = child.endpoint;
     const what = `manifest ${digest} of "${this.name}"`;
-    const inner = parseManifestOrIndex(child.bytes, child.contentType, what);
+    const inner = await parseOffThread({ kind: 'manifest', bytes: child.bytes, contentType: child.contentType, what });
     if (inner.kind !== 'manifest') throw new InvalidArgument(`${what} is an index inside an index`);
-    return { digest, manifest: inner.manifest };
+    return { digest, manifest: this.checkLayerCount(inner.manifest, what) };
+  }
+
+  /** A manifest within the layer limit: overlay stacks only so many lowerdirs in one mount. */
+  private checkLayerCount(manifest: Manifest, what: string): Manifest {
+    const max = this.ctx.client.limits.layers;
+    if (manifest.layers.length > max) throw overLimit(what, 'layers', max, manifest.layers.length);
+    return manifest;
   }
 
   private async manifestBlob(digest: string): Promise<{ bytes: Buffer; contentType?: string; endpoint?: Endpoint }> {
@@ -147,9 +158,13 @@ export class Pull {
   private async imageConfig(manifest: Manifest): Promise<{ config: ImageConfig; diffIds: string[] }> {
     const name = this.name;
     const d = manifest.config;
+    // Its size is checked before a byte is fetched, and the download stops at that size.
+    const max = this.ctx.client.limits.configBytes;
+    if (d.size > max) throw overLimit(`config ${d.digest} of "${name}"`, 'configBytes', max, d.size);
     this.lease.hold(d.digest);
     this.downloaded += await this.fetchBlob(d, `config of "${name}"`);
-    const { config, diffIds, platform } = parseImageConfig(await this.ctx.content.read(d.digest), `config ${d.digest} of "${name}"`);
+    const bytes = await this.ctx.content.read(d.digest);
+    const { config, diffIds, platform } = await parseOffThread({ kind: 'config', bytes, what: `config ${d.digest} of "${name}"` });
     if (platform.os && platform.os !== 'linux') throw new InvalidArgument(`image "${name}" is for ${platform.os}, not linux`);
     if (!runsOn(platform)) {
       throw new InvalidArgument(`image "${name}" is for ${formatPlatform(platform)}, but this node is ${formatPlatform(HOST_PLATFORM)}: `
@@ -188,20 +203,10 @@ export class Pull {
     }
   }
 
-  /**
-   * Where blobs come from: the endpoint that served the manifest, else the first that has the image. Asked on
-   * the signal of whoever needs it first: a layer transfer another pull shares asks on the shared one.
-   */
-  private firstEndpoint(asking: AbortSignal | undefined): Promise<Endpoint> {
-    const ref = this.ref;
-    if (this.endpoint) return Promise.resolve(this.endpoint);
-    this.located ??= this.ctx.client.getManifest(ref, ref.digest ?? ref.tag!, this.auth, undefined, asking).then((m) => m.endpoint);
-    return this.located;
-  }
-
   /** The endpoint that served the manifest first, then the registry's others in order. */
-  private async blobEndpoints(signal: AbortSignal | undefined): Promise<Endpoint[]> {
-    const first = await this.firstEndpoint(signal);
+  private blobEndpoints(): Endpoint[] {
+    // Set by fetch() from the top manifest before any blob is asked for.
+    const first = this.endpoint!;
     return [first, ...this.ctx.client.endpoints(this.ref.registry).filter((e) => e.url !== first.url)];
   }
 
@@ -209,7 +214,7 @@ export class Pull {
   private async fetchBlob(d: Descriptor, what: string): Promise<number> {
     const { content, client } = this.ctx;
     if (await content.has(d.digest)) return 0;
-    const endpoints = await this.blobEndpoints(this.signal);
+    const endpoints = this.blobEndpoints();
     return this.fromEndpoints(endpoints, (e) => content.ensure(d.digest, d.size, `${what} from ${e.url}`, (shared) =>
       client.openBlob(e, this.ref, d.digest, this.auth, { signal: shared, stallMs: this.ctx.stallTimeoutMs }), this.signal), this.signal);
   }
@@ -253,7 +258,7 @@ export class Pull {
     const bytes = await transfers.do(layer.digest, (shared) => downloads.run(async () => {
       if (await layers.has(diffId)) return 0;
       fetched = true;
-      const endpoints = await this.blobEndpoints(shared);
+      const endpoints = this.blobEndpoints();
       return this.fromEndpoints(endpoints, (e) => this.transferLayer(e, layer, diffId, `${what} from ${e.url}`, shared), shared);
     }, shared), this.signal);
     return fetched ? bytes : 0;

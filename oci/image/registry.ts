@@ -2,15 +2,19 @@
 // bearer-token and basic authentication, redirects, retries of transient failures and actionable errors.
 import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
-import { DeadlineExceeded, Internal, InvalidArgument, MinicriError, NotFound, PermissionDenied, Unavailable } from '../../core/errors.js';
+import {
+  DeadlineExceeded, Internal, InvalidArgument, MinicriError, NotFound, PermissionDenied, ResourceExhausted, Unavailable,
+} from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { retry } from '../../core/retry.js';
 import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from './auth.js';
 import { CredentialFile, requestAuthApplies } from './credentials.js';
-import { undiciTransport, type HttpAnswer, type HttpInit, type Transport } from './http.js';
+import { readCapped, undiciTransport, type HttpAnswer, type HttpInit, type Transport } from './http.js';
+import { DEFAULT_REGISTRY_LIMITS, overLimitMessage, type RegistryLimits } from './limits.js';
 import { MANIFEST_ACCEPT } from './manifest.js';
 import { DEFAULT_REGISTRY, formatReference, type ImageRef } from './reference.js';
 import { TlsDispatchers } from './tls.js';
+import { TokenCache } from './token-cache.js';
 import type { AuthConfig, RegistryHostsConfig } from './types.js';
 
 export interface Endpoint {
@@ -19,7 +23,6 @@ export interface Endpoint {
   mirror: boolean;
 }
 
-const MAX_MANIFEST_BYTES = 4 << 20;
 /** Certificate verification failures: retrying will not help, a CA in certs.d will. */
 const TLS_TRUST_ERROR = /^(?:UNABLE_TO_GET_ISSUER_CERT(?:_LOCALLY)?|UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_UNTRUSTED|ERR_TLS_CERT_ALTNAME_INVALID|CERT_HAS_EXPIRED)$/;
 const MAX_REDIRECTS = 5;
@@ -66,6 +69,8 @@ export interface RegistryClientOptions {
   manifestTimeoutMs?: number;
   /** Injected for tests that record what is sent where; defaults to undici's request. */
   transport?: Transport;
+  /** What is read of a registry's answers at most; defaults to DEFAULT_REGISTRY_LIMITS. */
+  limits?: Partial<RegistryLimits>;
 }
 
 /** An answer worth asking again for (HTTP 5xx, 429), carried through the retries; the last one is returned. */
@@ -77,7 +82,9 @@ class BusyAnswer extends Error {
 
 /** Failure of one endpoint, kept to explain the whole attempt. */
 class EndpointError extends Error {
-  constructor(readonly kind: 'notfound' | 'denied' | 'unreachable' | 'timeout' | 'bad', message: string) {
+  constructor(
+    readonly kind: 'notfound' | 'denied' | 'unreachable' | 'timeout' | 'limit' | 'bad', message: string, readonly status?: number,
+  ) {
     super(message);
   }
 }
@@ -89,13 +96,12 @@ export interface ManifestFetch {
   bytes: Buffer;
 }
 
-interface CachedAuth { header: string; expires: number }
-
 export class RegistryClient {
   private readonly attempts: number;
   private readonly transport: Transport;
-  /** Authorization headers by endpoint+scope, so a pull's requests after the first skip the 401 round trip. */
-  private readonly authCache = new Map<string, CachedAuth>();
+  readonly limits: RegistryLimits;
+  /** Authorization headers by endpoint+scope+credential, so a pull's requests after the first skip the 401 round trip. */
+  private readonly authCache: TokenCache;
 
   private readonly nodeCredentials: CredentialFile;
   private readonly tls: TlsDispatchers;
@@ -103,6 +109,8 @@ export class RegistryClient {
   constructor(private readonly opts: RegistryClientOptions) {
     this.attempts = opts.attempts ?? 3;
     this.transport = opts.transport ?? undiciTransport;
+    this.limits = { ...DEFAULT_REGISTRY_LIMITS, ...opts.limits };
+    this.authCache = new TokenCache(this.limits.tokenCacheEntries, this.limits.tokenLifetimeSeconds);
     this.nodeCredentials = new CredentialFile(opts.hosts.authFile);
     this.tls = new TlsDispatchers(opts.hosts.certsDir);
   }
@@ -125,7 +133,49 @@ export class RegistryClient {
    * Fetches the manifest (or index) `reference` (tag or digest) of ref's repository from the first endpoint that
    * has it. The digest is computed from the bytes and, when asked by digest, must match.
    */
-  async getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint, signal?: AbortSignal): Promise<ManifestFetch> {
+  getManifest(ref: ImageRef, reference: string, auth?: AuthConfig, only?: Endpoint, signal?: AbortSignal): Promise<ManifestFetch> {
+    return this.fromFirstEndpoint(ref, reference, auth, only, signal,
+      (endpoint, creds, asking) => this.fetchManifest(endpoint, ref, reference, creds, asking));
+  }
+
+  /**
+   * The first endpoint that serves manifest `digest` to these credentials, asked with HEAD (GET where HEAD is
+   * not allowed): local content of that digest is used for this pull only once the registry confirmed it, so a
+   * pull without the credentials of a private image never gets it from another pull's content.
+   */
+  confirmManifest(ref: ImageRef, digest: string, auth?: AuthConfig, signal?: AbortSignal): Promise<Endpoint> {
+    return this.fromFirstEndpoint(ref, digest, auth, undefined, signal, async (endpoint, creds, asking) => {
+      let res: HttpAnswer;
+      try {
+        res = await this.request(endpoint, ref.repository, `manifests/${digest}`, MANIFEST_ACCEPT, creds, asking, 'HEAD');
+      } catch (err) {
+        if (!(err instanceof EndpointError && err.status === 405)) throw err;
+        return (await this.fetchManifest(endpoint, ref, digest, creds, asking)).endpoint;
+      }
+      await res.discard().catch(() => undefined);
+      const served = res.headers.get('docker-content-digest');
+      if (served && served !== digest) throw new EndpointError('bad', `answers manifest ${digest} with digest ${served}`);
+      return endpoint;
+    });
+  }
+
+  private async fetchManifest(
+    endpoint: Endpoint, ref: ImageRef, reference: string, creds: AuthConfig | undefined, signal: AbortSignal,
+  ): Promise<ManifestFetch> {
+    const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal);
+    const bytes = await readLimited(res, this.limits.manifestBytes, `manifest ${reference} from ${endpoint.url}`);
+    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    if (reference.startsWith('sha256:') && digest !== reference) {
+      throw new EndpointError('bad', `served a manifest whose digest is ${digest}, not the requested ${reference}`);
+    }
+    return { endpoint, digest, contentType: res.headers.get('content-type') ?? undefined, bytes };
+  }
+
+  /** `attempt` at each endpoint for the image (or `only`), each in its own time, until one succeeds. */
+  private async fromFirstEndpoint<T>(
+    ref: ImageRef, reference: string, auth: AuthConfig | undefined, only: Endpoint | undefined, signal: AbortSignal | undefined,
+    attempt: (endpoint: Endpoint, creds: AuthConfig | undefined, signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
     const endpoints = only ? [only] : this.endpoints(ref.registry);
     // Resolving the image's own reference is where a pull starts talking to registries (containerd reads its
     // hosts directory there too): certs.d is read afresh from here, once per host, not on every request.
@@ -138,14 +188,8 @@ export class RegistryClient {
       const deadline = new AbortController();
       const timer = setTimeout(() => deadline.abort(new DeadlineExceeded(`${endpoint.url}: ${late}`)), timeoutMs);
       try {
-        const creds = this.credentials(endpoint, ref.registry, auth);
-        const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal);
-        const bytes = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference} from ${endpoint.url}`);
-        const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
-        if (reference.startsWith('sha256:') && digest !== reference) {
-          throw new EndpointError('bad', `served a manifest whose digest is ${digest}, not the requested ${reference}`);
-        }
-        return { endpoint, digest, contentType: res.headers.get('content-type') ?? undefined, bytes };
+        const asking = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
+        return await attempt(endpoint, this.credentials(endpoint, ref.registry, auth), asking);
       } catch (err) {
         // The caller's deadline or cancel ends the pull; the endpoint's own time only this endpoint's try.
         if (signal?.aborted) throw signal.reason;
@@ -185,6 +229,7 @@ export class RegistryClient {
       if (err.kind === 'notfound') throw new NotFound(`${what}: not found (${err.message})`);
       if (err.kind === 'denied') throw new PermissionDenied(`${what}: ${err.message}`);
       if (err.kind === 'unreachable') throw new Unavailable(`${what}: ${err.message}`);
+      if (err.kind === 'limit') throw new ResourceExhausted(`${what}: ${err.message}`);
       throw new Internal(`${what}: ${err.message}`);
     }
     // Every chunk restarts the stall timer; an abort surfaces as its reason, not as a bare AbortError.
@@ -199,24 +244,26 @@ export class RegistryClient {
   }
 
   /** GET /v2/<repository>/<path> with auth challenges answered, redirects followed and transient failures retried. */
-  private async request(endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, signal?: AbortSignal): Promise<HttpAnswer> {
+  private async request(
+    endpoint: Endpoint, repository: string, path: string, accept: string, auth?: AuthConfig, signal?: AbortSignal,
+    method: 'GET' | 'HEAD' = 'GET',
+  ): Promise<HttpAnswer> {
     const scope = pullScope(repository);
     // Tokens are cached per credential too: one pod's pull secret must not serve another pod's pull.
     const cacheKey = `${endpoint.url} ${scope} ${createHash('sha256').update(JSON.stringify(auth ?? {})).digest('hex')}`;
     const url = `${endpoint.url}/v2/${repository}/${path}`;
-    let authorization = auth?.registryToken ? `Bearer ${auth.registryToken}` : this.cachedAuth(cacheKey);
+    let authorization = auth?.registryToken ? `Bearer ${auth.registryToken}` : this.authCache.get(cacheKey);
     for (let challenged = false; ;) {
-      const res = await this.withRetries(url, () => this.get(url, accept, authorization, signal), signal);
+      const res = await this.withRetries(url, () => this.get(url, accept, authorization, signal, method), signal);
       if (res.status >= 200 && res.status < 300) return res;
-      const body = await res.text().catch(() => '');
-      const message = registryMessage(res.status, body);
+      const message = registryMessage(res.status, await this.errorBody(res));
       if (res.status === 401 && !challenged && !auth?.registryToken) {
         const header = res.headers.get('www-authenticate');
         const next = header ? await this.answerChallenge(header, scope, endpoint, auth, signal) : undefined;
         if (next) {
           challenged = true;
           authorization = next.header;
-          this.authCache.set(cacheKey, { header: next.header, expires: Date.now() + next.ttlSeconds * 1000 });
+          this.authCache.set(cacheKey, next.header, next.ttlSeconds);
           continue;
         }
       }
@@ -226,25 +273,26 @@ export class RegistryClient {
         throw new EndpointError('denied', `${res.status} ${message}`);
       }
       if (res.status >= 500 || res.status === 429) throw new EndpointError('unreachable', `${res.status} ${message}`);
-      throw new EndpointError('bad', `${res.status} ${message}`);
+      throw new EndpointError('bad', `${res.status} ${message}`, res.status);
     }
   }
 
-  private cachedAuth(key: string): string | undefined {
-    const c = this.authCache.get(key);
-    if (c && c.expires > Date.now()) return c.header;
-    this.authCache.delete(key);
-    return undefined;
+  /** An error answer's body for its message: what fits in the response limit, the rest never read. */
+  private async errorBody(res: HttpAnswer): Promise<string> {
+    const read = await readCapped(res.body, this.limits.responseBytes).catch(() => undefined);
+    return read ? read.bytes.toString('utf8') : '';
   }
 
   /** Follows redirects by hand so credentials never travel to another origin (blob storage redirects). */
-  private async get(url: string, accept: string, authorization: string | undefined, signal?: AbortSignal): Promise<HttpAnswer> {
+  private async get(
+    url: string, accept: string, authorization: string | undefined, signal?: AbortSignal, method: 'GET' | 'HEAD' = 'GET',
+  ): Promise<HttpAnswer> {
     const origin = new URL(url).origin;
     let current = url;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const headers: Record<string, string> = { accept, 'user-agent': 'minicri' };
       if (authorization && new URL(current).origin === origin) headers.authorization = authorization;
-      const res = await this.fetchTls(current, { headers, signal });
+      const res = await this.fetchTls(current, { method, headers, signal });
       const location = res.headers.get('location');
       if (res.status >= 300 && res.status < 400 && location) {
         await res.discard().catch(() => undefined);
@@ -359,11 +407,13 @@ export class RegistryClient {
       if (err instanceof EndpointError) throw new EndpointError(err.kind, `token server ${url.origin} for ${endpoint.url}: ${err.message}`);
       throw err;
     }
-    const body = await res.text().catch(() => '');
     if (res.status < 200 || res.status >= 300) {
       const kind = res.status === 401 || res.status === 403 ? 'denied' : 'bad';
-      throw new EndpointError(kind, `token server ${url.origin} answered ${res.status} ${registryMessage(res.status, body)}`);
+      const message = registryMessage(res.status, await this.errorBody(res));
+      throw new EndpointError(kind, `token server ${url.origin} answered ${res.status} ${message}`);
     }
+    const what = `the token from ${url.origin} for ${endpoint.url}`;
+    const body = (await readLimited(res, this.limits.responseBytes, what, 'responseBytes')).toString('utf8');
     let token: unknown;
     let expiresIn: unknown;
     try {
@@ -377,22 +427,23 @@ export class RegistryClient {
   }
 }
 
-async function readLimited(res: HttpAnswer, limit: number, what: string): Promise<Buffer> {
+/** A body of at most `limit` bytes; a bigger one is refused, naming its limit, after reading no more than that. */
+async function readLimited(
+  res: HttpAnswer, limit: number, what: string, key: 'manifestBytes' | 'responseBytes' = 'manifestBytes',
+): Promise<Buffer> {
   const declared = Number(res.headers.get('content-length') ?? 0);
-  if (declared > limit) throw new EndpointError('bad', `${what} is ${declared} bytes, over the ${limit} byte limit`);
-  const chunks: Buffer[] = [];
-  let total = 0;
+  if (declared > limit) {
+    res.body.destroy();
+    throw new EndpointError('limit', overLimitMessage(what, key, limit, declared));
+  }
+  let read: { bytes: Buffer; over: boolean };
   try {
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      total += chunk.length;
-      if (total > limit) throw new EndpointError('bad', `${what} exceeds the ${limit} byte limit`);
-      chunks.push(chunk);
-    }
+    read = await readCapped(res.body, limit);
   } catch (err) {
-    if (err instanceof EndpointError) throw err;
     throw new EndpointError('unreachable', `reading ${what}: ${networkReason(err)}`);
   }
-  return Buffer.concat(chunks);
+  if (read.over) throw new EndpointError('limit', overLimitMessage(what, key, limit));
+  return read.bytes;
 }
 
 /** The registry's own explanation from its JSON error body, else the HTTP status text. */
@@ -421,6 +472,9 @@ function explain(ref: ImageRef, reference: string, failures: Array<{ endpoint: E
   // The registry itself saying it has no such image settles it, whatever a mirror did.
   if (failures.every((f) => f.err.kind === 'notfound') || failures.some((f) => !f.endpoint.mirror && f.err.kind === 'notfound')) {
     return new NotFound(`image "${name}" not found in registry ${ref.registry} (tried ${tried})${suffix}: check the name and tag`);
+  }
+  if (failures.some((f) => f.err.kind === 'limit')) {
+    return new ResourceExhausted(`pulling "${name}" from registry ${ref.registry} was stopped at a limit (tried ${tried})${suffix}`);
   }
   const denied = failures.find((f) => f.err.kind === 'denied');
   if (denied) {

@@ -13,6 +13,7 @@ import { hexOf } from './content.js';
 import { SingleFlight } from '../../core/locks.js';
 import { unpackLayerKeepingBlob, type BlobToWrite } from './unpack.js';
 import { unpackInWorker, unpacksInWorker } from './unpack-pool.js';
+import { diskUsage, writableLayerUsage, type UsageCache, type Usage } from './usage.js';
 import { exists } from '../../core/fs.js';
 
 /** Mount data must fit in one page; lowerdirs are given as short names relative to the link dir to stay under it. */
@@ -65,8 +66,6 @@ export function lowerOrder(layers: readonly string[]): string[] {
   return [...new Set([...layers].reverse())];
 }
 
-export interface Usage { bytes: number; inodes: number }
-
 interface RootfsMeta { imageId: string; layers: string[]; createdAt: number; readOnly?: boolean; idmap?: RootfsIdmap }
 
 export class LayerStore {
@@ -77,8 +76,14 @@ export class LayerStore {
   /** Layers never change once in place, so their disk usage is measured once. */
   private readonly usages = new Map<string, Usage>();
 
-  /** `rootfsDir` may be on another filesystem than `root` (the writable layers' own): lowerdirs may cross filesystems. */
-  constructor(root: string, private readonly tmpDir: string, private readonly log: Logger, rootfsDir = join(root, 'rootfs')) {
+  /**
+   * `rootfsDir` may be on another filesystem than `root` (the writable layers' own): lowerdirs may cross filesystems.
+   * `writable` is where the writable layers' usage is cached: the daemon's one cache, which stats use too.
+   */
+  constructor(
+    root: string, private readonly tmpDir: string, private readonly log: Logger, rootfsDir = join(root, 'rootfs'),
+    private readonly writable: UsageCache = writableLayerUsage,
+  ) {
     this.layersDir = join(root, 'layers');
     this.linkDir = join(root, 'l');
     this.rootfsDir = rootfsDir;
@@ -293,15 +298,18 @@ export class LayerStore {
     return out;
   }
 
-  /** Blocks and inodes the writable layers take: every rootfs's upper and work dirs (never its mounted view). */
-  async writableUsage(): Promise<Usage> {
+  /**
+   * Blocks and inodes the writable layers take: every rootfs's upper and work dirs (never its mounted view), as
+   * the usage cache has them (up to `maxAgeMs` old, 10 s by default; a layer whose first walk has not ended yet counts as empty).
+   */
+  async writableUsage(maxAgeMs?: number): Promise<Usage> {
     const total: Usage = { bytes: 0, inodes: 0 };
     for (const key of await readdir(this.rootfsDir)) {
       if (!KEY_RE.test(key)) continue;
       for (const d of ['upper', 'work']) {
-        const u = await diskUsage(join(this.rootfsDir, key, d));
-        total.bytes += u.bytes;
-        total.inodes += u.inodes;
+        const u = await this.writable.get(join(this.rootfsDir, key, d), maxAgeMs);
+        total.bytes += u?.bytes ?? 0;
+        total.inodes += u?.inodes ?? 0;
       }
     }
     return total;
@@ -359,19 +367,4 @@ function rootOnHost(idmap: RootfsIdmap): { uid: number; gid: number } {
 async function hasDirs(root: string, paths: string[]): Promise<boolean> {
   const found = await Promise.all(paths.map((p) => lstat(join(root, p)).then((st) => st.isDirectory(), () => false)));
   return found.every(Boolean);
-}
-
-/** du-like: allocated bytes and distinct inodes under `path`, not crossing into anything but plain dirs. */
-export async function diskUsage(path: string): Promise<Usage> {
-  const seen = new Set<number>();
-  let bytes = 0;
-  const walk = async (p: string): Promise<void> => {
-    const st = await lstat(p).catch(() => undefined);
-    if (!st || seen.has(st.ino)) return;
-    seen.add(st.ino);
-    bytes += st.blocks * 512;
-    if (st.isDirectory()) for (const e of await readdir(p).catch(() => [])) await walk(join(p, e));
-  };
-  await walk(path);
-  return { bytes, inodes: seen.size };
 }

@@ -1,21 +1,25 @@
 // Layer unpacking on a worker thread: the main thread reads the blob (from the registry or the store) and
 // hands its bytes to a worker that unpacks them, so a pull's CPU work runs beside the event loop that serves
 // CRI calls, and its garbage is collected on the worker's own heap. Two workers share the layers under way
-// (each stays compiled and warm across layers) and end after a few idle seconds.
+// (each stays compiled and warm across layers) and end after a few idle seconds. Big manifests and configs
+// are parsed there too: a registry's 8 MiB of JSON takes seconds to parse and check.
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { Internal, InvalidArgument } from '../../core/errors.js';
+import { parseDocument, type DocumentJob, type ParsedDocument } from './manifest.js';
 import type { BlobToWrite, UnpackResult } from './unpack.js';
 
 export type ToWorker =
   | { type: 'start'; id: number; dest: string; what: string; blob?: BlobToWrite }
   | { type: 'chunk'; id: number; data: Uint8Array }
   | { type: 'end'; id: number }
-  | { type: 'abort'; id: number; message: string };
+  | { type: 'abort'; id: number; message: string }
+  | { type: 'parse'; id: number; job: DocumentJob };
 
 export type FromWorker =
   | { type: 'ack'; id: number; bytes: number }
   | { type: 'done'; id: number; diffId: string; bytes: number }
+  | { type: 'parsed'; id: number; value: unknown }
   | { type: 'error'; id: number; code?: string; message: string; errno?: string; path?: string };
 
 
@@ -105,13 +109,7 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
     let sourceError: unknown;
     let ended = false;
     const post = (m: ToWorker, transfer?: ArrayBuffer[]) => w.worker.postMessage(m, transfer);
-    const finish = () => {
-      w.jobs.delete(id);
-      if (w.jobs.size === 0) {
-        w.worker.unref();
-        idleLater(w);
-      }
-    };
+    const finish = () => release(w, id);
     w.jobs.set(id, {
       onMessage(m) {
         if (m.type === 'ack') {
@@ -121,6 +119,7 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
         }
         finish();
         if (sourceError) reject(sourceError);
+        else if (m.type === 'parsed') reject(new Internal(`${what}: the worker answered a parse`));
         else if (m.type === 'done') resolve({ diffId: m.diffId, bytes: m.bytes });
         else reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(m.message, m.errno ? { cause: systemErrorOf(m) } : undefined));
       },
@@ -160,6 +159,38 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
     // Destroyed without an error (its consumer gave up): the worker stops too.
     source.once('close', () => { if (!ended && sourceError === undefined) post({ type: 'abort', id, message: 'the layer\'s source closed early' }); });
   });
+}
+
+/** JSON up to this size is parsed on the main thread: in well under a millisecond, less than a message costs. */
+const PARSE_INLINE_BYTES = 64 << 10;
+
+/** What manifest.ts's parse of `job` answers: on a worker when the JSON is big, so the event loop never waits on it. */
+export function parseOffThread<J extends DocumentJob>(job: J): Promise<ParsedDocument<J>> {
+  if (job.bytes.byteLength <= PARSE_INLINE_BYTES) return Promise.resolve().then(() => parseDocument(job));
+  const w = worker();
+  const id = nextId++;
+  w.worker.ref();
+  return new Promise<ParsedDocument<J>>((resolve, reject) => {
+    w.jobs.set(id, {
+      onMessage(m) {
+        release(w, id);
+        if (m.type === 'parsed') resolve(m.value as ParsedDocument<J>);
+        else if (m.type === 'error') reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(m.message));
+        else reject(new Internal(`${job.what}: the worker answered a parse with "${m.type}"`));
+      },
+      onFailure(err) { reject(new Internal(`${job.what}: ${err.message}`)); },
+    });
+    w.worker.postMessage({ type: 'parse', id, job } satisfies ToWorker);
+  });
+}
+
+/** A job of `w` is over: an idle worker no longer keeps the daemon up and ends after a while. */
+function release(w: UnpackWorker, id: number): void {
+  w.jobs.delete(id);
+  if (w.jobs.size === 0) {
+    w.worker.unref();
+    idleLater(w);
+  }
 }
 
 /** The worker's system call error as one of this thread's, with its code and path (a full disk stays ENOSPC). */

@@ -5,6 +5,7 @@ import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
 import { causeWhere, MinicriError } from '../../core/errors.js';
 import { unpackLayerKeepingBlob } from './unpack.js';
+import { parseDocument } from './manifest.js';
 import type { FromWorker, ToWorker } from './unpack-pool.js';
 
 const port = parentPort!;
@@ -23,6 +24,13 @@ function systemError(err: unknown): { errno?: string; path?: string } {
 port.on('message', (m: ToWorker) => {
   const source = sources.get(m.id);
   switch (m.type) {
+    case 'parse':
+      try {
+        send({ type: 'parsed', id: m.id, value: parseDocument(m.job) });
+      } catch (err) {
+        send({ type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: (err as Error).message });
+      }
+      return;
     case 'start': {
       const s = new PassThrough({ highWaterMark: 1 << 20 });
       sources.set(m.id, s);

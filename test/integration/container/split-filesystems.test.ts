@@ -67,7 +67,8 @@ describe('split image and container filesystems', () => {
     base = await mkdtemp(join(tmpdir(), 'minicri-splitfs-'));
     layersDir = join(base, 'containers');
     await mkdir(layersDir);
-    dirs = makeDaemonDirs(`writable_layers_dir = "${layersDir}"`);
+    // Usage measured afresh on every call: the test compares before and after a write.
+    dirs = makeDaemonDirs(`writable_layers_dir = "${layersDir}"\nwritable_layer_usage_max_age_seconds = 0`);
     await mkdir(dirs.rootDir);
     // Sparse files outside the temp dirs the filesystems are mounted in.
     for (const [dir, name] of [[dirs.rootDir, 'images'], [layersDir, 'containers']] as const) {

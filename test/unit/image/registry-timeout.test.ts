@@ -19,7 +19,6 @@ function answer(status: number, body: Buffer): HttpAnswer {
     status,
     headers: { get: (name) => (name === 'content-type' ? 'application/vnd.oci.image.manifest.v1+json' : null) },
     body: Readable.from([body]),
-    text: async () => body.toString(),
     discard: async () => undefined,
   };
 }

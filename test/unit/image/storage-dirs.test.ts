@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { silentLogger } from '../../../core/log.js';
 import { LayerStore } from '../../../oci/image/snapshot.js';
+import { UsageCache } from '../../../oci/image/usage.js';
 import { FailedPrecondition } from '../../../core/errors.js';
 import { assertRootfsDirKept, filesystemsSplit, storageDirs } from '../../../oci/image/storage-dirs.js';
 import { parseConfig } from '../../../server/config.js';
@@ -41,7 +42,8 @@ test('split only when the writable layers are on another device than the images'
 test('root filesystems go to the writable layers dir; their use counts upper and work dirs, never the mounted view', async () => {
   const base = await mkdtemp(join(tmpdir(), 'minicri-unit-'));
   try {
-    const store = new LayerStore(join(base, 'images'), join(base, 'images', 'tmp'), silentLogger, join(base, 'layers', 'rootfs'));
+    // A cache of no lifetime: every call sees what is there now.
+    const store = new LayerStore(join(base, 'images'), join(base, 'images', 'tmp'), silentLogger, join(base, 'layers', 'rootfs'), new UsageCache({ maxAgeMs: 0 }));
     await store.init();
     assert.deepEqual(await store.writableUsage(), { bytes: 0, inodes: 0 });
     const { rootfs } = await store.reserveRootfs('c1', 'sha256:img', []);

@@ -19,6 +19,11 @@ describe('config', () => {
     assert.equal(runtimeRoot(c, 'runc'), '/run/minicri/runc/runc');
     assert.deepEqual([c.registries.auth_file, c.registries.certs_dir, c.registries.stall_timeout_seconds, c.registries.progress_interval_seconds],
       ['/etc/minicri/auth.json', '/etc/minicri/certs.d', 60, 10]);
+    const r = c.registries;
+    assert.deepEqual(
+      [r.max_response_bytes, r.max_manifest_bytes, r.max_config_bytes, r.max_layers, r.token_cache_entries, r.token_cache_max_seconds],
+      [1 << 20, 4 << 20, 8 << 20, 200, 1000, 3600], 'the registry limits the README documents');
+    assert.equal(c.writable_layer_usage_max_age_seconds, 10, 'a writable layer\'s usage is at most 10 s old');
     assert.equal(c.userns_refuse_host_id_overlap, false, 'a user namespace mapped below 65536 is warned about, not refused');
     assert.equal(parseConfig({ userns_refuse_host_id_overlap: true }).userns_refuse_host_id_overlap, true);
   });
