@@ -36,6 +36,8 @@ export interface OciRuntimeOptions {
   cgroupManager?: 'cgroupfs' | 'systemd';
   /** How long runc create may take under conmon; default 60 s. */
   createTimeoutMs?: number;
+  /** The CRIU runc checkpoints and restores with (`runc --criu`); runc's own default ("criu" in PATH) when unset. */
+  criuPath?: string;
 }
 
 export interface CreateRequest {
@@ -83,7 +85,8 @@ export class OciRuntime {
 
   constructor(private readonly opts: OciRuntimeOptions) {
     this.log = opts.log;
-    this.globalArgs = [`--root=${opts.root}`, ...(opts.cgroupManager === 'systemd' ? ['--systemd-cgroup'] : [])];
+    this.globalArgs = [`--root=${opts.root}`, ...(opts.cgroupManager === 'systemd' ? ['--systemd-cgroup'] : []),
+      ...(opts.criuPath ? [`--criu=${opts.criuPath}`] : [])];
     this.exitDir = join(opts.stateDir, 'exits');
     this.containersDir = join(opts.stateDir, 'containers');
     this.socketDir = join(opts.stateDir, 'sockets');
