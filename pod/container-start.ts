@@ -25,10 +25,9 @@ export async function startContainer(ctx: PodContext, idOrPrefix: string, log: L
       ctx.tables.containers.update(id, (r) => markStartFailed(r, (err as Error).message));
       throw err;
     }
-    const running = ctx.tables.containers.update(id, (r) => {
-      markContainerRunning(r, startedAt);
-      r.timeline = [...r.timeline ?? [], ...t.entries];
-    });
+    const running = ctx.tables.containers.update(id, (r) => ({
+      ...markContainerRunning(r, startedAt), timeline: [...r.timeline ?? [], ...t.entries],
+    }));
     log.info('container started');
     // An exit the watcher told of before this write found the container not yet running: read it now.
     await refreshContainer(ctx, running);

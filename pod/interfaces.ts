@@ -10,6 +10,7 @@ import type { CdiEditsToApply } from '../oci/runtime/spec/index.js';
 import type { ContainerState, CreateRequest, ExitStatus } from '../oci/runtime/runc.js';
 import type { CheckpointRequest } from '../oci/runtime/checkpoint.js';
 import type { PodUserns, StagedMount } from '../oci/runtime/spec/index.js';
+import type { Spec } from '../oci/runtime/spec/types.js';
 
 /** The pod network, as small as ocicni's: set up, tear down, check, status, GC (and the pod CIDR kubelet gives). */
 export interface PodNetwork {
@@ -58,8 +59,27 @@ export interface PodImages {
   gc(): Promise<void>;
 }
 
-/** Host mechanics of a pod: its network namespace and its /dev/shm. */
+/** The files that give a pod its name and its resolver, as the node's own are or as the pod's are written. */
+export interface PodNameFiles {
+  hostname: string;
+  resolvConf: string;
+  hosts: string;
+}
+
+/** Host mechanics of a pod: its directory and files, its network namespace and its /dev/shm. */
 export interface PodHost {
+  /** Makes a pod's directory, root's alone. */
+  makePodDir(dir: string): Promise<void>;
+  /** Removes a directory and all it holds; nothing to do when it is gone. */
+  removeDir(dir: string): Promise<void>;
+  /** The node's hostname, /etc/resolv.conf and /etc/hosts (a file that cannot be read: empty). */
+  nodeNameFiles(): Promise<PodNameFiles>;
+  /** Writes a pod's hostname, resolv.conf and hosts into its directory. */
+  writePodFiles(dir: string, files: PodNameFiles): Promise<void>;
+  /** Writes an OCI bundle's config.json, root's alone: it holds the environment, Secret values included. */
+  writeBundleSpec(bundle: string, spec: Spec): Promise<void>;
+  /** Where a pod's pinned network namespace and its named link go (`hex` names the sandbox in the pin). */
+  netnsPaths(podName: string, where: { dir: string; hex: string }): PodNetns;
   createNetns(podName: string, paths: PodNetns): Promise<void>;
   removeNetns(ns: { path: string; symlink?: string }): Promise<void>;
   netnsExists(path: string): Promise<boolean>;

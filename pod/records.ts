@@ -1,5 +1,5 @@
 // The typed records the daemon keeps for sandboxes and containers, and the tables holding them.
-// A record's state changes only through the named transitions of state.ts.
+// A record changes only through its table's update, and its state only through the named transitions of state.ts.
 import type { PodNetworkRequest } from '../cni/manager.js';
 import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';

@@ -1,5 +1,7 @@
 // The state store: the one module that speaks SQL. Records live in sqlite (WAL) and in memory;
 // reads come from memory so kubelet's relists never touch the disk, writes go through synchronously.
+// Memory holds the table's own copies, changed only by a write that sqlite took: a record a caller holds
+// is never the cached one, so a failed write leaves memory as sqlite has it.
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -22,6 +24,21 @@ export interface StoredRecord {
   id: string;
 }
 
+/**
+ * Test-only: with MINICRI_TEST_FROZEN_RECORDS=1 every cached record is deep-frozen, so a change made to what
+ * `get` or `list` returned, rather than through `update`, throws. The unit tests' store and the integration
+ * tests' daemon set it; production leaves records unfrozen (freezing costs a walk of each record written).
+ */
+const frozenRecords = () => process.env.MINICRI_TEST_FROZEN_RECORDS === '1';
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
 /** One kind of record (sandboxes, containers, images), cached in memory, keyed by id. */
 export class RecordTable<T extends StoredRecord> {
   private readonly cache = new Map<string, T>();
@@ -29,12 +46,13 @@ export class RecordTable<T extends StoredRecord> {
   private readonly changeListeners: ((id: string) => void)[] = [];
   private readonly insert: Database.Statement;
   private readonly remove: Database.Statement;
+  private readonly freeze = frozenRecords();
 
   constructor(db: Database.Database, readonly kind: string, private readonly reservationOf: (r: T) => string | undefined) {
     this.insert = db.prepare('INSERT OR REPLACE INTO records (kind, id, reservation, body) VALUES (?, ?, ?, ?)');
     this.remove = db.prepare('DELETE FROM records WHERE kind = ? AND id = ?');
     for (const row of db.prepare('SELECT body FROM records WHERE kind = ?').all(kind) as { body: string }[]) {
-      const record = JSON.parse(row.body) as T;
+      const record = this.own(JSON.parse(row.body) as T);
       this.cache.set(record.id, record);
       const key = reservationOf(record);
       if (key !== undefined) this.reservations.set(key, record.id);
@@ -49,18 +67,41 @@ export class RecordTable<T extends StoredRecord> {
     return [...this.cache.values()];
   }
 
-  /** Writes a record; a reservation key held by another record is refused with ALREADY_EXISTS. */
+  /** Writes a record (the table keeps a copy); a reservation key held by another record is refused with ALREADY_EXISTS. */
   put(record: T): void {
+    this.write(record);
+  }
+
+  /**
+   * Changes a record and writes it back: `change` gets a copy, which it changes in place or returns a new
+   * record for (as the transitions of pod/state.ts do). Returns the record as written.
+   */
+  update(id: string, change: (r: T) => T | void): T {
+    const record = this.cache.get(id);
+    if (!record) throw new NotFound(`${this.kind} ${id} not found`);
+    const copy = structuredClone(record);
+    const next = change(copy) ?? copy;
+    this.write(next);
+    return this.cache.get(id)!;
+  }
+
+  /**
+   * Stores `record` in sqlite, then in memory as sqlite has it (parsed back from the row, so no caller
+   * holds the cached object): a write sqlite refused leaves memory as it was.
+   */
+  private write(record: T): void {
     const key = this.reservationOf(record);
     const holder = key === undefined ? undefined : this.reservations.get(key);
     if (holder !== undefined && holder !== record.id) {
-      throw new AlreadyExists(`${this.kind} name "${key}" is reserved by ${this.kind} ${holder}: remove it first or use another attempt number`);
+      throw new AlreadyExists(
+        `${this.kind} name "${key}" is reserved by ${this.kind} ${holder}: remove it first or use another attempt number`);
     }
-    this.insert.run(this.kind, record.id, key ?? null, JSON.stringify(record));
+    const body = JSON.stringify(record);
+    this.insert.run(this.kind, record.id, key ?? null, body);
     const previous = this.cache.get(record.id);
     const previousKey = previous && this.reservationOf(previous);
     if (previousKey !== undefined && previousKey !== key) this.reservations.delete(previousKey);
-    this.cache.set(record.id, record);
+    this.cache.set(record.id, this.own(JSON.parse(body) as T));
     if (key !== undefined) this.reservations.set(key, record.id);
     this.changed(record.id);
   }
@@ -77,14 +118,8 @@ export class RecordTable<T extends StoredRecord> {
     for (const listener of this.changeListeners) listener(id);
   }
 
-  /** Changes a record in place and writes it back. */
-  update(id: string, change: (r: T) => void): T {
-    const record = this.cache.get(id);
-    if (!record) throw new NotFound(`${this.kind} ${id} not found`);
-    const copy = structuredClone(record);
-    change(copy);
-    this.put(copy);
-    return copy;
+  private own(record: T): T {
+    return this.freeze ? deepFreeze(record) : record;
   }
 
   delete(id: string): void {
@@ -109,7 +144,8 @@ export class RecordTable<T extends StoredRecord> {
     for (const [id, record] of this.cache) if (id.startsWith(idOrPrefix)) matches.push(record);
     if (matches.length === 1) return matches[0];
     if (matches.length === 0) throw new NotFound(`${this.kind} "${idOrPrefix}" not found`);
-    throw new InvalidArgument(`${this.kind} id prefix "${idOrPrefix}" is ambiguous: it matches ${matches.length} ${this.kind}s; give more characters`);
+    throw new InvalidArgument(
+      `${this.kind} id prefix "${idOrPrefix}" is ambiguous: it matches ${matches.length} ${this.kind}s; give more characters`);
   }
 
   /** Like find, but absent is not an error (for idempotent stop and remove). */
@@ -139,7 +175,8 @@ export class Store {
     const applied = db.pragma('user_version', { simple: true }) as number;
     if (applied > MIGRATIONS.length) {
       db.close();
-      throw new Error(`state database ${path} has schema version ${applied}, newer than this minicri knows (${MIGRATIONS.length}): upgrade minicri`);
+      throw new Error(
+        `state database ${path} has schema version ${applied}, newer than this minicri knows (${MIGRATIONS.length}): upgrade minicri`);
     }
     db.transaction(() => {
       MIGRATIONS.slice(applied).forEach((sql) => db.exec(sql));
