@@ -29,6 +29,8 @@ export interface PodSettings {
   cni: { cache_dir: string; conf_dir: string; networks_dir: string };
   /** Refuse user-namespace mappings onto the host's own ids (below 65536) instead of warning. */
   userns_refuse_host_id_overlap?: boolean;
+  /** Containers restored from checkpoint archives (container-restore.ts); absent: off. */
+  restore?: { enabled: boolean; archive_dir: string; max_archive_bytes: number };
 }
 
 export interface PodContext {

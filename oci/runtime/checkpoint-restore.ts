@@ -109,6 +109,7 @@ export async function peekCheckpointImage(archive: string, maxBytes: number): Pr
 export async function unpackCheckpointArchive(archive: string, dir: string, maxBytes: number): Promise<UnpackedCheckpoint> {
   const what = `checkpoint archive ${archive}`;
   const taken = new Set<string>();
+  await mkdir(dir, { mode: 0o700 });
   await readArchive(archive, maxBytes, what, async (name, header, body) => {
     if (archiveEntryAction(name, header.type, what) === 'skip') return;
     const parts = memberPath(name, what);
