@@ -2,7 +2,7 @@
 // are in container-steps.ts; createInSandbox shows their order. An image that is the path of a checkpoint
 // archive makes a container to restore (container-restore.ts): no runc create, StartContainer restores it.
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { requestedCdiDevices } from '../cdi/spec.js';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -55,7 +55,7 @@ async function createInSandbox(
     // record → rootfs → volume dirs → node facts → volumes → spec → runc create, each waiting for the one before.
     await recordContainer(b);
     const rootfs = await prepareContainerRootfs(b);
-    if (b.restore) await unpackRestore(b, b.restore, rootfs);
+    if (b.restore) await unpackRestore(ctx, b.restore, rootfs, b.record.dir, b);
     const specBegun = performance.now();
     const volumeDirs = await makeVolumeDirs(b);
     const host = await containerHostFacts(b, rootfs);
@@ -88,7 +88,8 @@ async function planContainer(
   const requested = requestSandboxConfig ?? sandbox.config;
   const sandboxConfig = userns || requested.linux?.security_context?.namespace_options?.userns_options?.mode === 'POD'
     ? { ...requested, linux: sandbox.config.linux } : requested;
-  const restore = await t.step('restore-archive', () => planRestore(ctx, config.image!.image));
+  // CRI-O's restore: an image that is a path names a checkpoint archive (no image reference starts with '/').
+  const restore = isAbsolute(config.image!.image) ? await t.step('restore-archive', () => planRestore(ctx, config.image!.image)) : undefined;
   if (restore && userns) throw new FailedPrecondition(`container "${config.metadata.name}": restoring a checkpoint into a user-namespaced pod is not supported`);
   const image = restore?.image ?? await t.step('image-lookup', () => ctx.images.resolve(config.image!.image));
   const logPath = config.log_path ? containerLogPath(sandbox.config.log_directory, config.log_path) : undefined;

@@ -15,7 +15,8 @@ import type { ImageRecord } from '../oci/image/types.js';
 import {
   applyRootfsDiff, peekCheckpointImage, removeDeletedFiles, unpackCheckpointArchive,
 } from '../oci/runtime/checkpoint-restore.js';
-import type { ContainerBuild } from './container-steps.js';
+import type { Logger } from '../core/log.js';
+import type { Timeline } from '../core/timeline.js';
 import type { PodContext, PodSettings } from './context.js';
 import type { ContainerRuntime } from './interfaces.js';
 import type { ContainerRecord } from './records.js';
@@ -84,11 +85,13 @@ function baseImage(ctx: PodContext, dump: { rootfsImageRef: string; rootfsImage:
  * rootfs diff applied to its new root filesystem (deleting first: an opaque directory is both deleted and in the
  * diff). The record names the images; what else was unpacked goes.
  */
-export async function unpackRestore(b: ContainerBuild, plan: RestorePlan, rootfs: Rootfs): Promise<void> {
-  const max = b.ctx.settings.restore!.max_archive_bytes;
-  const dir = join(b.record.dir, RESTORE_DIR);
+export async function unpackRestore(
+  ctx: PodContext, plan: RestorePlan, rootfs: Rootfs, containerDir: string, b: { t: Timeline; log: Logger },
+): Promise<void> {
+  const max = ctx.settings.restore!.max_archive_bytes;
+  const dir = join(containerDir, RESTORE_DIR);
   const unpacked = await b.t.step('restore-unpack', () => unpackCheckpointArchive(plan.archive, dir, max));
-  if (![unpacked.config.rootfsImageRef, unpacked.config.rootfsImage].some((ref) => ref && baseMatches(b.ctx, ref, plan.image))) {
+  if (![unpacked.config.rootfsImageRef, unpacked.config.rootfsImage].some((ref) => ref && baseMatches(ctx, ref, plan.image))) {
     throw new InvalidArgument(`checkpoint archive ${plan.archive} changed while it was read: restore it again`);
   }
   await b.t.step('restore-rootfs', async () => {

@@ -146,8 +146,9 @@ describe('CheckpointContainer', () => {
     assert.ok(dumped >= 3);
     await keepsCounting(id, dumped);
     await nothingLeft(id, ['counter.tar']);
-    // The archive as a new container's image (CRI-O's restore) is refused: minicri does not restore.
-    await assert.rejects(env.create({ id: podId, config: pod.config }, 'restored', [], undefined, location), grpcCode(grpc.status.UNIMPLEMENTED, /does not restore/));
+    // The archive as a new container's image (CRI-O's restore) is refused while restores are off, the default.
+    await assert.rejects(env.create({ id: podId, config: pod.config }, 'restored', [], undefined, location),
+      grpcCode(grpc.status.FAILED_PRECONDITION, /restoring containers is off on this node: set restore.enabled/));
     assert.equal((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: podId } })).containers.length, 1);
   });
 
