@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { execa } from 'execa';
 import { PAUSE_BINARY } from '../../pod/pause-image.js';
+import { describeCriu, testCriu } from '../../test/support/criu.js';
 import { unmountUnder } from '../../test/support/daemon.js';
 import { mountFreshExt4 } from '../../test/support/loop-fs.js';
 import { startRegistry, type TestRegistry } from '../../test/support/registry.js';
@@ -37,6 +38,10 @@ export interface BenchEnv {
   ipamDir: string;
   /** The NetworkAttachmentDefinitions of SECONDARY_NETWORKS. */
   networksDir: string;
+  /** Where the checkpoint bench writes its archive and restores from (minicri's restore.archive_dir). */
+  checkpointDir: string;
+  /** The CRIU minicri is given (test/support/criu.ts's choice). */
+  criuPath: string;
   busybox: string;
   pause: string;
   big: BigImage;
@@ -85,6 +90,7 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
   const confDir = join(base, 'net.d');
   const ipamDir = join(base, 'ipam');
   const networksDir = join(base, 'networks.d');
+  const checkpointDir = join(base, 'checkpoints');
   const cleanup = async () => {
     try {
       // What an interrupted floor run left: its containers and namespaces.
@@ -117,6 +123,9 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
     const big = await pushBigImage(registry);
     const files = await pushManyFilesImage(registry);
     await mkdir(confDir, { recursive: true });
+    await mkdir(checkpointDir, { recursive: true });
+    const criu = await testCriu();
+    log(describeCriu(criu));
     // No gateway and no masquerade: pods reach each other over the bridge and nothing else.
     const bridge = (name: string, subnet: string) => ({ type: 'bridge', bridge: name, isGateway: false, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet }]], dataDir: ipamDir } });
     const bridgeConf = bridge(BRIDGE, SUBNET);
@@ -131,7 +140,7 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
         spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: s.name, ...secondaryConfs[s.name] }) },
       })),
     }));
-    return { base, registry, confDir, ipamDir, networksDir, busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, files, bridgeConf, secondaryConfs, cleanup };
+    return { base, registry, confDir, ipamDir, networksDir, checkpointDir, criuPath: criu.path, busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, files, bridgeConf, secondaryConfs, cleanup };
   } catch (err) {
     await cleanup();
     throw err;

@@ -166,6 +166,7 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     `state_dir = "${join(dir, 'run')}"`,
     'log_level = "info"',
     'cgroup_driver = "cgroupfs"',
+    `criu_path = "${env.criuPath}"`,
     `[runtimes.runc]`,
     `path = "${RUNC}"`,
     `root = "${runcRoot}"`,
@@ -175,6 +176,10 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     `bin_dirs = ["${CNI_BIN}"]`,
     'write_default_network = false',
     `networks_dir = "${env.networksDir}"`,
+    // The checkpoint bench restores from here (bench/checkpoint.ts).
+    '[restore]',
+    'enabled = true',
+    `archive_dir = "${env.checkpointDir}"`,
   ].join('\n'));
   const logFile = join(dir, 'minicri.log');
   // The command itself, so its shebang's environment and node flags apply. Node refuses --cpu-prof in
