@@ -1,6 +1,7 @@
 // Restoring containers from checkpoint archives through the real daemon (restore.enabled, archives from a directory
 // of the test's own): a counter checkpointed with the real CRIU and restored into a new pod counts on from where it
-// stopped, in a new log, with status, exec and stats as any container; bad archives are clear errors that leave
+// stopped, in a new log, with status, exec and stats as any container, and so does one restored in a second
+// daemon (its own root and state dirs, another pod subnet), the stand-in for another node; bad archives are clear errors that leave
 // nothing; hostile ones (paths out of the root, symlinks, device nodes, a spec.dump asking for more, a huge
 // archive) are refused or confined.
 import assert from 'node:assert/strict';
@@ -11,7 +12,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
+import { makeTestNet } from '../../support/cni-env.js';
 import { describeCriu, testCriu, type TestCriu } from '../../support/criu.js';
+import { makeDaemonDirs, removeDirs, TestDaemon } from '../../support/daemon.js';
+import { containerConfig, podConfig } from '../../support/pods.js';
 import { tarball, type TarEntry } from '../../support/test-images.js';
 import { ContainerEnv, sleep, type Pod } from './env.js';
 
@@ -39,13 +43,13 @@ describe('container restore', () => {
   let dir: string;
   let archives: string;
   let criu: TestCriu;
+  const restoreToml = () => `criu_path = "${criu.path}"\n[restore]\nenabled = true\narchive_dir = "${archives}"\nmax_archive_bytes = ${MAX_ARCHIVE}\n`;
   before(async () => {
     criu = await testCriu();
     dir = await mkdtemp(join(tmpdir(), 'minicri-restore-'));
     archives = join(dir, 'checkpoints');
     await mkdir(archives);
-    env = await ContainerEnv.start(139,
-      `criu_path = "${criu.path}"\n[restore]\nenabled = true\narchive_dir = "${archives}"\nmax_archive_bytes = ${MAX_ARCHIVE}\n`);
+    env = await ContainerEnv.start(139, restoreToml());
   });
   after(async () => {
     try {
@@ -125,6 +129,56 @@ describe('container restore', () => {
     const stats = (await env.rt.runtime.call('ContainerStats', { container_id: restored })).stats;
     assert.ok(Number(stats?.memory?.working_set_bytes?.value ?? 0) > 0, 'stats as for any container');
     assert.ok(!existsSync(join(env.dirs.rootDir, 'containers', restored, 'restore')), 'the images go once restored');
+  });
+
+  it('a checkpoint from one daemon restores in a second daemon on another subnet once the first pod is gone', async (t) => {
+    t.diagnostic(describeCriu(criu));
+    assert.ok(criu.works, `a restore needs a CRIU that passes \`criu check\`: ${describeCriu(criu)}`);
+    const net = await makeTestNet(140);
+    await net.writeBridgeConf();
+    const dirs = makeDaemonDirs(restoreToml(), net);
+    const second = await TestDaemon.start(dirs);
+    t.after(async () => {
+      try {
+        for (const p of (await second.client.runtime.call('ListPodSandbox', {})).items) {
+          await second.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: p.id });
+        }
+      } finally {
+        await second.stop();
+        await net.cleanup();
+        removeDirs(dirs);
+      }
+    });
+    // The second node holds the base image, pulled by digest.
+    const digest = (await env.rt.image.call('ImageStatus', { image: { image: env.images.root } })).image!.repo_digests[0]!;
+    await second.client.image.call('PullImage', { image: { image: digest } });
+
+    const source = await env.runPod(t, 'migsource');
+    const sourceIp = (await env.rt.runtime.call('PodSandboxStatus', { pod_sandbox_id: source.id })).status!.network!.ip;
+    const id = await startCounter(source);
+    const location = join(archives, 'migrate.tar');
+    await call('CheckpointContainer', { container_id: id, location, timeout: 60 });
+    await env.rt.runtime.call('StopPodSandbox', { pod_sandbox_id: source.id });
+    const before = await counted(id);
+    await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: source.id });
+
+    const config = podConfig('migtarget', (c) => { c.log_directory = join(dirs.base, 'logs', 'migtarget'); });
+    const { pod_sandbox_id: podId } = await second.client.runtime.call('RunPodSandbox', { config });
+    const targetIp = (await second.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: podId })).status!.network!.ip;
+    assert.ok(sourceIp.startsWith('10.233.139.') && targetIp.startsWith('10.233.140.'), `${sourceIp} -> ${targetIp}: a new address on the new subnet`);
+    const created = await second.client.runtime.call('CreateContainer', {
+      pod_sandbox_id: podId, config: containerConfig('counter', location, []), sandbox_config: config,
+    });
+    await second.client.runtime.call('StartContainer', { container_id: created.container_id });
+    const status = async () => (await second.client.runtime.call('ContainerStatus', { container_id: created.container_id })).status!;
+    assert.equal((await status()).state, 'CONTAINER_RUNNING');
+    let after: number[] = [];
+    for (const deadline = Date.now() + 10_000; (after = logged(await readFile((await status()).log_path, 'utf8').catch(() => ''))).length < 3;) {
+      assert.ok(Date.now() < deadline, 'the counter restored in the second daemon writes to its log');
+      await sleep(100);
+    }
+    assert.ok(after[0]! > 5 && after[0]! <= before.at(-1)! + 1, `restored at ${after[0]}, the old log ended at ${before.at(-1)}`);
+    for (let i = 1; i < after.length; i++) assert.equal(after[i], after[i - 1]! + 1, `counts on by one: ${after.join(' ')}`);
   });
 
   it('refuses archives outside the archive dir, not archives, other layouts, missing images and huge ones, leaving nothing', async (t) => {
