@@ -10,6 +10,7 @@
 import { realpath, rm } from 'node:fs/promises';
 import { isAbsolute, join, normalize } from 'node:path';
 import { FailedPrecondition, InvalidArgument, NotFound } from '../core/errors.js';
+import { faultPoint } from '../core/faults.js';
 import type { Rootfs } from '../oci/image/snapshot.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import {
@@ -99,6 +100,7 @@ export async function unpackRestore(
     if (unpacked.rootfsDiff) await applyRootfsDiff(unpacked.rootfsDiff, rootfs.path, max);
   });
   await Promise.all(['config.dump', 'rootfs-diff.tar', 'deleted.files'].map((f) => rm(join(dir, f), { force: true })));
+  faultPoint('container-restore-unpacked');
   b.log.info({ archive: plan.archive, image: plan.image.id }, 'checkpoint unpacked for a restore');
 }
 

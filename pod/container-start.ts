@@ -24,7 +24,10 @@ export async function startContainer(ctx: PodContext, idOrPrefix: string, log: L
     try {
       const runtime = runtimeOf(ctx, record);
       const images = restoreImages(record);
-      if (images) pid = await t.step('runc-restore', () => runRestore(runtime, record, images));
+      if (images) {
+        pid = await t.step('runc-restore', () => runRestore(runtime, record, images));
+        faultPoint('container-restored');
+      }
       else await t.step('runc-start', () => runtime.start(id));
       faultPoint('container-started');
     } catch (err) {

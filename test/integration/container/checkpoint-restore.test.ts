@@ -181,6 +181,43 @@ describe('container restore', () => {
     for (let i = 1; i < after.length; i++) assert.equal(after[i], after[i - 1]! + 1, `counts on by one: ${after.join(' ')}`);
   });
 
+  it('a daemon crash while a restore is unpacked, or right after runc restore, leaves nothing half-made after its restart', async (t) => {
+    assert.ok(criu.works, `a restore needs a CRIU that passes \`criu check\`: ${describeCriu(criu)}`);
+    /** Runs `operation` on a daemon that kills itself at `point`, then starts the daemon again (recovery runs). */
+    async function crashAt(point: string, operation: () => Promise<unknown>): Promise<void> {
+      assert.equal(await env.daemon.stop(), 0);
+      env.daemon = await TestDaemon.start(env.dirs, { MINICRI_TEST_CRASH_AT: point });
+      await assert.rejects(operation(), (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.INTERNAL);
+      await env.daemon.exited;
+      env.daemon = await TestDaemon.start(env.dirs);
+    }
+    const pod = await env.runPod(t, 'rstcrash');
+    const id = await startCounter(pod);
+    const location = join(archives, 'crash.tar');
+    await call('CheckpointContainer', { container_id: id, location, timeout: 60 });
+    await env.rt.runtime.call('RemoveContainer', { container_id: id });
+    const dirs = await containerDirs();
+
+    await crashAt('container-restore-unpacked', () => env.create(pod, 'counter', [], undefined, location));
+    // Recovery undoes the cut-off creation in the background: wait for its record to go.
+    for (const deadline = Date.now() + 15_000; (await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers.length > 0;) {
+      assert.ok(Date.now() < deadline, 'the cut-off restore is undone');
+      await sleep(100);
+    }
+    assert.deepEqual((await containerDirs()).filter((d) => !dirs.includes(d)), [], 'no container dir is left');
+
+    const restored = await env.create(pod, 'counter', [], undefined, location);
+    await crashAt('container-restored', () => call('StartContainer', { container_id: restored }));
+    const s = await env.status(restored);
+    assert.equal(s.state, 'CONTAINER_RUNNING', 'the restore that ran is recorded as started');
+    assert.ok(!existsSync(join(env.dirs.rootDir, 'containers', restored, 'restore')), 'its images went');
+    const before = Number((await env.exec(restored, 'cat /counter')).stdout);
+    for (const deadline = Date.now() + 10_000; Number((await env.exec(restored, 'cat /counter')).stdout) <= before;) {
+      assert.ok(Date.now() < deadline, 'the restored counter counts on');
+      await sleep(100);
+    }
+  });
+
   it('refuses archives outside the archive dir, not archives, other layouts, missing images and huge ones, leaving nothing', async (t) => {
     const pod = await env.runPod(t, 'rstbad');
     const outside = join(dir, 'outside.tar');
