@@ -3,7 +3,7 @@
 // bench/results/<time>.json, and the medians and ratios as a table to bench/RESULTS.md.
 // Flags: --rounds N, --lifecycle N, --storm 50,110, --restart 20,110, --relist-pods N, --relist-iterations N,
 // --rpc-samples N, --events-pods N, --events-kills N, --multinet N, --dranet N, --hostile-seconds N,
-// --only lifecycle,rpc,pull,storm,restart,relist,events,multinet,dranet,hostile,
+// --only lifecycle,rpc,pull,storm,restart,relist,events,multinet,dranet,hostile,checkpoint,
 // --targets minicri,containerd,floor, --cpu-prof, --no-md.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
 import { hostSnapshot } from '../test/support/leaks.js';
+import { ANON_MIB, checkpointBench } from './checkpoint.js';
 import { eventsBench } from './events.js';
 import { floorBench } from './floor.js';
 import { hostileBench } from './hostile.js';
@@ -28,7 +29,7 @@ import { grpcFloorBench, RPC_NAMES, rpcBench } from './rpc.js';
 import { stormBench } from './storm.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
-const BENCHES = ['lifecycle', 'rpc', 'pull', 'storm', 'restart', 'relist', 'events', 'multinet', 'dranet', 'hostile'] as const;
+const BENCHES = ['lifecycle', 'rpc', 'pull', 'storm', 'restart', 'relist', 'events', 'multinet', 'dranet', 'hostile', 'checkpoint'] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -158,9 +159,9 @@ async function main(): Promise<void> {
       }
       for (const name of order) {
         const t = running.get(name)!;
-        // containerd leaves secondary networks to a meta-plugin it does not have here; the hostile streaming
-        // clients are #31's, run against minicri's limits.
-        if ((bench === 'multinet' || bench === 'dranet' || bench === 'hostile') && name !== 'minicri') continue;
+        // containerd leaves secondary networks to a meta-plugin it does not have here and restores behind a setting
+        // of its own; the hostile streaming clients are #31's, run against minicri's limits.
+        if (['multinet', 'dranet', 'hostile', 'checkpoint'].includes(bench) && name !== 'minicri') continue;
         log(`round ${round}: ${bench} on ${name}`);
         if (bench === 'lifecycle') record('lifecycle', name, round, await lifecycleBench(t.client, env.busybox, logRoot, lifecycleN));
         if (bench === 'rpc') record('rpc', name, round, await rpcBench(t.client, env.busybox, logRoot, rpcSamples));
@@ -174,6 +175,7 @@ async function main(): Promise<void> {
           record('relist', name, round, relist);
           record('footprint', name, round, { fresh: fresh.get(name), ...footprint });
         }
+        if (bench === 'checkpoint') record('checkpoint', name, round, await checkpointBench(t.client, env.busybox, logRoot, env.checkpointDir));
         if (bench === 'events') record('events', name, round, await eventsBench(t, env.busybox, logRoot, eventsPods, eventsKills));
         if (bench === 'hostile') record('hostile', name, round, await hostileBench(t, env.busybox, logRoot, hostileSeconds));
       }
@@ -254,6 +256,10 @@ function rows(): Row[] {
   r.push({ metric: 'hostile streams: stdin the floods got out (MiB)', bench: 'hostile', path: 'stdinSentMiB' });
   r.push({ metric: 'hostile streams: 16 MiB frames refused', bench: 'hostile', path: 'framesRefused' });
   r.push({ metric: 'hostile streams: errors (all rounds)', bench: 'hostile', path: 'errors' });
+  r.push({ metric: `CheckpointContainer, ${ANON_MIB} MiB anonymous memory (ms)`, bench: 'checkpoint', path: 'checkpointMs' });
+  r.push({ metric: `checkpoint archive, ${ANON_MIB} MiB anonymous memory (MiB)`, bench: 'checkpoint', path: 'archiveMiB' });
+  r.push({ metric: 'restore: CreateContainer from the archive (ms)', bench: 'checkpoint', path: 'restoreCreateMs' });
+  r.push({ metric: 'restore: StartContainer, runc restore (ms)', bench: 'checkpoint', path: 'restoreStartMs' });
   for (const [image, what] of [['big', '~100 MB image'], ['files', '5 layers of small files']] as const) {
     r.push({ metric: `pull ${what}, cold (s)`, bench: 'pull', path: `${image}.cold.seconds` });
     r.push({ metric: `pull ${what}, cold (MB/s)`, bench: 'pull', path: `${image}.cold.mbPerSecond` });

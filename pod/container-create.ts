@@ -1,7 +1,8 @@
 // CreateContainer: root filesystem, OCI spec, then `runc create` under conmon, leaving it CREATED. The steps
-// are in container-steps.ts; createInSandbox shows their order.
+// are in container-steps.ts; createInSandbox shows their order. An image that is the path of a checkpoint
+// archive makes a container to restore (container-restore.ts): no runc create, StartContainer restores it.
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { requestedCdiDevices } from '../cdi/spec.js';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -15,6 +16,7 @@ import {
   containerHostFacts, createRuncContainer, finishContainer, makeVolumeDirs, mountVolumes, prepareContainerRootfs, recordContainer,
   writeContainerSpec, type ContainerBuild,
 } from './container-steps.js';
+import { planRestore, unpackRestore } from './container-restore.js';
 import type { PodContext } from './context.js';
 import { specImageConfig } from './image-config.js';
 import { imageVolumeUses } from './image-volumes.js';
@@ -53,13 +55,15 @@ async function createInSandbox(
     // record → rootfs → volume dirs → node facts → volumes → spec → runc create, each waiting for the one before.
     await recordContainer(b);
     const rootfs = await prepareContainerRootfs(b);
+    if (b.restore) await unpackRestore(ctx, b.restore, rootfs, b.record.dir, b);
     const specBegun = performance.now();
     const volumeDirs = await makeVolumeDirs(b);
     const host = await containerHostFacts(b, rootfs);
     const volumes = await mountVolumes(b);
     const user = await writeContainerSpec(b, rootfs, host, { volumeDirs, ...volumes });
     t.add({ step: 'spec', ms: performance.now() - specBegun });
-    const pid = await createRuncContainer(b);
+    // A restored container runs nothing until StartContainer restores it.
+    const pid = b.restore ? 0 : await createRuncContainer(b);
     finishContainer(b, rootfs, pid, user);
     return id;
   }));
@@ -84,7 +88,10 @@ async function planContainer(
   const requested = requestSandboxConfig ?? sandbox.config;
   const sandboxConfig = userns || requested.linux?.security_context?.namespace_options?.userns_options?.mode === 'POD'
     ? { ...requested, linux: sandbox.config.linux } : requested;
-  const image = await t.step('image-lookup', () => ctx.images.resolve(config.image!.image));
+  // CRI-O's restore: an image that is a path names a checkpoint archive (no image reference starts with '/').
+  const restore = isAbsolute(config.image!.image) ? await t.step('restore-archive', () => planRestore(ctx, config.image!.image)) : undefined;
+  if (restore && userns) throw new FailedPrecondition(`container "${config.metadata.name}": restoring a checkpoint into a user-namespaced pod is not supported`);
+  const image = restore?.image ?? await t.step('image-lookup', () => ctx.images.resolve(config.image!.image));
   const logPath = config.log_path ? containerLogPath(sandbox.config.log_directory, config.log_path) : undefined;
   if (config.log_path && !logPath) {
     throw new InvalidArgument(`log_path "${config.log_path}" must stay inside the sandbox log directory "${sandbox.config.log_directory}"`);
@@ -107,9 +114,10 @@ async function planContainer(
     dir: join(ctx.settings.root_dir, 'containers', id), logPath: logPath ?? '',
     stopSignal: stopSignalInForce(stopSignal, imageConfig.StopSignal),
     ...(imageVolumes.length ? { imageVolumes } : {}),
+    ...(restore ? { restoring: true as const } : {}),
   };
   return {
     ctx, id, log: parentLog.child({ containerId: id }), t, begun, record, sandbox, sandboxConfig, image, imageConfig, userns, runtime,
-    seccompProfiles, cdi,
+    seccompProfiles, cdi, ...(restore ? { restore } : {}),
   };
 }

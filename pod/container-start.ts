@@ -1,10 +1,12 @@
-// StartContainer: `runc start` on a CREATED container; conmon already holds its stdio and log.
+// StartContainer: `runc start` on a CREATED container; conmon already holds its stdio and log. A container made
+// from a checkpoint archive is restored instead, under a conmon of its own (container-restore.ts).
 import { FailedPrecondition } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { nowNanos } from '../core/time.js';
 import { Timeline } from '../core/timeline.js';
 import { refreshContainer, runtimeOf } from './container-refresh.js';
+import { restoreImages, runRestore } from './container-restore.js';
 import type { PodContext } from './context.js';
 import { markContainerRunning, markStartFailed } from './state.js';
 
@@ -18,16 +20,24 @@ export async function startContainer(ctx: PodContext, idOrPrefix: string, log: L
     // Taken before runc start: the process may be done (and its finish time set) by the time start returns.
     const startedAt = nowNanos();
     const t = new Timeline();
+    let pid: number | undefined;
     try {
-      await t.step('runc-start', () => runtimeOf(ctx, record).start(id));
+      const runtime = runtimeOf(ctx, record);
+      const images = restoreImages(record);
+      if (images) {
+        pid = await t.step('runc-restore', () => runRestore(runtime, record, images));
+        faultPoint('container-restored');
+      }
+      else await t.step('runc-start', () => runtime.start(id));
       faultPoint('container-started');
     } catch (err) {
       ctx.tables.containers.update(id, (r) => markStartFailed(r, (err as Error).message));
       throw err;
     }
-    const running = ctx.tables.containers.update(id, (r) => ({
-      ...markContainerRunning(r, startedAt), timeline: [...r.timeline ?? [], ...t.entries],
-    }));
+    const running = ctx.tables.containers.update(id, (r) => {
+      const { restoring: _, ...started } = markContainerRunning(r, startedAt);
+      return { ...started, ...(pid ? { pid } : {}), timeline: [...r.timeline ?? [], ...t.entries] };
+    });
     log.info('container started');
     // An exit the watcher told of before this write found the container not yet running: read it now.
     await refreshContainer(ctx, running);

@@ -21,6 +21,7 @@ import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import { containerNow } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import { mountImageVolumes, releaseImageVolumes } from './image-volumes.js';
+import type { RestorePlan } from './container-restore.js';
 import type { ContainerRuntime } from './interfaces.js';
 import type { ContainerRecord, SandboxRecord } from './records.js';
 import { markContainerCreated } from './state.js';
@@ -45,6 +46,8 @@ export interface ContainerBuild {
   runtime: ContainerRuntime;
   seccompProfiles: Record<string, string> | undefined;
   cdi: CdiEditsToApply[];
+  /** Set when the image field named a checkpoint archive: the container is restored from it (container-restore.ts). */
+  restore?: RestorePlan;
 }
 
 /** The mounts the spec gets besides the config's: image volumes, and the config's own with their sources made. */

@@ -31,6 +31,8 @@ export interface PodSettings {
   userns_refuse_host_id_overlap?: boolean;
   /** How old a writable layer's usage a stats call may answer (default 10 s). */
   writable_layer_usage_max_age_seconds?: number;
+  /** Containers restored from checkpoint archives (container-restore.ts); absent: off. */
+  restore?: { enabled: boolean; archive_dir: string; max_archive_bytes: number };
 }
 
 export interface PodContext {

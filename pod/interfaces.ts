@@ -31,6 +31,8 @@ export interface PodNetwork {
 /** One OCI runtime handler (runc under conmon) as the lifecycle drives it. */
 export interface ContainerRuntime {
   create(c: CreateRequest): Promise<{ pid: number }>;
+  /** Runs a checkpointed container again from CRIU's images (a restored container's start). */
+  restore(c: CreateRequest & { imagePath: string }): Promise<{ pid: number }>;
   start(id: string): Promise<void>;
   state(id: string): Promise<ContainerState | undefined>;
   stop(id: string, o: { timeoutSec: number; signal?: string | number }): Promise<void>;

@@ -68,6 +68,8 @@ export interface ContainerRecord {
   logPath: string;
   /** The overlay upper directory: the container's writable layer. */
   rootfsUpper?: string;
+  /** Made from a checkpoint archive and not started yet: StartContainer restores it from CRIU's images (container-restore.ts). */
+  restoring?: true;
   pid?: number;
   /** The signal StopContainer sends first: the config's stop_signal, else the image's StopSignal, else SIGTERM. */
   stopSignal: string;

@@ -108,7 +108,11 @@ export async function recover(ctx: PodContext, log: Logger): Promise<Recovered> 
       const state = await runtimeFor(ctx, c)?.state(c.id);
       if (state && state.status !== 'created') {
         log.warn({ containerId: c.id, status: state.status }, 'container was started while its start was cut off: recording it as started');
-        containers.update(c.id, (r) => markContainerRunning(r, nowNanos()));
+        // A restored one got its process (and pid) from `runc restore` only now.
+        containers.update(c.id, (r) => {
+          const { restoring: _, ...started } = markContainerRunning(r, nowNanos());
+          return { ...started, pid: state.pid };
+        });
       }
     }));
 

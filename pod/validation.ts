@@ -5,7 +5,7 @@ import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.
 import type { ContainerMetadata__Output } from '../gen/runtime/v1/ContainerMetadata.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
 import type { PodSandboxMetadata__Output } from '../gen/runtime/v1/PodSandboxMetadata.js';
-import { InvalidArgument, Unimplemented } from '../core/errors.js';
+import { InvalidArgument } from '../core/errors.js';
 
 /**
  * The runtime handler a request names, the default one for '' (RunPodSandbox, and ImageSpec.runtime_handler of the
@@ -84,13 +84,6 @@ export function checkContainerConfig(
   if (!config.metadata) throw new InvalidArgument('container config has no metadata: a name is required');
   checkName('container metadata.name', config.metadata.name);
   if (!config.image?.image) throw new InvalidArgument(`container "${config.metadata.name}" names no image`);
-  // CRI-O's restore: an image that is a path names a checkpoint archive (no image reference starts with '/').
-  if (isAbsolute(config.image.image)) {
-    throw new Unimplemented(
-      `container "${config.metadata.name}": image "${config.image.image}" is a checkpoint archive; ` +
-        'minicri writes checkpoints but does not restore them: create the container from an image reference',
-    );
-  }
   for (const mount of config.mounts) {
     if (!mount.container_path || !isAbsolute(mount.container_path)) {
       throw new InvalidArgument(`mount container_path "${mount.container_path}" must be an absolute path`);

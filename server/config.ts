@@ -45,6 +45,18 @@ const schema = z.strictObject({
   log_level: logLevel.default('info'),
   cgroup_driver: z.enum(['cgroupfs', 'systemd']).default('cgroupfs'),
   conmon_path: z.string().min(1).default('conmon'),
+  // The CRIU runc dumps and restores with (`runc --criu`): a name looked up in PATH, or a path. One that passes
+  // `criu check` on this kernel is needed for CheckpointContainer and for restores.
+  criu_path: z.string().min(1).default('criu'),
+  // Containers restored from checkpoint archives (CreateContainer whose image names one). Off by default: the
+  // archive's memory and files become a running process on this node, so only archives in archive_dir (where
+  // kubelet writes its checkpoints) are taken.
+  restore: z.strictObject({
+    enabled: z.boolean().default(false),
+    archive_dir: absolutePath.default('/var/lib/kubelet/checkpoints'),
+    // The largest archive taken; a bigger one is refused before anything is unpacked.
+    max_archive_bytes: z.number().int().positive().default(16 * 1024 ** 3),
+  }).prefault({}),
   pause_image: z.string().default(''),
   default_runtime: z.string().min(1).default('runc'),
   runtimes: z.record(z.string(), runtimeHandler).default({ runc: { path: 'runc' } }),
@@ -133,6 +145,7 @@ export const CONFIG_FLAGS: Record<string, string> = {
   'log-level': 'log_level',
   'cgroup-driver': 'cgroup_driver',
   'conmon-path': 'conmon_path',
+  'criu-path': 'criu_path',
   'pause-image': 'pause_image',
   'pod-subnet': 'pod_subnet',
   'cni-conf-dir': 'cni.conf_dir',

@@ -11,10 +11,12 @@ import type { Edge } from './edge.js';
 
 export async function openRuntimes(config: Config, log: Logger): Promise<Map<string, OciRuntime>> {
   const conmonPath = resolveExecutable(config.conmon_path) ?? config.conmon_path;
+  const criuPath = resolveExecutable(config.criu_path) ?? config.criu_path;
   const entries = await Promise.all(Object.entries(config.runtimes).map(async ([handler, r]) => [handler, new OciRuntime({
     runtimePath: resolveExecutable(r.path) ?? r.path, conmonPath, root: runtimeRoot(config, handler),
     stateDir: join(config.state_dir, 'runtime', handler), log: log.child({ module: 'runtime', handler }),
     cgroupManager: config.cgroup_driver,
+    criuPath,
   })] as const));
   return new Map(entries);
 }

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { execa } from 'execa';
 import { PAUSE_BINARY } from '../../pod/pause-image.js';
+import { describeCriu, testCriu } from '../../test/support/criu.js';
 import { unmountUnder } from '../../test/support/daemon.js';
 import { startPodResourcesServer, type FakePod, type PodResourcesServer } from '../../test/support/pod-resources-server.js';
 import { mountFreshExt4 } from '../../test/support/loop-fs.js';
@@ -39,6 +40,10 @@ export interface BenchEnv {
   ipamDir: string;
   /** The NetworkAttachmentDefinitions of SECONDARY_NETWORKS. */
   networksDir: string;
+  /** Where the checkpoint bench writes its archive and restores from (minicri's restore.archive_dir). */
+  checkpointDir: string;
+  /** The CRIU minicri is given (test/support/criu.ts's choice). */
+  criuPath: string;
   busybox: string;
   pause: string;
   big: BigImage;
@@ -95,6 +100,7 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
   const cdiDir = join(base, 'cdi');
   const podResourcesPods: FakePod[] = [];
   let podResources: PodResourcesServer | undefined;
+  const checkpointDir = join(base, 'checkpoints');
   const cleanup = async () => {
     try {
       // What an interrupted floor run left: its containers and namespaces.
@@ -129,6 +135,9 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
     const big = await pushBigImage(registry);
     const files = await pushManyFilesImage(registry);
     await mkdir(confDir, { recursive: true });
+    await mkdir(checkpointDir, { recursive: true });
+    const criu = await testCriu();
+    log(describeCriu(criu));
     // No gateway and no masquerade: pods reach each other over the bridge and nothing else.
     const bridge = (name: string, subnet: string) => ({ type: 'bridge', bridge: name, isGateway: false, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet }]], dataDir: ipamDir } });
     const bridgeConf = bridge(BRIDGE, SUBNET);
@@ -148,7 +157,8 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
     await execa('ip', ['link', 'add', DRANET_LINK, 'type', 'ifb']);
     podResources = await startPodResourcesServer(podResourcesPods);
     return {
-      base, registry, confDir, ipamDir, networksDir, busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, files, bridgeConf,
+      base, registry, confDir, ipamDir, networksDir, checkpointDir, criuPath: criu.path,
+      busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, files, bridgeConf,
       secondaryConfs, podResources, podResourcesPods, cdiDir, cleanup,
     };
   } catch (err) {

@@ -166,6 +166,7 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     `state_dir = "${join(dir, 'run')}"`,
     'log_level = "info"',
     'cgroup_driver = "cgroupfs"',
+    `criu_path = "${env.criuPath}"`,
     `[runtimes.runc]`,
     `path = "${RUNC}"`,
     `root = "${runcRoot}"`,
@@ -178,6 +179,10 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     `pod_resources_socket = "${env.podResources.socket}"`,
     '[cdi]',
     `spec_dirs = ["${env.cdiDir}"]`,
+    // The checkpoint bench restores from here (bench/checkpoint.ts).
+    '[restore]',
+    'enabled = true',
+    `archive_dir = "${env.checkpointDir}"`,
   ].join('\n'));
   const logFile = join(dir, 'minicri.log');
   // The command itself, so its shebang's environment and node flags apply. Node refuses --cpu-prof in

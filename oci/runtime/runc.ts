@@ -20,7 +20,7 @@ import { ExitWatcher } from './exit-watch.js';
 import { cgroupDir, cgroupEmpty, cgroupHierarchies, removeCgroupDir } from './cgroups.js';
 import { readRuncState } from './runc-state.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
-import { runcDump, type CheckpointRequest } from './checkpoint.js';
+import { criuErrors, runcDump, type CheckpointRequest } from './checkpoint.js';
 import { exists } from '../../core/fs.js';
 import { sleep } from '../../core/time.js';
 import { readBundleSpec } from './bundle.js';
@@ -36,6 +36,8 @@ export interface OciRuntimeOptions {
   cgroupManager?: 'cgroupfs' | 'systemd';
   /** How long runc create may take under conmon; default 60 s. */
   createTimeoutMs?: number;
+  /** The CRIU runc checkpoints and restores with (`runc --criu`); runc's own default ("criu" in PATH) when unset. */
+  criuPath?: string;
 }
 
 export interface CreateRequest {
@@ -83,7 +85,8 @@ export class OciRuntime {
 
   constructor(private readonly opts: OciRuntimeOptions) {
     this.log = opts.log;
-    this.globalArgs = [`--root=${opts.root}`, ...(opts.cgroupManager === 'systemd' ? ['--systemd-cgroup'] : [])];
+    this.globalArgs = [`--root=${opts.root}`, ...(opts.cgroupManager === 'systemd' ? ['--systemd-cgroup'] : []),
+      ...(opts.criuPath ? [`--criu=${opts.criuPath}`] : [])];
     this.exitDir = join(opts.stateDir, 'exits');
     this.containersDir = join(opts.stateDir, 'containers');
     this.socketDir = join(opts.stateDir, 'sockets');
@@ -105,7 +108,27 @@ export class OciRuntime {
   }
 
   /** runc create under a new conmon; the container waits in CREATED until start(). */
-  async create(c: CreateRequest): Promise<{ pid: number }> {
+  create(c: CreateRequest): Promise<{ pid: number }> {
+    return this.launch(c);
+  }
+
+  /**
+   * `runc restore` of CRIU's images at `imagePath` under a new conmon, which holds the restored process's stdio
+   * and log as it would a created one's: the container runs again from where it was dumped. CRIU refusing is
+   * FAILED_PRECONDITION with its own error lines (from restore.log in the bundle, its work dir).
+   */
+  async restore(c: CreateRequest & { imagePath: string }): Promise<{ pid: number }> {
+    try {
+      return await this.launch(c, c.imagePath);
+    } catch (err) {
+      if (!(err instanceof Internal)) throw err;
+      const cause = criuErrors(await readFile(join(c.bundle, 'restore.log'), 'utf8').catch(() => ''));
+      throw new FailedPrecondition(`restore of container "${c.id}" failed: ${err.message}${cause.length > 0 ? `; CRIU: ${cause.join('; ')}` : ''}`
+        + ' (`criu check` tells whether CRIU works on this node; a restore needs the kernel and CPU features of the dump\'s)', { cause: err });
+    }
+  }
+
+  private async launch(c: CreateRequest, restorePath?: string): Promise<{ pid: number }> {
     checkId(c.id);
     if (!c.bundle.startsWith('/') || !c.logPath.startsWith('/')) {
       throw new InvalidArgument(`container "${c.id}": bundle "${c.bundle}" and log path "${c.logPath}" must be absolute paths`);
@@ -141,6 +164,7 @@ export class OciRuntime {
         stdinOnce: c.stdinOnce,
         tty: c.tty,
         systemdCgroup: this.opts.cgroupManager === 'systemd',
+        restorePath,
       }, { log: this.log, timeoutMs: this.opts.createTimeoutMs ?? 60_000 });
       return { pid };
     } catch (err) {

@@ -103,6 +103,7 @@ export function fakePods(): FakePods {
   };
   const runtime: ContainerRuntime = {
     create: () => step('create', { pid: 4242 }),
+    restore: async () => ({ pid: 4243 }),
     start: () => step('start', undefined),
     state: async () => undefined,
     stop: async () => {},

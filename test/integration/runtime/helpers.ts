@@ -39,11 +39,12 @@ export function uniqueId(prefix: string): string {
   return `${prefix}-${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 6)}`;
 }
 
-export async function setup(t: TestContext): Promise<Env> {
+/** `criuPath`: the CRIU runc checkpoints with (test/support/criu.ts picks one that works). */
+export async function setup(t: TestContext, o: { criuPath?: string } = {}): Promise<Env> {
   const dir = await mkdtemp(join(tmpdir(), 'minicri-rt-'));
   const root = join(dir, 'runc');
   const stateDir = join(dir, 'state');
-  const rt = new OciRuntime({ runtimePath: RUNC, conmonPath: CONMON, root, stateDir, log: silentLogger, cgroupManager: 'cgroupfs' });
+  const rt = new OciRuntime({ runtimePath: RUNC, conmonPath: CONMON, root, stateDir, log: silentLogger, cgroupManager: 'cgroupfs', criuPath: o.criuPath });
   const ids: string[] = [];
   t.after(async () => {
     // Everything runc still knows about goes, whatever state the test left it in.

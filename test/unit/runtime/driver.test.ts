@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildConmonArgs, parseSyncMessage, type ConmonLaunch } from '../../../oci/runtime/conmon.js';
 import { runcErrorText, isNotExist, isNotRunning } from '../../../oci/runtime/runc-errors.js';
-import { parseExitFile, normalizeSignal, conmonLogLevel, signalNumber } from '../../../oci/runtime/runc.js';
+import { parseExitFile, normalizeSignal, conmonLogLevel, signalNumber, OciRuntime } from '../../../oci/runtime/runc.js';
+import { silentLogger } from '../../../core/log.js';
 import { CappedBuffer } from '../../../oci/runtime/exec.js';
 import { Internal, InvalidArgument } from '../../../core/errors.js';
 
@@ -30,6 +31,20 @@ test('conmon command line carries ids, paths, the k8s-file log driver and runc f
   assert.equal(flagValue(a, '--persist-dir'), '/s/containers/c1');
   assert.equal(flagValue(a, '--runtime-arg'), '--root=/run/r');
   for (const f of ['-i', '-t', '-s', '--leave-stdin-open']) assert.ok(!a.includes(f), f);
+});
+
+test('a restore has conmon run runc restore of the images, file locks as dumped; a create has no restore flags', () => {
+  const a = buildConmonArgs({ ...launch, restorePath: '/b/restore/checkpoint' });
+  assert.equal(flagValue(a, '--restore'), '/b/restore/checkpoint');
+  assert.equal(flagValue(a, '--runtime-opt'), '--file-locks');
+  const create = buildConmonArgs(launch);
+  assert.ok(!create.includes('--restore') && !create.includes('--runtime-opt'));
+});
+
+test('runc gets the configured CRIU as a global flag, runc\'s own default without one', () => {
+  const o = { runtimePath: '/usr/sbin/runc', conmonPath: '/usr/bin/conmon', root: '/run/r', stateDir: '/s', log: silentLogger };
+  assert.deepEqual(new OciRuntime({ ...o, criuPath: '/opt/criu/sbin/criu' }).commandLine().args, ['--root=/run/r', '--criu=/opt/criu/sbin/criu']);
+  assert.deepEqual(new OciRuntime(o).commandLine().args, ['--root=/run/r']);
 });
 
 test('conmon stdin/tty/systemd flags follow the request', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PodSandboxConfig__Output } from '../../../gen/runtime/v1/PodSandboxConfig.js';
-import { InvalidArgument, Unimplemented } from '../../../core/errors.js';
+import { InvalidArgument } from '../../../core/errors.js';
 import { checkContainerConfig, checkPodSandboxConfig, runtimeHandlerNamed } from '../../../pod/validation.js';
 import { containerConfig, mount } from '../spec/fixtures.js';
 
@@ -57,10 +57,6 @@ describe('container config validation', () => {
   it('refuses recursive read-only without readonly or with propagation, naming the mount', () => {
     assert.throws(() => checkContainerConfig(withMount({ readonly: false })), (err) => err instanceof InvalidArgument && /"\/r".*not read-only/.test(err.message));
     assert.throws(() => checkContainerConfig(withMount({ propagation: 'PROPAGATION_HOST_TO_CONTAINER' })), (err) => err instanceof InvalidArgument && /"\/r".*private propagation/.test(err.message));
-  });
-  it('refuses an image that is a checkpoint archive path: restore is not supported', () => {
-    const archive = containerConfig({ image: { image: '/var/lib/kubelet/checkpoints/c.tar', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' } });
-    assert.throws(() => checkContainerConfig(archive), (err) => err instanceof Unimplemented && /checkpoint archive.*does not restore/.test(err.message));
   });
 });
 

@@ -1,0 +1,277 @@
+// Reading a checkpoint archive for a restore (layout in checkpoint-layout.ts). The archive is input a pod author
+// may control, so it is read as hostile: one pass over it takes CRIU's images, config.dump, rootfs-diff.tar and
+// deleted.files, and nothing else (spec.dump and bind.mounts are never read: the restored container's mounts,
+// devices and privileges are the request's); only plain files and directories are taken, by names that stay in
+// the work dir. The rootfs diff is applied into the new container's root with every path resolved inside it.
+import { createReadStream, lchownSync, linkSync, lstatSync, mkdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+import { chmod, lutimes, mkdir, open, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import tar from 'tar-stream';
+import { InvalidArgument, MinicriError } from '../../core/errors.js';
+import { confine, symlinkTarget, WHITEOUT_PREFIX } from '../image/layerpath.js';
+import { CHECKPOINT_DIR, CONFIG_DUMP, DELETED_FILES, ROOTFS_DIFF_TAR, type ConfigDump } from './checkpoint-layout.js';
+
+/** The archive's members a restore reads; every other plain file (spec.dump, bind.mounts, logs) is skipped unread. */
+const RESTORE_MEMBERS = new Set([CONFIG_DUMP, ROOTFS_DIFF_TAR, DELETED_FILES]);
+/** The small JSON members are read whole: more than this is not a checkpoint's. */
+const MAX_JSON_BYTES = 16 << 20;
+const MAX_SYMLINK_HOPS = 40;
+
+/**
+ * An entry name as components, or InvalidArgument when it is absolute or climbs out ("..") of where it is
+ * unpacked. Pure.
+ */
+export function memberPath(name: string, what: string): string[] {
+  if (name.startsWith('/')) throw new InvalidArgument(`${what}: entry "${name}" is an absolute path`);
+  const parts = name.split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..')) throw new InvalidArgument(`${what}: entry "${name}" leaves the directory it is unpacked into ("..")`);
+  return parts;
+}
+
+/** What happens to one entry of the archive: taken into the work dir, or skipped unread. Pure. */
+export function archiveEntryAction(name: string, type: string | null | undefined, what: string): 'take' | 'skip' {
+  const parts = memberPath(name, what);
+  if (type !== 'file' && type !== 'contiguous-file' && type !== 'directory') {
+    throw new InvalidArgument(`${what}: entry "${name}" is a ${type ?? 'entry of unknown type'}; a checkpoint archive holds only files and directories`);
+  }
+  if (parts[0] === CHECKPOINT_DIR) {
+    // CRIU writes its images flat.
+    if (parts.length > 2 || (parts.length === 2 && type === 'directory')) {
+      throw new InvalidArgument(`${what}: entry "${name}" is not one of CRIU's images (they lie directly in ${CHECKPOINT_DIR}/)`);
+    }
+    return 'take';
+  }
+  return parts.length === 1 && type !== 'directory' && RESTORE_MEMBERS.has(parts[0]!) ? 'take' : 'skip';
+}
+
+/** The base image a checkpoint's config.dump names (its id first, then its name). Pure. */
+export function parseConfigDump(text: string, what: string): Pick<ConfigDump, 'rootfsImageRef' | 'rootfsImage' | 'name'> {
+  let dump: Partial<Record<keyof ConfigDump, unknown>>;
+  try {
+    dump = JSON.parse(text) as typeof dump;
+  } catch (err) {
+    throw new InvalidArgument(`${what}: ${CONFIG_DUMP} is not JSON: ${(err as Error).message}`);
+  }
+  const str = (v: unknown) => (typeof v === 'string' ? v : '');
+  const out = { rootfsImageRef: str(dump?.rootfsImageRef), rootfsImage: str(dump?.rootfsImage), name: str(dump?.name) };
+  if (!out.rootfsImageRef && !out.rootfsImage) {
+    throw new InvalidArgument(`${what}: ${CONFIG_DUMP} names no image (rootfsImageRef, rootfsImage) the container ran from`);
+  }
+  return out;
+}
+
+/** deleted.files: a JSON list of absolute paths. Pure. */
+export function parseDeletedFiles(text: string, what: string): string[] {
+  let list: unknown;
+  try {
+    list = JSON.parse(text);
+  } catch (err) {
+    throw new InvalidArgument(`${what}: ${DELETED_FILES} is not JSON: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(list) || !list.every((p): p is string => typeof p === 'string' && p.startsWith('/'))) {
+    throw new InvalidArgument(`${what}: ${DELETED_FILES} is not a list of absolute paths`);
+  }
+  return list;
+}
+
+/** An archive unpacked for a restore. */
+export interface UnpackedCheckpoint {
+  /** CRIU's images. */
+  images: string;
+  config: ReturnType<typeof parseConfigDump>;
+  /** rootfs-diff.tar, when the container changed files. */
+  rootfsDiff?: string;
+  /** Paths of the image the container deleted. */
+  deleted: string[];
+}
+
+/**
+ * The base image's names in config.dump, read without unpacking anything else (the archive is decided on before
+ * a container is made). InvalidArgument when the file is not a checkpoint archive.
+ */
+export async function peekCheckpointImage(archive: string, maxBytes: number): Promise<ReturnType<typeof parseConfigDump>> {
+  const what = `checkpoint archive ${archive}`;
+  let found: string | undefined;
+  await readArchive(archive, maxBytes, what, async (name, header, body) => {
+    if (found === undefined && archiveEntryAction(name, header.type, what) === 'take' && memberPath(name, what).join('/') === CONFIG_DUMP) {
+      found = await readSmall(body, header.size ?? 0, what);
+    }
+  });
+  if (found === undefined) throw new InvalidArgument(`${what} has no ${CONFIG_DUMP}: it is not a container checkpoint in CRI-O's layout`);
+  return parseConfigDump(found, what);
+}
+
+/**
+ * Unpacks what a restore needs of `archive` into the empty directory `dir`, in one pass: InvalidArgument for
+ * anything that is not a whole checkpoint of CRI-O's layout, or that is bigger than `maxBytes`.
+ */
+export async function unpackCheckpointArchive(archive: string, dir: string, maxBytes: number): Promise<UnpackedCheckpoint> {
+  const what = `checkpoint archive ${archive}`;
+  const taken = new Set<string>();
+  await mkdir(dir, { mode: 0o700 });
+  await readArchive(archive, maxBytes, what, async (name, header, body) => {
+    if (archiveEntryAction(name, header.type, what) === 'skip') return;
+    const parts = memberPath(name, what);
+    const path = join(dir, ...parts);
+    if (header.type === 'directory') {
+      await mkdir(path, { recursive: true, mode: 0o700 });
+    } else {
+      if (parts.length > 1) await mkdir(join(dir, ...parts.slice(0, -1)), { recursive: true, mode: 0o700 });
+      // 'wx': a name met twice is refused rather than written over.
+      const fh = await open(path, 'wx', 0o600).catch((err: NodeJS.ErrnoException) => {
+        throw err.code === 'EEXIST' ? new InvalidArgument(`${what}: entry "${name}" appears twice`) : err;
+      });
+      await pipeline(body, fh.createWriteStream());
+    }
+    taken.add(parts.join('/'));
+  });
+  const missing = [CONFIG_DUMP, `${CHECKPOINT_DIR}/inventory.img`].filter((m) => !taken.has(m));
+  if (missing.length > 0) {
+    throw new InvalidArgument(`${what} has no ${missing.join(' and no ')}: it is not a container checkpoint in CRI-O's layout`);
+  }
+  const json = (member: string) => readFile(join(dir, member), 'utf8');
+  return {
+    images: join(dir, CHECKPOINT_DIR),
+    config: parseConfigDump(await json(CONFIG_DUMP), what),
+    ...(taken.has(ROOTFS_DIFF_TAR) ? { rootfsDiff: join(dir, ROOTFS_DIFF_TAR) } : {}),
+    deleted: taken.has(DELETED_FILES) ? parseDeletedFiles(await json(DELETED_FILES), what) : [],
+  };
+}
+
+type Entry = (name: string, header: tar.Header, body: AsyncIterable<Buffer> & NodeJS.ReadableStream) => Promise<void>;
+
+/** Every entry of a plain tar through `each` (which must read or leave its body); the budget counts what they hold. */
+async function readArchive(archive: string, maxBytes: number, what: string, each: Entry): Promise<void> {
+  const st = lstatSync(archive, { throwIfNoEntry: false });
+  if (!st?.isFile()) throw new InvalidArgument(`${what} is not a regular file`);
+  if (st.size > maxBytes) {
+    throw new InvalidArgument(`${what} is ${st.size} bytes, more than restore.max_archive_bytes (${maxBytes}); nothing was unpacked`);
+  }
+  const extract = tar.extract();
+  const feeding = pipeline(createReadStream(archive), extract);
+  feeding.catch(() => undefined);
+  let total = 0;
+  try {
+    for await (const entry of extract) {
+      total += entry.header.size ?? 0;
+      if (total > maxBytes) throw new InvalidArgument(`${what} holds more than restore.max_archive_bytes (${maxBytes})`);
+      await each(entry.header.name, entry.header, entry as unknown as AsyncIterable<Buffer> & NodeJS.ReadableStream);
+      entry.resume();
+    }
+    await feeding;
+  } catch (err) {
+    extract.destroy();
+    await feeding.catch(() => undefined);
+    if (err instanceof MinicriError) throw err;
+    throw new InvalidArgument(`${what} cannot be read as a tar archive: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+async function readSmall(body: AsyncIterable<Buffer>, size: number, what: string): Promise<string> {
+  if (size > MAX_JSON_BYTES) throw new InvalidArgument(`${what}: ${CONFIG_DUMP} is ${size} bytes, too big to be one`);
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(c);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The kinds of entry a rootfs diff may hold: what a container makes in its own files. Pure. */
+export function diffEntryPath(name: string, type: string | null | undefined, what: string): string[] {
+  const parts = memberPath(name, what);
+  if (parts.some((p) => p.startsWith(WHITEOUT_PREFIX))) {
+    throw new InvalidArgument(`${what}: entry "${name}" is a whiteout; deletions belong in ${DELETED_FILES}`);
+  }
+  if (!['file', 'contiguous-file', 'directory', 'symlink', 'link'].includes(type ?? '')) {
+    throw new InvalidArgument(`${what}: entry "${name}" is a ${type ?? 'entry of unknown type'}; a restore makes no device nodes, fifos or sockets`);
+  }
+  return parts;
+}
+
+/**
+ * Applies rootfs-diff.tar into the root filesystem `root` of a container that has not run yet (so nothing
+ * moves under the checks): every parent is resolved inside `root` (a symlink to "/etc" means <root>/etc),
+ * the entry itself is never followed, and hard links name files already inside it.
+ */
+export async function applyRootfsDiff(diffTar: string, root: string, maxBytes: number): Promise<void> {
+  const what = `the rootfs diff of the checkpoint (${diffTar})`;
+  await readArchive(diffTar, maxBytes, what, async (name, h, body) => {
+    const parts = diffEntryPath(name, h.type, what);
+    if (parts.length === 0) return;
+    const path = join(resolveInRoot(root, parts.slice(0, -1), what), parts[parts.length - 1]!);
+    const existing = lstatSync(path, { throwIfNoEntry: false });
+    if (existing && !(h.type === 'directory' && existing.isDirectory())) rmSync(path, { recursive: true, force: true });
+    switch (h.type) {
+      case 'directory':
+        if (!existing?.isDirectory()) mkdirSync(path, { mode: 0o700 });
+        break;
+      case 'symlink':
+        symlinkSync(h.linkname ?? '', path);
+        break;
+      case 'link': {
+        const target = memberPath(h.linkname ?? '', what);
+        const source = target.length > 0 ? join(resolveInRoot(root, target.slice(0, -1), what), target[target.length - 1]!) : root;
+        if (!lstatSync(source, { throwIfNoEntry: false })?.isFile()) {
+          throw new InvalidArgument(`${what}: hard link "${name}" -> "${h.linkname}" names no file inside the container's root`);
+        }
+        linkSync(source, path);
+        return;
+      }
+      default: {
+        const fh = await open(path, 'wx', 0o600);
+        await pipeline(body, fh.createWriteStream());
+      }
+    }
+    lchownSync(path, h.uid ?? 0, h.gid ?? 0);
+    // chown clears setuid and setgid: the mode comes after it (a symlink has none of its own).
+    if (h.type !== 'symlink') await chmod(path, (h.mode ?? 0o644) & 0o7777);
+    const mtime = h.mtime ?? new Date();
+    await lutimes(path, mtime, mtime);
+  });
+}
+
+/** Removes the image's files the checkpointed container had deleted, each resolved inside `root`. */
+export function removeDeletedFiles(root: string, paths: readonly string[]): void {
+  const what = 'the deleted files of the checkpoint';
+  for (const p of paths) {
+    const parts = confine(p);
+    if (parts.length === 0) continue;
+    let parent: string;
+    try {
+      parent = resolveInRoot(root, parts.slice(0, -1), what, false);
+    } catch (err) {
+      if (err instanceof NotThere) continue; // gone with its parent already
+      throw err;
+    }
+    rmSync(join(parent, parts[parts.length - 1]!), { recursive: true, force: true });
+  }
+}
+
+class NotThere extends Error {}
+
+/**
+ * The real directory `parts` name under `root`, symlinks followed only inside it; missing directories are made
+ * when `create`, else NotThere.
+ */
+function resolveInRoot(root: string, parts: readonly string[], what: string, create = true): string {
+  let done: string[] = [];
+  let todo = [...parts];
+  for (let hops = 0; todo.length > 0;) {
+    const next = [...done, todo.shift()!];
+    const path = join(root, ...next);
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (!st) {
+      if (!create) throw new NotThere(path);
+      mkdirSync(path, { mode: 0o755 });
+      done = next;
+    } else if (st.isSymbolicLink()) {
+      if (++hops > MAX_SYMLINK_HOPS) throw new InvalidArgument(`${what}: too many symlinks resolving "${parts.join('/')}"`);
+      todo = [...symlinkTarget(done, readlinkSync(path)), ...todo];
+      done = [];
+    } else if (st.isDirectory()) {
+      done = next;
+    } else {
+      throw new InvalidArgument(`${what}: "${next.join('/')}" is not a directory but has entries under it`);
+    }
+  }
+  return join(root, ...done);
+}

@@ -1,0 +1,78 @@
+// What a restore takes of a checkpoint archive (names, entry types, config.dump, deleted.files, the rootfs diff's
+// entries), and which image fields name an archive it may restore.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
+import {
+  archiveEntryAction, diffEntryPath, memberPath, parseConfigDump, parseDeletedFiles,
+} from '../../../oci/runtime/checkpoint-restore.js';
+import { restoreArchivePath } from '../../../pod/container-restore.js';
+
+const W = 'test archive';
+const invalid = (re: RegExp) => (err: unknown) => err instanceof InvalidArgument && re.test(err.message);
+
+describe('archive entries', () => {
+  it('names stay inside: absolute paths and ".." are refused, "./" and empty parts dropped', () => {
+    assert.deepEqual(memberPath('./checkpoint//pages-1.img', W), ['checkpoint', 'pages-1.img']);
+    assert.throws(() => memberPath('/etc/passwd', W), invalid(/absolute/));
+    assert.throws(() => memberPath('checkpoint/../../etc/passwd', W), invalid(/leaves/));
+  });
+  it('takes CRIU\'s images and the three members a restore reads; skips the rest unread', () => {
+    assert.equal(archiveEntryAction('checkpoint/', 'directory', W), 'take');
+    assert.equal(archiveEntryAction('checkpoint/inventory.img', 'file', W), 'take');
+    for (const m of ['config.dump', 'rootfs-diff.tar', 'deleted.files']) assert.equal(archiveEntryAction(m, 'file', W), 'take');
+    for (const m of ['spec.dump', 'bind.mounts', 'dump.log', 'stats-dump', 'other/thing']) assert.equal(archiveEntryAction(m, 'file', W), 'skip');
+  });
+  it('refuses links, devices and nested image dirs', () => {
+    assert.throws(() => archiveEntryAction('checkpoint/pages-1.img', 'symlink', W), invalid(/symlink.*only files and directories/));
+    assert.throws(() => archiveEntryAction('config.dump', 'link', W), invalid(/link/));
+    assert.throws(() => archiveEntryAction('dev', 'character-device', W), invalid(/character-device/));
+    assert.throws(() => archiveEntryAction('checkpoint/sub/x.img', 'file', W), invalid(/not one of CRIU's images/));
+  });
+});
+
+describe('config.dump and deleted.files', () => {
+  it('config.dump names the image by id or name', () => {
+    assert.deepEqual(parseConfigDump('{"rootfsImageRef":"sha256:ab","rootfsImage":"r/b:1","name":"c","spec":{"x":1}}', W),
+      { rootfsImageRef: 'sha256:ab', rootfsImage: 'r/b:1', name: 'c' });
+    assert.throws(() => parseConfigDump('{"name":"c"}', W), invalid(/names no image/));
+    assert.throws(() => parseConfigDump('nope', W), invalid(/not JSON/));
+  });
+  it('deleted.files is a list of absolute paths', () => {
+    assert.deepEqual(parseDeletedFiles('["/etc/group","/tmp/x"]', W), ['/etc/group', '/tmp/x']);
+    assert.throws(() => parseDeletedFiles('["etc/group"]', W), invalid(/absolute paths/));
+    assert.throws(() => parseDeletedFiles('{"a":1}', W), invalid(/absolute paths/));
+  });
+});
+
+describe('rootfs diff entries', () => {
+  it('files, dirs, symlinks and hard links; no whiteouts, devices or fifos', () => {
+    assert.deepEqual(diffEntryPath('usr/bin/x', 'file', W), ['usr', 'bin', 'x']);
+    assert.deepEqual(diffEntryPath('lib', 'symlink', W), ['lib']);
+    assert.throws(() => diffEntryPath('etc/.wh.passwd', 'file', W), invalid(/whiteout/));
+    assert.throws(() => diffEntryPath('dev/sda', 'block-device', W), invalid(/device nodes/));
+    assert.throws(() => diffEntryPath('run/p', 'fifo', W), invalid(/fifo/));
+    assert.throws(() => diffEntryPath('../../root/.ssh/authorized_keys', 'file', W), invalid(/leaves/));
+  });
+});
+
+describe('restoreArchivePath', () => {
+  const on = { enabled: true, archive_dir: '/var/lib/kubelet/checkpoints', max_archive_bytes: 1 << 30 };
+  it('an image reference is no archive', () => {
+    assert.equal(restoreArchivePath('docker.io/library/busybox:1', on), undefined);
+    assert.equal(restoreArchivePath('docker.io/library/busybox:1', undefined), undefined);
+  });
+  it('an archive in the archive dir, restores on', () => {
+    assert.equal(restoreArchivePath('/var/lib/kubelet/checkpoints//c.tar', on), '/var/lib/kubelet/checkpoints/c.tar');
+  });
+  it('restores off (the default) refuse every archive', () => {
+    assert.throws(() => restoreArchivePath('/var/lib/kubelet/checkpoints/c.tar', { ...on, enabled: false }),
+      (err) => err instanceof FailedPrecondition && /restore.enabled/.test(err.message));
+    assert.throws(() => restoreArchivePath('/var/lib/kubelet/checkpoints/c.tar', undefined), FailedPrecondition);
+  });
+  it('a path outside the archive dir is refused, ".." included', () => {
+    for (const p of ['/etc/shadow', '/var/lib/kubelet/checkpoints/../pods/x.tar', '/var/lib/kubelet/checkpoints-other/c.tar', '/var/lib/kubelet/checkpoints']) {
+      assert.throws(() => restoreArchivePath(p, on), invalid(/restore.archive_dir/), p);
+    }
+  });
+});
