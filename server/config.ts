@@ -129,7 +129,9 @@ const schema = z.strictObject({
   }).prefault({}),
 }).superRefine((c, ctx) => {
   if (!(c.default_runtime in c.runtimes)) {
-    ctx.addIssue({ code: 'custom', path: ['default_runtime'], message: `names no entry of [runtimes] (have: ${Object.keys(c.runtimes).join(', ')})` });
+    ctx.addIssue({
+      code: 'custom', path: ['default_runtime'], message: `names no entry of [runtimes] (have: ${Object.keys(c.runtimes).join(', ')})`,
+    });
   }
 });
 

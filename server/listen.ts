@@ -24,7 +24,9 @@ export async function claimSocketPath(path: string): Promise<void> {
   });
   if (!existing) return;
   if (!existing.isSocket()) throw new Error(`${path} exists and is not a socket: move it away or choose another socket path`);
-  if (await socketAnswers(path)) throw new Error(`another server is already listening on ${path}: stop it first or choose another socket path`);
+  if (await socketAnswers(path)) {
+    throw new Error(`another server is already listening on ${path}: stop it first or choose another socket path`);
+  }
   await unlink(path);
 }
 

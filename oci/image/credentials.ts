@@ -53,7 +53,9 @@ export function parseDockerConfig(text: string, file: string): Map<string, AuthC
       username: str('username'), password: str('password'), auth: str('auth'),
       identityToken: str('identitytoken'), registryToken: str('registrytoken'), serverAddress: key,
     };
-    if (auth.auth && !/^[^:]+:/.test(Buffer.from(auth.auth, 'base64').toString('utf8'))) throw bad(`"auth" of "${key}" must be base64 of "username:password"`);
+    if (auth.auth && !/^[^:]+:/.test(Buffer.from(auth.auth, 'base64').toString('utf8'))) {
+      throw bad(`"auth" of "${key}" must be base64 of "username:password"`);
+    }
     out.set(credentialHost(key), auth);
   }
   return out;

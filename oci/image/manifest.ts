@@ -79,7 +79,9 @@ export function parseManifestOrIndex(bytes: Buffer, contentType: string | undefi
   const r = manifestSchema.safeParse(doc);
   if (!r.success) throw invalid(what, r.error);
   for (const l of r.data.layers) {
-    if (!LAYER_TYPES.has(l.mediaType)) throw new InvalidArgument(`${what} has layer ${l.digest} of unsupported media type "${l.mediaType}"`);
+    if (!LAYER_TYPES.has(l.mediaType)) {
+      throw new InvalidArgument(`${what} has layer ${l.digest} of unsupported media type "${l.mediaType}"`);
+    }
   }
   return { kind: 'manifest', manifest: r.data };
 }

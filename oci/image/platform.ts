@@ -12,7 +12,9 @@ const NODE_ARCH: Record<string, string> = {
  * The platform of this host: `arch` as Node names it, and for 32-bit arm the ARM version Node was built for
  * (process.config's arm_version), as the variant ("v7"); arm64 is "v8". Pure.
  */
-export function hostPlatform(arch: string = process.arch, armVersion: unknown = (process.config.variables as Record<string, unknown>).arm_version): Platform {
+export function hostPlatform(
+  arch: string = process.arch, armVersion: unknown = (process.config.variables as Record<string, unknown>).arm_version,
+): Platform {
   const architecture = NODE_ARCH[arch] ?? arch;
   if (architecture === 'arm64') return { os: 'linux', architecture, variant: 'v8' };
   if (architecture === 'arm') {

@@ -31,7 +31,8 @@ export class PullProgress {
   start(): this {
     this.timer = setInterval(() => this.opts.log.info(this.snapshot(), 'image pull in progress'), this.opts.intervalMs).unref();
     this.slowTimer = setTimeout(() => {
-      this.opts.log.warn({ ...this.snapshot(), slowAfterSeconds: this.opts.slowAfterMs / 1000 }, 'image pull is slow: it has taken longer than the stall timeout');
+      this.opts.log.warn({ ...this.snapshot(), slowAfterSeconds: this.opts.slowAfterMs / 1000 },
+        'image pull is slow: it has taken longer than the stall timeout');
     }, this.opts.slowAfterMs).unref();
     return this;
   }

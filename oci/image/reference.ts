@@ -54,7 +54,9 @@ export function parseReference(input: string): ImageRef {
   }
   if (registry === 'index.docker.io' || registry === 'registry-1.docker.io') registry = DEFAULT_REGISTRY;
   if (!DOMAIN_RE.test(registry)) throw bad(`registry "${registry}" is not a valid host[:port]`);
-  if (!PATH_RE.test(repository)) throw bad(`repository "${repository}" must be lowercase path components [a-z0-9] separated by "/", ".", "_", "__" or "-"`);
+  if (!PATH_RE.test(repository)) {
+    throw bad(`repository "${repository}" must be lowercase path components [a-z0-9] separated by "/", ".", "_", "__" or "-"`);
+  }
   if (registry === DEFAULT_REGISTRY && !repository.includes('/')) repository = `library/${repository}`;
   if (registry.length + 1 + repository.length > MAX_NAME) throw bad(`name longer than ${MAX_NAME} characters`);
   if (!tag && !digest) tag = 'latest';

@@ -24,7 +24,8 @@ export interface Endpoint {
 }
 
 /** Certificate verification failures: retrying will not help, a CA in certs.d will. */
-const TLS_TRUST_ERROR = /^(?:UNABLE_TO_GET_ISSUER_CERT(?:_LOCALLY)?|UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_UNTRUSTED|ERR_TLS_CERT_ALTNAME_INVALID|CERT_HAS_EXPIRED)$/;
+const TLS_TRUST_ERROR = new RegExp('^(?:UNABLE_TO_GET_ISSUER_CERT(?:_LOCALLY)?|UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN'
+  + '|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_UNTRUSTED|ERR_TLS_CERT_ALTNAME_INVALID|CERT_HAS_EXPIRED)$');
 const MAX_REDIRECTS = 5;
 /** Default for manifestTimeoutMs: a manifest is small, an endpoint that cannot serve one in this time is unreachable. */
 const MANIFEST_TIMEOUT_MS = 30_000;
@@ -209,7 +210,9 @@ export class RegistryClient {
    * fails with DeadlineExceeded, naming blob and endpoint, when no byte (nor the answer's headers) comes for
    * `stallMs`; it stops when `signal` aborts, failing with its reason.
    */
-  async openBlob(endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig, opts: { signal?: AbortSignal; stallMs?: number } = {}): Promise<Readable> {
+  async openBlob(
+    endpoint: Endpoint, ref: ImageRef, digest: string, auth?: AuthConfig, opts: { signal?: AbortSignal; stallMs?: number } = {},
+  ): Promise<Readable> {
     const what = `blob ${digest} of ${ref.registry}/${ref.repository} from ${endpoint.url}`;
     const controller = new AbortController();
     const stallMs = opts.stallMs ?? 60_000;
@@ -221,7 +224,8 @@ export class RegistryClient {
     let body: Readable;
     try {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      const res = await this.request(endpoint, ref.repository, `blobs/${digest}`, '*/*', this.credentials(endpoint, ref.registry, auth), controller.signal);
+      const res = await this.request(
+        endpoint, ref.repository, `blobs/${digest}`, '*/*', this.credentials(endpoint, ref.registry, auth), controller.signal);
       body = res.body;
     } catch (err) {
       done();
@@ -302,7 +306,8 @@ export class RegistryClient {
       // A challenge from where a redirect led is not the registry's: its credentials are not offered there.
       if (res.status === 401 && new URL(current).origin !== origin) {
         await res.discard().catch(() => undefined);
-        throw new EndpointError('denied', `401 from ${new URL(current).origin}, where ${origin} redirected: the registry's credentials are not sent to another host`);
+        throw new EndpointError('denied', `401 from ${new URL(current).origin}, where ${origin} redirected: `
+          + 'the registry\'s credentials are not sent to another host');
       }
       return res;
     }
@@ -331,11 +336,14 @@ export class RegistryClient {
         return res;
       }, {
         attempts: this.attempts, signal,
-        retryable: (err) => err instanceof BusyAnswer || !(err instanceof EndpointError || err instanceof MinicriError || this.untrusted(err) || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(networkReason(err))),
+        retryable: (err) => err instanceof BusyAnswer
+          || !(err instanceof EndpointError || err instanceof MinicriError || this.untrusted(err)
+            || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(networkReason(err))),
         onRetry: async (err) => {
           if (err instanceof BusyAnswer) await err.res.discard().catch(() => undefined);
           busy = undefined;
-          this.opts.log.debug({ url, reason: err instanceof BusyAnswer ? `HTTP ${err.res.status}` : networkReason(err) }, 'registry request failed, retrying');
+          this.opts.log.debug({ url, reason: err instanceof BusyAnswer ? `HTTP ${err.res.status}` : networkReason(err) },
+            'registry request failed, retrying');
         },
       });
     } catch (err) {
@@ -362,14 +370,17 @@ export class RegistryClient {
   }
 
   /** Turns a 401 challenge into an Authorization header, or undefined when we have nothing to answer with. */
-  private async answerChallenge(header: string, scope: string, endpoint: Endpoint, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<{ header: string; ttlSeconds: number } | undefined> {
+  private async answerChallenge(
+    header: string, scope: string, endpoint: Endpoint, auth: AuthConfig | undefined, signal?: AbortSignal,
+  ): Promise<{ header: string; ttlSeconds: number } | undefined> {
     const challenges = parseWwwAuthenticate(header);
     const creds = basicCredentials(auth);
     const bearer = challenges.find((c) => c.scheme === 'bearer');
     if (bearer) {
       const realm = bearer.params.realm;
       if (!realm) throw new EndpointError('bad', `bearer challenge without realm: ${header}`);
-      const { token, expiresIn } = await this.fetchToken(realm, bearer.params.service, bearer.params.scope || scope, endpoint, auth, signal);
+      const { token, expiresIn } = await this.fetchToken(
+        realm, bearer.params.service, bearer.params.scope || scope, endpoint, auth, signal);
       // Renew a little before the registry would refuse it.
       return { header: `Bearer ${token}`, ttlSeconds: Math.max(expiresIn - 10, 5) };
     }
@@ -381,20 +392,25 @@ export class RegistryClient {
    * The distribution token flow: GET with basic credentials (or anonymous), or OAuth2 POST with an identity
    * token. The realm may be another host (that is how the flow works), but credentials never go there in clear.
    */
-  private async fetchToken(realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<{ token: string; expiresIn: number }> {
+  private async fetchToken(
+    realm: string, service: string | undefined, scope: string, endpoint: Endpoint, auth: AuthConfig | undefined, signal?: AbortSignal,
+  ): Promise<{ token: string; expiresIn: number }> {
     const url = new URL(realm);
     const origin = new URL(endpoint.url).origin;
     // Loopback is plain HTTP by default for a registry on this node, not for a token realm a remote registry names.
-    const plainAllowed = listedInsecure(url.host, this.opts.hosts.insecure) || (isLoopbackHost(url.host) && isLoopbackHost(new URL(endpoint.url).host));
+    const plainAllowed = listedInsecure(url.host, this.opts.hosts.insecure)
+      || (isLoopbackHost(url.host) && isLoopbackHost(new URL(endpoint.url).host));
     if ((auth?.identityToken || basicCredentials(auth)) && url.protocol !== 'https:' && url.origin !== origin && !plainAllowed) {
-      throw new EndpointError('denied', `token server ${url.origin} for ${endpoint.url} is plain HTTP on another host: credentials are not sent there (list it under registries.insecure to allow it)`);
+      throw new EndpointError('denied', `token server ${url.origin} for ${endpoint.url} is plain HTTP on another host: `
+        + 'credentials are not sent there (list it under registries.insecure to allow it)');
     }
     let res: HttpAnswer;
     try {
       if (auth?.identityToken) {
         const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: auth.identityToken, client_id: 'minicri', scope });
         if (service) form.set('service', service);
-        res = await this.withRetries(url.toString(), () => this.fetchTls(url, { method: 'POST', form, headers: { 'user-agent': 'minicri' }, signal }), signal);
+        res = await this.withRetries(
+          url.toString(), () => this.fetchTls(url, { method: 'POST', form, headers: { 'user-agent': 'minicri' }, signal }), signal);
       } else {
         if (service) url.searchParams.set('service', service);
         url.searchParams.set('scope', scope);
@@ -464,11 +480,15 @@ function networkReason(err: unknown): string {
   return e?.message ?? String(err);
 }
 
-function explain(ref: ImageRef, reference: string, failures: Array<{ endpoint: Endpoint; err: EndpointError }>, mirrorsOnly: boolean): Error {
+function explain(
+  ref: ImageRef, reference: string, failures: Array<{ endpoint: Endpoint; err: EndpointError }>, mirrorsOnly: boolean,
+): Error {
   const name = `${ref.registry}/${ref.repository}${reference.startsWith('sha256:') ? '@' : ':'}${reference}`;
   const tried = failures.map(({ endpoint, err }) => `${endpoint.mirror ? 'mirror ' : ''}${endpoint.url}: ${err.message}`).join('; ');
   const suffix = mirrorsOnly ? ` (registry ${ref.registry} is served by its mirrors only)` : '';
-  if (failures.length === 0) return new InvalidArgument(`no endpoint configured for registry ${ref.registry}: add a mirror or allow the registry itself`);
+  if (failures.length === 0) {
+    return new InvalidArgument(`no endpoint configured for registry ${ref.registry}: add a mirror or allow the registry itself`);
+  }
   // The registry itself saying it has no such image settles it, whatever a mirror did.
   if (failures.every((f) => f.err.kind === 'notfound') || failures.some((f) => !f.endpoint.mirror && f.err.kind === 'notfound')) {
     return new NotFound(`image "${name}" not found in registry ${ref.registry} (tried ${tried})${suffix}: check the name and tag`);
@@ -478,7 +498,8 @@ function explain(ref: ImageRef, reference: string, failures: Array<{ endpoint: E
   }
   const denied = failures.find((f) => f.err.kind === 'denied');
   if (denied) {
-    return new PermissionDenied(`pulling "${name}" from registry ${ref.registry} was refused (tried ${tried})${suffix}: check the pull credentials`);
+    return new PermissionDenied(
+      `pulling "${name}" from registry ${ref.registry} was refused (tried ${tried})${suffix}: check the pull credentials`);
   }
   if (failures.every((f) => ['unreachable', 'timeout', 'notfound'].includes(f.err.kind))) {
     if (failures.some((f) => f.err.kind === 'timeout')) {

@@ -121,7 +121,11 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
         if (sourceError) reject(sourceError);
         else if (m.type === 'parsed') reject(new Internal(`${what}: the worker answered a parse`));
         else if (m.type === 'done') resolve({ diffId: m.diffId, bytes: m.bytes });
-        else reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(m.message, m.errno ? { cause: systemErrorOf(m) } : undefined));
+        else {
+          reject(m.code === 'invalid-argument'
+            ? new InvalidArgument(m.message)
+            : new Internal(m.message, m.errno ? { cause: systemErrorOf(m) } : undefined));
+        }
       },
       onFailure(err) {
         source.destroy();
@@ -157,7 +161,9 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
       post({ type: 'abort', id, message: err.message });
     });
     // Destroyed without an error (its consumer gave up): the worker stops too.
-    source.once('close', () => { if (!ended && sourceError === undefined) post({ type: 'abort', id, message: 'the layer\'s source closed early' }); });
+    source.once('close', () => {
+      if (!ended && sourceError === undefined) post({ type: 'abort', id, message: 'the layer\'s source closed early' });
+    });
   });
 }
 

@@ -37,7 +37,9 @@ port.on('message', (m: ToWorker) => {
       // The blob's own file and digest check, here too, when the bytes come from the registry.
       unpackLayerKeepingBlob(s, m.dest, m.what, undefined, m.blob).then(
         (r) => send({ type: 'done', id: m.id, diffId: r.diffId, bytes: r.bytes }),
-        (err: Error) => send({ type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: err.message, ...systemError(err) }),
+        (err: Error) => send({
+          type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: err.message, ...systemError(err),
+        }),
       ).finally(() => sources.delete(m.id));
       return;
     }

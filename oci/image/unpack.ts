@@ -2,7 +2,9 @@
 // whiteout is resolved inside the layer root, symlinks met on the way are followed only within it, and the
 // final component is never followed. OCI whiteouts become overlayfs whiteouts (0/0 char devices, opaque xattr).
 import { createHash } from 'node:crypto';
-import { chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync,
+} from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Duplex, PassThrough, Transform, type Readable } from 'node:stream';
@@ -94,7 +96,9 @@ export interface BlobToWrite { tmp: string; digest: string; size?: number }
  * Unpacks `source`; with `blob`, the same bytes also go to the blob's file on their way, and a wrong size or
  * digest fails the unpack (content.ts's blobWriter checks them before the stream ends).
  */
-export async function unpackLayerKeepingBlob(source: Readable, dest: string, what: string, log: Logger | undefined, blob?: BlobToWrite): Promise<UnpackResult> {
+export async function unpackLayerKeepingBlob(
+  source: Readable, dest: string, what: string, log: Logger | undefined, blob?: BlobToWrite,
+): Promise<UnpackResult> {
   if (!blob) return unpackLayer(source, dest, what, log);
   const writer = blobWriter(blob.tmp, blob.digest, blob.size, what);
   source.on('error', (err) => writer.stream.destroy(err)).pipe(writer.stream);

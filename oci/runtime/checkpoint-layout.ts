@@ -96,13 +96,17 @@ function isBind(m: SpecMount): boolean {
 }
 
 /** The bind mounts worth recording, with what `statOf` says of each source (undefined: gone, left out). */
-export function bindMountsDump(mounts: readonly SpecMount[], statOf: (source: string) => { isDirectory: boolean; mode: number } | undefined): BindMountDump[] {
+export function bindMountsDump(
+  mounts: readonly SpecMount[], statOf: (source: string) => { isDirectory: boolean; mode: number } | undefined,
+): BindMountDump[] {
   const out: BindMountDump[] = [];
   for (const m of mounts) {
     if (!isBind(m) || !m.source || RUNTIME_MOUNTS.has(m.destination)) continue;
     const st = statOf(m.source);
     if (!st) continue;
-    out.push({ source: m.source, destination: m.destination, file_type: st.isDirectory ? 'directory' : 'file', permissions: st.mode & 0o7777 });
+    out.push({
+      source: m.source, destination: m.destination, file_type: st.isDirectory ? 'directory' : 'file', permissions: st.mode & 0o7777,
+    });
   }
   return out;
 }

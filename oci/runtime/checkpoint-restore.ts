@@ -33,7 +33,8 @@ export function memberPath(name: string, what: string): string[] {
 export function archiveEntryAction(name: string, type: string | null | undefined, what: string): 'take' | 'skip' {
   const parts = memberPath(name, what);
   if (type !== 'file' && type !== 'contiguous-file' && type !== 'directory') {
-    throw new InvalidArgument(`${what}: entry "${name}" is a ${type ?? 'entry of unknown type'}; a checkpoint archive holds only files and directories`);
+    throw new InvalidArgument(
+      `${what}: entry "${name}" is a ${type ?? 'entry of unknown type'}; a checkpoint archive holds only files and directories`);
   }
   if (parts[0] === CHECKPOINT_DIR) {
     // CRIU writes its images flat.
@@ -182,7 +183,8 @@ export function diffEntryPath(name: string, type: string | null | undefined, wha
     throw new InvalidArgument(`${what}: entry "${name}" is a whiteout; deletions belong in ${DELETED_FILES}`);
   }
   if (!['file', 'contiguous-file', 'directory', 'symlink', 'link'].includes(type ?? '')) {
-    throw new InvalidArgument(`${what}: entry "${name}" is a ${type ?? 'entry of unknown type'}; a restore makes no device nodes, fifos or sockets`);
+    throw new InvalidArgument(
+      `${what}: entry "${name}" is a ${type ?? 'entry of unknown type'}; a restore makes no device nodes, fifos or sockets`);
   }
   return parts;
 }

@@ -123,8 +123,10 @@ export class OciRuntime {
     } catch (err) {
       if (!(err instanceof Internal)) throw err;
       const cause = criuErrors(await readFile(join(c.bundle, 'restore.log'), 'utf8').catch(() => ''));
-      throw new FailedPrecondition(`restore of container "${c.id}" failed: ${err.message}${cause.length > 0 ? `; CRIU: ${cause.join('; ')}` : ''}`
-        + ' (`criu check` tells whether CRIU works on this node; a restore needs the kernel and CPU features of the dump\'s)', { cause: err });
+      const criu = cause.length > 0 ? `; CRIU: ${cause.join('; ')}` : '';
+      throw new FailedPrecondition(`restore of container "${c.id}" failed: ${err.message}${criu}`
+        + ' (`criu check` tells whether CRIU works on this node; '
+        + 'a restore needs the kernel and CPU features of the dump\'s)', { cause: err });
     }
   }
 

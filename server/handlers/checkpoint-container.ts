@@ -5,7 +5,8 @@ import type { RuntimeRpc } from '../service.js';
 
 export function CheckpointContainer(edge: Edge): RuntimeRpc<'CheckpointContainer'> {
   return async (request, call) => {
-    await checkpointContainer(edge.pods, { idOrPrefix: request.container_id, location: request.location, timeoutSec: Number(request.timeout) }, call.log);
+    await checkpointContainer(
+      edge.pods, { idOrPrefix: request.container_id, location: request.location, timeoutSec: Number(request.timeout) }, call.log);
     return {};
   };
 }
