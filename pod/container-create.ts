@@ -89,8 +89,12 @@ async function planContainer(
   const sandboxConfig = userns || requested.linux?.security_context?.namespace_options?.userns_options?.mode === 'POD'
     ? { ...requested, linux: sandbox.config.linux } : requested;
   // CRI-O's restore: an image that is a path names a checkpoint archive (no image reference starts with '/').
-  const restore = isAbsolute(config.image!.image) ? await t.step('restore-archive', () => planRestore(ctx, config.image!.image)) : undefined;
-  if (restore && userns) throw new FailedPrecondition(`container "${config.metadata.name}": restoring a checkpoint into a user-namespaced pod is not supported`);
+  const restore = isAbsolute(config.image!.image)
+    ? await t.step('restore-archive', () => planRestore(ctx, config.image!.image)) : undefined;
+  if (restore && userns) {
+    throw new FailedPrecondition(
+      `container "${config.metadata.name}": restoring a checkpoint into a user-namespaced pod is not supported`);
+  }
   const image = restore?.image ?? await t.step('image-lookup', () => ctx.images.resolve(config.image!.image));
   const logPath = config.log_path ? containerLogPath(sandbox.config.log_directory, config.log_path) : undefined;
   if (config.log_path && !logPath) {

@@ -40,7 +40,8 @@ export function restoreArchivePath(image: string, settings: RestoreSettings | un
   const path = normalize(image);
   const dir = normalize(`${settings.archive_dir}/`);
   if (!path.startsWith(dir) || path === dir) {
-    throw new InvalidArgument(`checkpoint archive "${image}" is not in ${settings.archive_dir} (restore.archive_dir): only archives there are restored`);
+    throw new InvalidArgument(
+      `checkpoint archive "${image}" is not in ${settings.archive_dir} (restore.archive_dir): only archives there are restored`);
   }
   return path;
 }
