@@ -2,9 +2,7 @@
 // whiteout is resolved inside the layer root, symlinks met on the way are followed only within it, and the
 // final component is never followed. OCI whiteouts become overlayfs whiteouts (0/0 char devices, opaque xattr).
 import { createHash } from 'node:crypto';
-import {
-  chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync,
-} from 'node:fs';
+import { chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Duplex, PassThrough, Transform, type Readable } from 'node:stream';
@@ -17,9 +15,9 @@ import type { Logger } from '../../core/log.js';
 import { blobWriter } from './content.js';
 import { FileSink } from './file-sink.js';
 import { zstdDecompress } from './zstd.js';
-import { classifyEntry, confine, symlinkTarget, xattrAllowed } from './layerpath.js';
+import { dirInRoot } from './dir-in-root.js';
+import { classifyEntry, confine, xattrAllowed } from './layerpath.js';
 
-const MAX_SYMLINK_HOPS = 40;
 /** Files up to this size are written in one call; larger ones stream. */
 const SMALL_FILE = 1 << 20;
 
@@ -187,11 +185,11 @@ class Unpacker {
     const c = classifyEntry(h.name);
     if (c.kind === 'ignore') return;
     if (c.kind === 'opaque') {
-      await setAttribute(this.resolve(c.dir, true), 'trusted.overlay.opaque', 'y');
+      await setAttribute(dirInRoot(this.root, c.dir, this.what, true, this.dirs), 'trusted.overlay.opaque', 'y');
       return;
     }
     if (c.kind === 'whiteout') {
-      const path = join(this.resolve(c.dir, true), c.name);
+      const path = join(dirInRoot(this.root, c.dir, this.what, true, this.dirs), c.name);
       this.clear(path, false);
       await run('mknod', ['-m', '0000', path, 'c', '0', '0']);
       return;
@@ -200,7 +198,7 @@ class Unpacker {
       if (h.type === 'directory') await this.meta(this.root, h, true);
       return;
     }
-    const path = join(this.resolve(c.path.slice(0, -1), true), c.path[c.path.length - 1]!);
+    const path = join(dirInRoot(this.root, c.path.slice(0, -1), this.what, true, this.dirs), c.path[c.path.length - 1]!);
     const mode = (h.mode ?? 0o644) & 0o7777;
     switch (h.type) {
       case 'directory':
@@ -225,7 +223,8 @@ class Unpacker {
         if (target.length === 0) throw new InvalidArgument(`${this.what}: hardlink "${h.name}" points at the layer root`);
         let targetPath: string | undefined;
         try {
-          targetPath = join(this.resolve(target.slice(0, -1), false), target[target.length - 1]!);
+          const dir = dirInRoot(this.root, target.slice(0, -1), this.what, false, this.dirs);
+          if (dir !== undefined) targetPath = join(dir, target[target.length - 1]!);
         } catch { /* reported below */ }
         const st = targetPath ? lstatSync(targetPath, { throwIfNoEntry: false }) : undefined;
         if (!targetPath || !st || st.isDirectory()) {
@@ -252,41 +251,6 @@ class Unpacker {
 
   finish(): void {
     for (const d of this.dirTimes.reverse()) lutimesSync(d.path, d.mtime, d.mtime);
-  }
-
-  /**
-   * The real directory for `parts` under the root, following symlinks only inside the root (a symlink to
-   * "/etc" means <root>/etc). Missing directories are created when `create`, else it is an error.
-   */
-  private resolve(parts: readonly string[], create: boolean): string {
-    let done: string[] = [];
-    let todo = [...parts];
-    let hops = 0;
-    while (todo.length > 0) {
-      const next = [...done, todo.shift()!];
-      const path = join(this.root, ...next);
-      if (this.dirs.has(path)) {
-        done = next;
-        continue;
-      }
-      const st = lstatSync(path, { throwIfNoEntry: false });
-      if (!st) {
-        if (!create) throw new InvalidArgument(`${this.what}: "${next.join('/')}" does not exist in the layer`);
-        mkdirSync(path, { mode: 0o755 });
-        this.dirs.add(path);
-        done = next;
-      } else if (st.isSymbolicLink()) {
-        if (++hops > MAX_SYMLINK_HOPS) throw new InvalidArgument(`${this.what}: too many symlinks resolving "${parts.join('/')}"`);
-        todo = [...symlinkTarget(done, readlinkSync(path)), ...todo];
-        done = [];
-      } else if (st.isDirectory()) {
-        this.dirs.add(path);
-        done = next;
-      } else {
-        throw new InvalidArgument(`${this.what}: "${next.join('/')}" is not a directory but has entries under it`);
-      }
-    }
-    return join(this.root, ...done);
   }
 
   /** Removes what is at `path` unless it is a directory and a directory is wanted; true when a directory stays. */

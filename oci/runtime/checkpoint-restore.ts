@@ -3,20 +3,20 @@
 // deleted.files, and nothing else (spec.dump and bind.mounts are never read: the restored container's mounts,
 // devices and privileges are the request's); only plain files and directories are taken, by names that stay in
 // the work dir. The rootfs diff is applied into the new container's root with every path resolved inside it.
-import { createReadStream, lchownSync, linkSync, lstatSync, mkdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+import { createReadStream, lchownSync, linkSync, lstatSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { chmod, lutimes, mkdir, open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import tar from 'tar-stream';
 import { InvalidArgument, MinicriError } from '../../core/errors.js';
-import { confine, symlinkTarget, WHITEOUT_PREFIX } from '../image/layerpath.js';
+import { dirInRoot } from '../image/dir-in-root.js';
+import { confine, WHITEOUT_PREFIX } from '../image/layerpath.js';
 import { CHECKPOINT_DIR, CONFIG_DUMP, DELETED_FILES, ROOTFS_DIFF_TAR, type ConfigDump } from './checkpoint-layout.js';
 
 /** The archive's members a restore reads; every other plain file (spec.dump, bind.mounts, logs) is skipped unread. */
 const RESTORE_MEMBERS = new Set([CONFIG_DUMP, ROOTFS_DIFF_TAR, DELETED_FILES]);
 /** The small JSON members are read whole: more than this is not a checkpoint's. */
 const MAX_JSON_BYTES = 16 << 20;
-const MAX_SYMLINK_HOPS = 40;
 
 /**
  * An entry name as components, or InvalidArgument when it is absolute or climbs out ("..") of where it is
@@ -199,7 +199,7 @@ export async function applyRootfsDiff(diffTar: string, root: string, maxBytes: n
   await readArchive(diffTar, maxBytes, what, async (name, h, body) => {
     const parts = diffEntryPath(name, h.type, what);
     if (parts.length === 0) return;
-    const path = join(resolveInRoot(root, parts.slice(0, -1), what), parts[parts.length - 1]!);
+    const path = join(dirInRoot(root, parts.slice(0, -1), what, true), parts[parts.length - 1]!);
     const existing = lstatSync(path, { throwIfNoEntry: false });
     if (existing && !(h.type === 'directory' && existing.isDirectory())) rmSync(path, { recursive: true, force: true });
     switch (h.type) {
@@ -211,7 +211,7 @@ export async function applyRootfsDiff(diffTar: string, root: string, maxBytes: n
         break;
       case 'link': {
         const target = memberPath(h.linkname ?? '', what);
-        const source = target.length > 0 ? join(resolveInRoot(root, target.slice(0, -1), what), target[target.length - 1]!) : root;
+        const source = target.length > 0 ? join(dirInRoot(root, target.slice(0, -1), what, true), target[target.length - 1]!) : root;
         if (!lstatSync(source, { throwIfNoEntry: false })?.isFile()) {
           throw new InvalidArgument(`${what}: hard link "${name}" -> "${h.linkname}" names no file inside the container's root`);
         }
@@ -237,43 +237,9 @@ export function removeDeletedFiles(root: string, paths: readonly string[]): void
   for (const p of paths) {
     const parts = confine(p);
     if (parts.length === 0) continue;
-    let parent: string;
-    try {
-      parent = resolveInRoot(root, parts.slice(0, -1), what, false);
-    } catch (err) {
-      if (err instanceof NotThere) continue; // gone with its parent already
-      throw err;
-    }
+    const parent = dirInRoot(root, parts.slice(0, -1), what, false);
+    if (parent === undefined) continue; // gone with its parent already
     rmSync(join(parent, parts[parts.length - 1]!), { recursive: true, force: true });
   }
 }
 
-class NotThere extends Error {}
-
-/**
- * The real directory `parts` name under `root`, symlinks followed only inside it; missing directories are made
- * when `create`, else NotThere.
- */
-function resolveInRoot(root: string, parts: readonly string[], what: string, create = true): string {
-  let done: string[] = [];
-  let todo = [...parts];
-  for (let hops = 0; todo.length > 0;) {
-    const next = [...done, todo.shift()!];
-    const path = join(root, ...next);
-    const st = lstatSync(path, { throwIfNoEntry: false });
-    if (!st) {
-      if (!create) throw new NotThere(path);
-      mkdirSync(path, { mode: 0o755 });
-      done = next;
-    } else if (st.isSymbolicLink()) {
-      if (++hops > MAX_SYMLINK_HOPS) throw new InvalidArgument(`${what}: too many symlinks resolving "${parts.join('/')}"`);
-      todo = [...symlinkTarget(done, readlinkSync(path)), ...todo];
-      done = [];
-    } else if (st.isDirectory()) {
-      done = next;
-    } else {
-      throw new InvalidArgument(`${what}: "${next.join('/')}" is not a directory but has entries under it`);
-    }
-  }
-  return join(root, ...done);
-}
