@@ -5,8 +5,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CriClient } from '../test/support/cri-client.js';
 import type { FakePod } from '../test/support/pod-resources-server.js';
-import { benchPod } from './lib/pods.js';
-import { summarize, timed, type Summary } from './lib/stats.js';
+import { podRunBench } from './lib/pod-runs.js';
+import type { Summary } from './lib/stats.js';
 
 export const DRANET_KINDS = ['devicePlugin', 'dra'] as const;
 /** The link both networks hand to host-device; made and removed with the bench environment. */
@@ -42,31 +42,14 @@ export async function writeDranetConfig(networksDir: string, cdiDir: string): Pr
  * pod-resources server reports: each pod is added before its run and dropped after.
  */
 export async function dranetBench(client: CriClient, logRoot: string, n: number, pods: FakePod[]): Promise<DranetResult> {
-  const rt = client.runtime;
-  const errors: string[] = [];
-  const run: Record<string, Summary> = {};
-  for (const kind of DRANET_KINDS) {
-    const samples: Record<string, number[]> = {};
-    for (let i = 0; i <= n; i++) {
-      const config = benchPod('dranet', logRoot);
-      config.annotations!['k8s.v1.cni.cncf.io/networks'] = NETWORK_OF[kind];
-      const fake: FakePod = {
-        namespace: config.metadata!.namespace!, name: config.metadata!.name!,
-        devices: kind === 'devicePlugin' ? { [RESOURCE]: [DRANET_LINK] } : {},
-        claims: kind === 'dra' ? [{ name: `${config.metadata!.name}-net`, devices: [{ driver: DRIVER, pool: 'bench', device: 'dev0', cdiDevices: [`${KIND}=dev0`] }] }] : [],
-      };
-      pods.push(fake);
-      try {
-        const { pod_sandbox_id: pod } = await timed(i === 0 ? {} : samples, 'run', () => rt.call('RunPodSandbox', { config }));
-        await rt.call('StopPodSandbox', { pod_sandbox_id: pod });
-        await rt.call('RemovePodSandbox', { pod_sandbox_id: pod });
-      } catch (err) {
-        errors.push((err as Error).message);
-      } finally {
-        pods.splice(pods.indexOf(fake), 1);
-      }
-    }
-    run[kind] = summarize(samples.run ?? []);
-  }
-  return { errors, run };
+  return podRunBench(client, logRoot, 'dranet', n, DRANET_KINDS, (kind) => kind, (config, kind) => {
+    config.annotations!['k8s.v1.cni.cncf.io/networks'] = NETWORK_OF[kind];
+    const fake: FakePod = {
+      namespace: config.metadata!.namespace!, name: config.metadata!.name!,
+      devices: kind === 'devicePlugin' ? { [RESOURCE]: [DRANET_LINK] } : {},
+      claims: kind === 'dra' ? [{ name: `${config.metadata!.name}-net`, devices: [{ driver: DRIVER, pool: 'bench', device: 'dev0', cdiDevices: [`${KIND}=dev0`] }] }] : [],
+    };
+    pods.push(fake);
+    return () => { pods.splice(pods.indexOf(fake), 1); };
+  });
 }

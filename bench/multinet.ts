@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import type { CriClient } from '../test/support/cri-client.js';
 import { FLOOR_NETNS_PREFIX, NETWORK, RUNC, SECONDARY_NETWORKS, type BenchEnv } from './lib/env.js';
-import { benchPod } from './lib/pods.js';
+import { podRunBench } from './lib/pod-runs.js';
 import { summarize, timed, type Summary } from './lib/stats.js';
 import { bridgePlugin, floorDirs, runc, startPause, waitExited, type FloorDirs } from './floor.js';
 
@@ -24,25 +24,9 @@ function networksOf(count: number) {
 
 /** `n` timed RunPodSandbox (after one untimed) per secondary network count; stop and remove are not timed. */
 export async function multinetBench(client: CriClient, logRoot: string, n: number): Promise<MultinetResult> {
-  const rt = client.runtime;
-  const errors: string[] = [];
-  const run: Record<string, Summary> = {};
-  for (const count of SECONDARY_COUNTS) {
-    const samples: Record<string, number[]> = {};
-    for (let i = 0; i <= n; i++) {
-      const config = benchPod('multinet', logRoot);
-      if (count > 0) config.annotations!['k8s.v1.cni.cncf.io/networks'] = networksOf(count).map((s) => s.name).join(', ');
-      try {
-        const { pod_sandbox_id: pod } = await timed(i === 0 ? {} : samples, 'run', () => rt.call('RunPodSandbox', { config }));
-        await rt.call('StopPodSandbox', { pod_sandbox_id: pod });
-        await rt.call('RemovePodSandbox', { pod_sandbox_id: pod });
-      } catch (err) {
-        errors.push((err as Error).message);
-      }
-    }
-    run[`secondary${count}`] = summarize(samples.run ?? []);
-  }
-  return { errors, run };
+  return podRunBench(client, logRoot, 'multinet', n, SECONDARY_COUNTS, (count) => `secondary${count}`, (config, count) => {
+    if (count > 0) config.annotations!['k8s.v1.cni.cncf.io/networks'] = networksOf(count).map((s) => s.name).join(', ');
+  });
 }
 
 /** One pod by hand with `count` secondary networks; whatever it made is undone, timing only its start. */
