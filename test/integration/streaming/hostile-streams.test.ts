@@ -4,16 +4,10 @@
 // also checks the daemon keeps answering CRI calls (a liveness deadline) while it runs.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { makeTestNet, type TestNet } from '../../support/cni-env.js';
-import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { containerConfig, POD_LOG_ROOT, podConfig } from '../../support/pods.js';
-import { checkThenClean, hostSnapshot, networkFixtureObjects, type HostSnapshot } from '../../support/leaks.js';
-import { startRegistry, type TestRegistry } from '../../support/registry.js';
-import { pushBusybox } from '../../support/busybox-image.js';
+import { containerConfig } from '../../support/pods.js';
+import { streamingPod } from '../../support/streaming-pod.js';
 import { channelText, readAll, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect } from '../../support/streaming-client.js';
 import { waitFor } from '../../support/wait.js';
 import { encodeData } from '../../../streaming/spdy-frames.js';
@@ -31,16 +25,12 @@ function rssBytes(pid: number): number {
 }
 
 describe('streaming under hostile clients', () => {
-  let snapshot: HostSnapshot | undefined;
-  let registry: TestRegistry;
-  let net: TestNet;
-  let dirs: DaemonDirs;
-  let daemon: TestDaemon;
-  let podId: string;
+  const pod = streamingPod(87, 'hstream', 'the hostile streaming tests',
+    `[streaming]\nmax_sessions_per_container = ${PER_CONTAINER}\nmax_port_forward_pairs = ${PAIRS}\n`);
   let shell: string; // httpd on 8080, then sleeps
   let other: string; // another container of the pod: sleeps
 
-  const rt = () => daemon.client.runtime;
+  const rt = () => pod.daemon.client.runtime;
   const execUrl = async (container: string, cmd: string[], stdin = false) =>
     (await rt().call('Exec', { container_id: container, cmd, stdin, stdout: true, stderr: true, tty: false })).url;
 
@@ -60,37 +50,8 @@ describe('streaming under hostile clients', () => {
   }
 
   before(async () => {
-    snapshot = await hostSnapshot();
-    registry = await startRegistry();
-    const image = await pushBusybox(registry, 'hostile-streams', {}, [{ entries: [{ name: 'www/', type: 'directory' }, { name: 'www/index.html', data: 'hello from the pod\n' }] }]);
-    net = await makeTestNet(87);
-    await net.writeBridgeConf();
-    dirs = makeDaemonDirs(`[streaming]\nmax_sessions_per_container = ${PER_CONTAINER}\nmax_port_forward_pairs = ${PAIRS}\n`, net);
-    daemon = await TestDaemon.start(dirs);
-    await daemon.client.image.call('PullImage', { image: { image } });
-    const config = podConfig('hstream');
-    podId = (await rt().call('RunPodSandbox', { config })).pod_sandbox_id;
-    const start = async (c: ReturnType<typeof containerConfig>) => {
-      const { container_id: id } = await rt().call('CreateContainer', { pod_sandbox_id: podId, config: c, sandbox_config: config });
-      await rt().call('StartContainer', { container_id: id });
-      return id;
-    };
-    shell = await start(containerConfig('shell', image, ['sh', '-c', 'httpd -p 8080 -h /www && exec sleep 3600']));
-    other = await start(containerConfig('other', image, ['sleep', '3600']));
-  });
-
-  after(async () => {
-    try {
-      if (podId) await rt().call('RemovePodSandbox', { pod_sandbox_id: podId });
-    } finally {
-      await daemon?.stop();
-      await registry?.stop();
-      await checkThenClean(snapshot, 'the hostile streaming tests', net ? networkFixtureObjects(net.bridge) : {}, async () => {
-        await net?.cleanup();
-        await rm(join(POD_LOG_ROOT, 'hstream'), { recursive: true, force: true });
-        if (dirs) removeDirs(dirs);
-      });
-    }
+    shell = await pod.start(containerConfig('shell', pod.image, ['sh', '-c', 'httpd -p 8080 -h /www && exec sleep 3600']));
+    other = await pod.start(containerConfig('other', pod.image, ['sleep', '3600']));
   });
 
   /**
@@ -98,7 +59,7 @@ describe('streaming under hostile clients', () => {
    * until all is sent or the flow has stalled (back-pressure); checks liveness while it is stalled.
    */
   async function flood(what: string, write: (chunk: Buffer) => Promise<void>): Promise<{ sent: number; grown: number }> {
-    const pid = daemon.process.pid!;
+    const pid = pod.daemon.process.pid!;
     const base = rssBytes(pid);
     let peak = base;
     const sampler = setInterval(() => { peak = Math.max(peak, rssBytes(pid)); }, 50);
@@ -148,7 +109,7 @@ describe('streaming under hostile clients', () => {
   });
 
   it('a port-forward session opening more pairs than its limit: refusals past it, the earlier pairs keep working', async () => {
-    const { session } = await spdyConnect((await rt().call('PortForward', { pod_sandbox_id: podId, port: [8080] })).url, ['portforward.k8s.io']);
+    const { session } = await spdyConnect((await rt().call('PortForward', { pod_sandbox_id: pod.podId, port: [8080] })).url, ['portforward.k8s.io']);
     try {
       const pair = async (id: number) => ({
         error: await session.openStream({ streamtype: 'error', port: '8080', requestid: String(id) }),

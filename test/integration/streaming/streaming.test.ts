@@ -9,16 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
-import { makeTestNet, waitFor, type TestNet } from '../../support/cni-env.js';
+import { waitFor } from '../../support/cni-env.js';
 import { startFakeApiServer } from '../../support/fake-apiserver.js';
-import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../support/daemon.js';
-import { containerConfig, POD_LOG_ROOT, podConfig } from '../../support/pods.js';
-import { checkThenClean, hostSnapshot, networkFixtureObjects, type HostSnapshot } from '../../support/leaks.js';
-import { startRegistry, type TestRegistry } from '../../support/registry.js';
-import { pushBusybox } from '../../support/busybox-image.js';
+import { containerConfig } from '../../support/pods.js';
+import { streamingPod } from '../../support/streaming-pod.js';
 import {
   channelText, readAll, readUntil, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect, wsSend,
 } from '../../support/streaming-client.js';
@@ -50,53 +47,17 @@ function findKubectls(): { v: string; minor: number; path: string }[] {
 const HTTP_GET = 'GET / HTTP/1.0\r\nHost: pod\r\n\r\n';
 
 describe('streaming: exec, attach, port-forward', () => {
-  let snapshot: HostSnapshot | undefined;
-  let registry: TestRegistry;
-  let net: TestNet;
-  let dirs: DaemonDirs;
-  let daemon: TestDaemon;
-  let image: string;
-  let podId: string;
+  const pod = streamingPod(80, 'stream', 'the streaming tests');
   let shell: string; // runs httpd on 8080 and 8081, then sleeps
   let catter: string; // cat on its stdin
 
-  const rt = () => daemon.client.runtime;
+  const rt = () => pod.daemon.client.runtime;
   const execUrl = async (cmd: string[], o: { stdin?: boolean; tty?: boolean; stderr?: boolean } = {}) =>
     (await rt().call('Exec', { container_id: shell, cmd, stdin: o.stdin ?? false, stdout: true, stderr: o.stderr ?? !o.tty, tty: o.tty ?? false })).url;
 
   before(async () => {
-    snapshot = await hostSnapshot();
-    registry = await startRegistry();
-    image = await pushBusybox(registry, 'streaming', {}, [{ entries: [{ name: 'www/', type: 'directory' }, { name: 'www/index.html', data: 'hello from the pod\n' }] }]);
-    net = await makeTestNet(80);
-    await net.writeBridgeConf();
-    dirs = makeDaemonDirs('', net);
-    daemon = await TestDaemon.start(dirs);
-    await daemon.client.image.call('PullImage', { image: { image } });
-    const config = podConfig('stream');
-    podId = (await rt().call('RunPodSandbox', { config })).pod_sandbox_id;
-    const start = async (c: ReturnType<typeof containerConfig>) => {
-      const { container_id: id } = await rt().call('CreateContainer', { pod_sandbox_id: podId, config: c, sandbox_config: config });
-      await rt().call('StartContainer', { container_id: id });
-      return id;
-    };
-    shell = await start(containerConfig('shell', image, ['sh', '-c', 'httpd -p 8080 -h /www && httpd -p 8081 -h /www && exec sleep 3600']));
-    catter = await start(containerConfig('cat', image, ['cat'], (c) => { c.stdin = true; }));
-  });
-
-  after(async () => {
-    try {
-      if (podId) await rt().call('RemovePodSandbox', { pod_sandbox_id: podId });
-    } finally {
-      await daemon?.stop();
-      await registry?.stop();
-      // Checked before the network and the daemon's dirs go, so their removal hides nothing.
-      await checkThenClean(snapshot, 'the streaming tests', net ? networkFixtureObjects(net.bridge) : {}, async () => {
-        await net?.cleanup();
-        await rm(join(POD_LOG_ROOT, 'stream'), { recursive: true, force: true });
-        if (dirs) removeDirs(dirs);
-      });
-    }
+    shell = await pod.start(containerConfig('shell', pod.image, ['sh', '-c', 'httpd -p 8080 -h /www && httpd -p 8081 -h /www && exec sleep 3600']));
+    catter = await pod.start(containerConfig('cat', pod.image, ['cat'], (c) => { c.stdin = true; }));
   });
 
   it('serves on loopback only by default and answers with a /<verb>/<token> URL', async () => {
@@ -105,7 +66,7 @@ describe('streaming: exec, attach, port-forward', () => {
     assert.match(url.pathname, /^\/exec\/[A-Za-z0-9_-]{22}$/);
     // Nothing of ours listens on a wildcard or non-loopback address.
     const { stdout } = await execa('ss', ['-Hltnp']);
-    const ours = stdout.split('\n').filter((l) => l.includes(`pid=${daemon.process.pid},`));
+    const ours = stdout.split('\n').filter((l) => l.includes(`pid=${pod.daemon.process.pid},`));
     assert.ok(ours.length > 0);
     for (const line of ours) assert.match(line.split(/\s+/)[3]!, /^127\.0\.0\.1:\d+$/);
   });
@@ -183,14 +144,8 @@ describe('streaming: exec, attach, port-forward', () => {
   });
 
   it('attach with stdin_once: closing stdin ends cat and the container; with a tty, resizes reach the terminal', async () => {
-    const config = podConfig('stream');
-    const create = async (c: ReturnType<typeof containerConfig>) => {
-      const { container_id: id } = await rt().call('CreateContainer', { pod_sandbox_id: podId, config: c, sandbox_config: config });
-      await rt().call('StartContainer', { container_id: id });
-      return id;
-    };
-    const once = await create(containerConfig('once', image, ['cat'], (c) => { c.stdin = true; c.stdin_once = true; }));
-    const tty = await create(containerConfig('tty', image, ['sh'], (c) => { c.stdin = true; c.tty = true; }));
+    const once = await pod.start(containerConfig('once', pod.image, ['cat'], (c) => { c.stdin = true; c.stdin_once = true; }));
+    const tty = await pod.start(containerConfig('tty', pod.image, ['sh'], (c) => { c.stdin = true; c.tty = true; }));
     try {
       const s = await spdyRemoteCommand((await rt().call('Attach', { container_id: once, stdin: true, stdout: true, stderr: true })).url, { stdin: true, stdout: true, stderr: true });
       const out = readAll(s.stdout!);
@@ -212,7 +167,7 @@ describe('streaming: exec, attach, port-forward', () => {
   });
 
   it('port-forward over SPDY: two requests on one session, two ports, a failed port does not break the others', async () => {
-    const { url } = await rt().call('PortForward', { pod_sandbox_id: podId, port: [8080, 8081] });
+    const { url } = await rt().call('PortForward', { pod_sandbox_id: pod.podId, port: [8080, 8081] });
     const { session } = await spdyConnect(url, ['portforward.k8s.io']);
     try {
       let request = 0;
@@ -240,7 +195,7 @@ describe('streaming: exec, attach, port-forward', () => {
   });
 
   it('port-forward over WebSocket: port-prefixed channel pair per port', async () => {
-    const { url } = await rt().call('PortForward', { pod_sandbox_id: podId, port: [] });
+    const { url } = await rt().call('PortForward', { pod_sandbox_id: pod.podId, port: [] });
     const s = await wsConnect(`${url}?port=8081`, ['v4.channel.k8s.io']);
     try {
       await waitFor(async () => (s.channels.get(0)?.length ?? 0) >= 1 && (s.channels.get(1)?.length ?? 0) >= 1, 5000, 'the port prefixes');
@@ -285,7 +240,7 @@ describe('streaming: exec, attach, port-forward', () => {
     await assert.rejects(rt().call('Attach', { container_id: 'f'.repeat(64), stdout: true }), code(grpc.status.NOT_FOUND));
     await assert.rejects(rt().call('Attach', { container_id: shell, stdin: true, stdout: true }), code(grpc.status.INVALID_ARGUMENT));
     await assert.rejects(rt().call('PortForward', { pod_sandbox_id: 'f'.repeat(64), port: [80] }), code(grpc.status.NOT_FOUND));
-    await assert.rejects(rt().call('PortForward', { pod_sandbox_id: podId, port: [70000] }), code(grpc.status.INVALID_ARGUMENT));
+    await assert.rejects(rt().call('PortForward', { pod_sandbox_id: pod.podId, port: [70000] }), code(grpc.status.INVALID_ARGUMENT));
   });
 
   it('has a kubectl to drive (setup.sh test installs Debian\'s kubernetes-client)', () => {
@@ -297,7 +252,7 @@ describe('streaming: exec, attach, port-forward', () => {
       const ids: Record<string, string> = { shell, cat: catter };
       const api = await startFakeApiServer('stream', ['shell', 'cat'], async (sub, q) => {
         const flag = (k: string) => q.get(k) === 'true';
-        if (sub === 'portforward') return (await rt().call('PortForward', { pod_sandbox_id: podId, port: [] })).url;
+        if (sub === 'portforward') return (await rt().call('PortForward', { pod_sandbox_id: pod.podId, port: [] })).url;
         const common = { container_id: ids[q.get('container') ?? 'shell']!, stdin: flag('stdin'), stdout: flag('stdout'), stderr: flag('stderr'), tty: flag('tty') };
         if (sub === 'exec') return (await rt().call('Exec', { ...common, cmd: q.getAll('command') })).url;
         return (await rt().call('Attach', common)).url;
@@ -308,7 +263,7 @@ describe('streaming: exec, attach, port-forward', () => {
         const kubeconfig = await api.writeKubeconfig(join(home, 'kubeconfig'));
         const run = (args: string[], input?: string) => execa(kubectl.path, ['--kubeconfig', kubeconfig, '--cache-dir', join(home, 'cache'), ...args],
           { reject: false, timeout: 30_000, env: { HOME: home }, ...(input === undefined ? {} : { input }) });
-        const logStart = daemon.log().length;
+        const logStart = pod.daemon.log().length;
         const failing = await run(['exec', 'stream', '-c', 'shell', '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
         assert.equal(failing.stdout, 'out');
         assert.match(failing.stderr, /err/);
@@ -332,7 +287,7 @@ describe('streaming: exec, attach, port-forward', () => {
         await forward.catch(() => undefined);
         // Each kubectl spoke what we expect of its version (before 1.30: SPDY; after: WebSocket, SPDY tunneled for port-forward).
         const expected = kubectl.minor < 30 ? ['exec spdy', 'portforward spdy portforward.k8s.io'] : ['exec ws v5.channel.k8s.io', 'portforward ws SPDY/3.1+portforward.k8s.io'];
-        const spoken = () => daemon.log().slice(logStart).split('\n').filter((l) => l.includes('streaming session ended'))
+        const spoken = () => pod.daemon.log().slice(logStart).split('\n').filter((l) => l.includes('streaming session ended'))
           .map((l) => JSON.parse(l) as { verb: string; transport: string; protocol: string }).map((l) => `${l.verb} ${l.transport} ${l.protocol}`);
         await waitFor(async () => expected.every((e) => spoken().some((x) => x.startsWith(e))), 5000, `sessions ${expected.join(', ')} (saw ${spoken().join('; ')})`);
       } finally {
