@@ -144,7 +144,9 @@ export class KindNode {
       }
       const node = new KindNode(dir, root, nspawn, name, hierarchies, consoleLog, pid1);
       const state = await node.exec(['systemctl', 'is-system-running', '--wait'], { reject: false, timeout: 120_000 });
-      if (!/running|degraded/.test(state.stdout)) throw new Error(`the node's systemd did not come up (${state.stdout}): ${await readFile(consoleLog, 'utf8')}`);
+      if (!/running|degraded/.test(state.stdout)) {
+        throw new Error(`the node's systemd did not come up (systemctl is-system-running: exit ${state.exitCode}, "${state.stdout}", ${state.stderr}): ${await readFile(consoleLog, 'utf8')}`);
+      }
       await node.writableCgroups();
       return node;
     } catch (err) {
