@@ -64,8 +64,9 @@ runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
 # systemd-container: the unit test boots the shipped unit under a real systemd (systemd-nspawn). apparmor: the unit
 # tests check minicri's profiles with apparmor_parser on any kernel. kubectl for the streaming interop tests:
-# Debian's kubernetes-client, unless a kubectl is on PATH already (their files collide).
-test_packages=(docker-registry busybox openssl zstd apache2-utils systemd systemd-container e2fsprogs apparmor $(command -v kubectl >/dev/null || echo kubernetes-client))
+# Debian's kubernetes-client, unless a kubectl is on PATH already (their files collide). nftables: the leak check
+# lists nft tables with nft, and fails when it cannot.
+test_packages=(docker-registry busybox openssl zstd apache2-utils systemd systemd-container e2fsprogs apparmor nftables $(command -v kubectl >/dev/null || echo kubernetes-client))
 # With systemd as PID 1, the systemd cgroup driver (runc's and conmon's) talks to it over D-Bus.
 [ -d /run/systemd/system ] && runtime_packages+=(dbus)
 # The kind-style node test (test/node/) builds a Debian 12 node with debootstrap and boots it with systemd-nspawn;
