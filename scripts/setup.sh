@@ -64,8 +64,9 @@ runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
 # systemd-container: the unit test boots the shipped unit under a real systemd (systemd-nspawn). apparmor: the unit
 # tests check minicri's profiles with apparmor_parser on any kernel. kubectl for the streaming interop tests:
-# Debian's kubernetes-client, unless a kubectl is on PATH already (their files collide).
-test_packages=(docker-registry busybox openssl zstd apache2-utils systemd systemd-container e2fsprogs apparmor $(command -v kubectl >/dev/null || echo kubernetes-client))
+# Debian's kubernetes-client, unless a kubectl is on PATH already (their files collide). nftables: the leak check
+# lists nft tables with nft, and fails when it cannot.
+test_packages=(docker-registry busybox openssl zstd apache2-utils systemd systemd-container e2fsprogs apparmor nftables $(command -v kubectl >/dev/null || echo kubernetes-client))
 # With systemd as PID 1, the systemd cgroup driver (runc's and conmon's) talks to it over D-Bus.
 [ -d /run/systemd/system ] && runtime_packages+=(dbus)
 # The kind-style node test (test/node/) builds a Debian 12 node with debootstrap and boots it with systemd-nspawn;
@@ -88,6 +89,23 @@ node_is_pinned() {
     [ "$("$MINICRI_NODE/bin/node" "$MINICRI_NODE/lib/node_modules/npm/bin/npm-cli.js" --version 2>/dev/null)" = "$npm_pin" ]
 }
 node_is_pinned || command -v npm >/dev/null || packages+=(nodejs npm)
+# The sha512 integrity scripts/node-version pins for package $1 (the form npm reports), or a clear failure.
+pinned_integrity() {
+  local want
+  want=$(sed -n "s/^integrity\.$1=//p" scripts/node-version)
+  [ -n "$want" ] || { echo "setup.sh: scripts/node-version pins no integrity for $1 (add integrity.$1= with what" \
+    "npm view $1@<version> dist.integrity reports, after checking it)" >&2; exit 1; }
+  echo "$want"
+}
+# Fails unless the fetched package $2 has the integrity pinned for $1: a package that differs is never unpacked.
+check_integrity() {
+  local want got
+  want=$(pinned_integrity "$1")
+  got="sha512-$(openssl dgst -sha512 -binary "$2" | base64 -w0)" || got="unreadable (npm pack left no such file)"
+  [ "$got" = "$want" ] || { echo "setup.sh: the fetched $1 package ($(basename "$2")) has integrity $got, not the" \
+    "$want scripts/node-version pins: it is not the release pinned (a changed registry, mirror or npm cache?)," \
+    "so nothing was installed" >&2; exit 1; }
+}
 # Both nodes trust the system's CA bundle (with local CAs from update-ca-certificates), for the fetch and at run
 # time: the official binary otherwise trusts only its own list.
 export NODE_EXTRA_CA_CERTS="${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}"
@@ -109,11 +127,14 @@ fi
 
 if ! node_is_pinned; then
   case "$(uname -m)" in x86_64) arch=x64 ;; aarch64) arch=arm64 ;; *) echo "setup.sh: no Node.js package for $(uname -m)" >&2; exit 1 ;; esac
+  pinned_integrity "node-linux-$arch" >/dev/null && pinned_integrity npm >/dev/null
   say "fetching Node.js $node_pin and npm $npm_pin for minicri into $MINICRI_NODE (now: $("$MINICRI_NODE/bin/node" --version 2>/dev/null || echo none))"
   fetched=$(mktemp -d) && scratch+=("$fetched" "$MINICRI_NODE.new")
   # npm's cache keeps the packages: a second fetch of the same versions needs no network.
   step "fetching node-linux-$arch@$node_pin and npm@$npm_pin with $(command -v npm)" registry_fix \
     npm pack --prefer-offline --no-audit --no-fund --pack-destination "$fetched" "node-linux-$arch@$node_pin" "npm@$npm_pin"
+  check_integrity "node-linux-$arch" "$fetched/node-linux-$arch-$node_pin.tgz"
+  check_integrity npm "$fetched/npm-$npm_pin.tgz"
   rm -rf "$MINICRI_NODE.new" && mkdir -p "$MINICRI_NODE.new/lib/node_modules/npm"
   step "unpacking Node.js into $MINICRI_NODE.new" "the packages in $fetched did not unpack: a full disk (df -h $fetched /usr/local)?" \
     sh -c 'tar -xzf "$1"/node-linux-*.tgz -C "$2" --strip-components=1 package/bin &&

@@ -11,6 +11,12 @@ export interface Usage { bytes: number; inodes: number }
 
 /** Sync work between two turns of the event loop. */
 const SLICE_MS = 5;
+/**
+ * Hard-linked inodes a walk remembers so each counts once: a set of numbers, about 40 bytes each. A layer with
+ * more (millions of links, made by the pod) would otherwise grow the daemon by as much; past this many, further
+ * inodes with links are counted at every link, so such a layer may be over-counted.
+ */
+export const MAX_LINKED_INODES = 100_000;
 
 /**
  * One walk of a tree, in steps. Open directories sit on a stack (as deep as the tree, which PATH_MAX bounds,
@@ -20,7 +26,7 @@ const SLICE_MS = 5;
  */
 export class UsageWalk {
   private readonly stack: Array<{ path: string; dir: Dir }> = [];
-  /** Inodes with more than one link: counted once. */
+  /** Inodes with more than one link: counted once, the first `maxLinked` of them. */
   private readonly linked = new Set<number>();
   private bytes = 0;
   private inodes = 0;
@@ -30,7 +36,7 @@ export class UsageWalk {
   visited = 0;
   done = false;
 
-  constructor(readonly root: string) {}
+  constructor(readonly root: string, private readonly maxLinked = MAX_LINKED_INODES) {}
 
   /**
    * Walks on until the tree is done (its usage returned) or `stop()` says so (undefined returned; the next
@@ -72,7 +78,7 @@ export class UsageWalk {
     this.dev ??= st.dev;
     if (st.nlink > 1 && !st.isDirectory()) {
       if (this.linked.has(st.ino)) return;
-      this.linked.add(st.ino);
+      if (this.linked.size < this.maxLinked) this.linked.add(st.ino);
     }
     this.inodes += 1;
     this.bytes += st.blocks * 512;

@@ -40,9 +40,14 @@ export interface HostSnapshot {
   tmp: string[];
   /** "<name>=<value>" of the host sysctls tests or the plugins they run may change. */
   sysctls: string[];
+  /**
+   * Why a kind could not be listed (its tool failed or is not installed): that kind's list is empty and
+   * means nothing, so the check reports the reason as a difference rather than passing on it.
+   */
+  unchecked: Partial<Record<LeakKind, string>>;
 }
 
-export type LeakKind = keyof HostSnapshot;
+export type LeakKind = Exclude<keyof HostSnapshot, 'unchecked'>;
 const KINDS: LeakKind[] = ['processes', 'links', 'iptables', 'nft', 'mounts', 'loops', 'netns', 'cgroups', 'runc', 'cni', 'ipam', 'tmp', 'sysctls'];
 
 /**
@@ -216,11 +221,29 @@ export function parseIptablesSave(command: 'iptables' | 'ip6tables', dump: strin
   return found;
 }
 
+/** A listing tool's failure, with the reason the check reports for its kind. */
+class ProbeError extends Error {}
+
+/** The output of a tool that lists host objects; a failure or a missing tool throws a ProbeError naming `what`. */
+async function probe(what: string, command: string, args: string[]): Promise<string> {
+  const out = await execa(command, args, { reject: false });
+  if (out.code === 'ENOENT') throw new ProbeError(`not checked: ${command} is not installed`);
+  if (out.failed) throw new ProbeError(`could not check ${what}: ${out.shortMessage}${out.stderr ? `: ${String(out.stderr).trim()}` : ''}`);
+  return String(out.stdout);
+}
+
+/** Parses a tool's JSON output, a parse failure being the tool's failure. */
+function parseJson<T>(what: string, text: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch (err) {
+    throw new ProbeError(`could not check ${what}: unreadable output: ${(err as Error).message}`);
+  }
+}
+
 async function firewall(): Promise<string[]> {
-  const dumps = await Promise.all((['iptables', 'ip6tables'] as const).map(async (command) => {
-    const out = await execa(`${command}-save`, [], { reject: false });
-    return parseIptablesSave(command, String(out.stdout));
-  }));
+  const dumps = await Promise.all((['iptables', 'ip6tables'] as const).map(async (command) =>
+    parseIptablesSave(command, await probe(`${command} rules`, `${command}-save`, []))));
   return dumps.flat();
 }
 
@@ -228,22 +251,22 @@ async function firewall(): Promise<string[]> {
 const XTABLES = new Set(['filter', 'nat', 'mangle', 'raw', 'security']);
 
 async function nftTables(): Promise<string[]> {
-  const out = await execa('nft', ['-j', 'list', 'tables'], { reject: false });
-  if (out.exitCode !== 0) return [];
-  const items = (JSON.parse(String(out.stdout)) as { nftables?: { table?: { family: string; name: string } }[] }).nftables ?? [];
+  const out = await probe('nft tables', 'nft', ['-j', 'list', 'tables']);
+  const items = parseJson<{ nftables?: { table?: { family: string; name: string } }[] }>('nft tables', out).nftables ?? [];
   return items.flatMap((i) => (i.table && !(['ip', 'ip6'].includes(i.table.family) && XTABLES.has(i.table.name)) ? [`${i.table.family} ${i.table.name}`] : []));
 }
 
 async function links(): Promise<string[]> {
-  const out = await execa('ip', ['-j', '-d', 'link', 'show'], { reject: false });
-  const list = JSON.parse(String(out.stdout) || '[]') as { ifname: string; linkinfo?: { info_kind?: string } }[];
+  const out = await probe('network links', 'ip', ['-j', '-d', 'link', 'show']);
+  const list = parseJson<{ ifname: string; linkinfo?: { info_kind?: string } }[]>('network links', out);
   return list.map((l) => `${l.linkinfo?.info_kind ?? 'device'} ${l.ifname}`);
 }
 
 async function loopDevices(): Promise<string[]> {
-  const out = await execa('losetup', ['-J'], { reject: false });
-  if (!String(out.stdout).trim()) return [];
-  const list = (JSON.parse(String(out.stdout)) as { loopdevices?: { name: string; 'back-file'?: string }[] }).loopdevices ?? [];
+  // losetup prints nothing at all when no loop device is attached.
+  const out = await probe('loop devices', 'losetup', ['-J']);
+  if (!out.trim()) return [];
+  const list = parseJson<{ loopdevices?: { name: string; 'back-file'?: string }[] }>('loop devices', out).loopdevices ?? [];
   return list.map((l) => `${l.name} ${l['back-file'] ?? ''}`.trim());
 }
 
@@ -276,16 +299,23 @@ async function sysctls(): Promise<string[]> {
 }
 
 export async function hostSnapshot(): Promise<HostSnapshot> {
+  const unchecked: HostSnapshot['unchecked'] = {};
+  // A kind whose tool failed is listed empty, and the reason kept for the check to report.
+  const probed = (kind: LeakKind, list: Promise<string[]>) => list.catch((err: unknown) => {
+    if (!(err instanceof ProbeError)) throw err;
+    unchecked[kind] = err.message;
+    return [];
+  });
   const [processes, linkList, iptables, nft, mounts, loops, netns, cgroups, runc, cni, ipam, tmp, sysctlList] = await Promise.all([
-    ourProcesses(), links(), firewall(), nftTables(), allMounts(), loopDevices(),
-    readdir('/var/run/netns').catch(() => [] as string[]),
+    ourProcesses(), probed('links', links()), probed('iptables', firewall()), probed('nft', nftTables()), allMounts(),
+    probed('loops', loopDevices()), readdir('/var/run/netns').catch(() => [] as string[]),
     ourCgroups(), runcStateDirs(), cniCache(), ipReservations(), testTmpDirs(), sysctls(),
   ]);
   const sorted = (a: string[]) => [...new Set(a)].sort();
   return {
     processes: sorted(processes), links: sorted(linkList), iptables: sorted(iptables), nft: sorted(nft), mounts: sorted(mounts),
     loops: sorted(loops), netns: sorted(netns), cgroups: sorted(cgroups), runc: sorted(runc), cni: sorted(cni), ipam: sorted(ipam),
-    tmp: sorted(tmp), sysctls: sorted(sysctlList),
+    tmp: sorted(tmp), sysctls: sorted(sysctlList), unchecked,
   };
 }
 
@@ -316,11 +346,17 @@ function iptablesAllowed(entry: string, chains: string[]): boolean {
 /**
  * What differs between two snapshots, for the kinds asked: objects `after` holds that `before` did not
  * (beyond `allowed`), links that are gone (a host device a pod took and did not give back), and sysctls
- * with another value. Pure, so the unit test feeds it snapshots.
+ * with another value. A kind either snapshot could not list is reported with the reason, never passed.
+ * Pure, so the unit test feeds it snapshots.
  */
 export function diffSnapshots(before: HostSnapshot, after: HostSnapshot, allowed: Allowed = {}, kinds: LeakKind[] = KINDS): Leaks {
   const leaks: Leaks = {};
   for (const k of kinds) {
+    const unchecked = [...new Set([before.unchecked[k], after.unchecked[k]])].filter((why) => why !== undefined);
+    if (unchecked.length > 0) {
+      leaks[k] = unchecked;
+      continue;
+    }
     const isAllowed = (x: string) => (k === 'iptables' ? iptablesAllowed(x, allowed.iptables ?? []) : (allowed[k] ?? []).includes(x));
     let found: string[];
     if (k === 'sysctls') {

@@ -8,7 +8,7 @@ export const MINICRI_PROFILE = 'minicri-default';
  * Bumped with every change of the text below. The loader compares the whole text with what it loaded this
  * boot, so the number is for people: it says which version a node runs.
  */
-export const MINICRI_PROFILE_VERSION = 1;
+export const MINICRI_PROFILE_VERSION = 2;
 
 /**
  * The profile source. ABI 3.0 is pinned so the policy compiles (and behaves) the same whatever the kernel
@@ -27,7 +27,6 @@ profile ${self} flags=(attach_disconnected,mediate_deleted) {
   network,
   capability,
   file,
-  umount,
 
   # Containers under this profile signal one another; host tools signal them (the daemon and runc run
   # unconfined on Debian; Ubuntu labels runc and crun with profiles of their own names).
@@ -39,9 +38,11 @@ profile ${self} flags=(attach_disconnected,mediate_deleted) {
   # Tracing and /proc/<pid> inspection (ps, top) only among processes of this profile.
   ptrace (trace, read, tracedby, readby) peer=${self},
 
-  # No new mounts, even with CAP_SYS_ADMIN: a mount can cover the masks on /proc and /sys or bring a host
-  # filesystem in. Logged, so a refusal can be traced.
+  # No new mounts and no unmounts, even with CAP_SYS_ADMIN: a mount can cover the masks on /proc and /sys
+  # or bring a host filesystem in, and an unmount can take a mask away and show the /proc file under it.
+  # Logged, so a refusal can be traced.
   audit deny mount,
+  audit deny umount,
 
   # /proc: a process may write its own entries (/proc/<pid>/..., which /proc/self leads to) and nothing
   # else: not the files directly in /proc, not /proc/sys (kernel settings for the whole node), not the

@@ -81,11 +81,38 @@ test('a manifest over its limit is refused naming registries.max_manifest_bytes'
 const MANIFEST = Buffer.from('{"schemaVersion":2}');
 const DIGEST = `sha256:${createHash('sha256').update(MANIFEST).digest('hex')}`;
 
+/** A registry that serves the manifest only to `allowed`, challenging any other request with `challenge`. */
+function guarded(allowed: string, challenge: string): Transport {
+  return async (url, init) => {
+    if (url.pathname === '/token') {
+      const token = init.headers.authorization === `Basic ${Buffer.from('a:b').toString('base64')}` ? 'for-a' : 'anonymous';
+      return answer(200, Buffer.from(JSON.stringify({ token })));
+    }
+    return init.headers.authorization === allowed
+      ? answer(200, Buffer.alloc(0), { 'docker-content-digest': DIGEST })
+      : answer(401, Buffer.alloc(0), { 'www-authenticate': challenge });
+  };
+}
+
+const HEAD = `HEAD /v2/app/manifests/${DIGEST}`;
+
 test('a stored digest is confirmed with one HEAD, with the credentials of the pull', async () => {
-  const { client: c, asked } = client(async () => answer(200, Buffer.alloc(0), { 'docker-content-digest': DIGEST }));
+  const { client: c, asked } = client(guarded(`Basic ${Buffer.from('a:b').toString('base64')}`, 'Basic realm="r"'));
   const e = await c.confirmManifest(ref, DIGEST, { username: 'a', password: 'b' });
   assert.equal(e.url, ORIGIN);
-  assert.deepEqual(asked.map((a) => `${a.method} ${a.url}`), [`HEAD /v2/app/manifests/${DIGEST}`]);
+  assert.deepEqual(asked.map((a) => `${a.method} ${a.url} ${a.auth}`), [`${HEAD} undefined`, `${HEAD} Basic YTpi`]);
+});
+
+test("a digest behind a bearer challenge is confirmed with the token the pull's credentials get", async () => {
+  const { client: c, asked } = client(guarded('Bearer for-a', `Bearer realm="${ORIGIN}/token",service="test"`));
+  assert.equal((await c.confirmManifest(ref, DIGEST, { username: 'a', password: 'b' })).url, ORIGIN);
+  assert.deepEqual(asked.map((a) => `${a.method} ${a.url} ${a.auth}`), [`${HEAD} undefined`, 'GET /token Basic YTpi', `${HEAD} Bearer for-a`]);
+});
+
+test('an anonymous pull from a public registry confirms the digest with an anonymous token', async () => {
+  const { client: c, asked } = client(guarded('Bearer anonymous', `Bearer realm="${ORIGIN}/token",service="test"`));
+  assert.equal((await c.confirmManifest(ref, DIGEST)).url, ORIGIN);
+  assert.deepEqual(asked.map((a) => `${a.method} ${a.url} ${a.auth}`), [`${HEAD} undefined`, 'GET /token undefined', `${HEAD} Bearer anonymous`]);
 });
 
 test('a registry that does not allow HEAD is asked with GET, and the bytes must have the digest', async () => {

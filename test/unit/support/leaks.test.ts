@@ -9,7 +9,7 @@ import {
 function snapshot(over: Partial<HostSnapshot> = {}): HostSnapshot {
   return {
     processes: [], links: ['device lo'], iptables: [], nft: [], mounts: ['/'], loops: [], netns: [], cgroups: [], runc: [],
-    cni: [], ipam: [], tmp: [], sysctls: ['net.ipv4.ip_forward=0'], ...over,
+    cni: [], ipam: [], tmp: [], sysctls: ['net.ipv4.ip_forward=0'], unchecked: {}, ...over,
   };
 }
 
@@ -43,6 +43,18 @@ describe('diffSnapshots', () => {
       links: ['dummy hostdev0 is gone (it was there before)'],
       sysctls: ['net.bridge.bridge-nf-call-iptables=1 (was unset)', 'net.ipv4.ip_forward=1 (was 0)'],
     });
+  });
+
+  it('reports a kind a snapshot could not list, before or after, rather than passing on its empty list', () => {
+    const failed = snapshot({ unchecked: { nft: 'could not check nft tables: Command failed with exit code 1: nft -j list tables' } });
+    const missing = snapshot({ unchecked: { loops: 'not checked: losetup is not installed' } });
+    const leaks = diffSnapshots(failed, missing);
+    assert.deepEqual(leaks, {
+      nft: ['could not check nft tables: Command failed with exit code 1: nft -j list tables'],
+      loops: ['not checked: losetup is not installed'],
+    });
+    assert.match(describeLeaks(leaks), /^ {2}nft: could not check nft tables: .*\n {2}loops: not checked: losetup is not installed$/);
+    assert.deepEqual(diffSnapshots(snapshot(), failed, {}, ['netns']), {}, 'only the kinds asked');
   });
 
   it('checks only the kinds asked', () => {
