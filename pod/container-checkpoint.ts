@@ -65,7 +65,7 @@ export async function checkpointContainer(
       });
       await writeCheckpointFiles(work, {
         id, name: record.config.metadata.name, image: { id: record.image.id, name: record.image.name },
-        runtimeHandler: handlerOf(ctx, record), createdAt: record.createdAt,
+        runtimeHandler: handlerOf(ctx, record), createdAt: record.createdAt, pod: podOf(ctx, record.sandboxId),
       }, bundle, new Date());
       await writeArchive(work, location, signal);
     } catch (err) {
@@ -80,6 +80,12 @@ export async function checkpointContainer(
     }
     log.info({ location }, 'container checkpointed');
   });
+}
+
+/** The pod's metadata, which the archive records so that it restores only into the same namespace. */
+function podOf(ctx: PodContext, sandboxId: string): { namespace: string; name: string; uid: string } {
+  const m = ctx.tables.sandboxes.find(sandboxId).config.metadata;
+  return { namespace: m.namespace, name: m.name, uid: m.uid };
 }
 
 /** INVALID_ARGUMENT unless `location` is free and its directory exists. */

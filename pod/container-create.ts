@@ -90,7 +90,7 @@ async function planContainer(
     ? { ...requested, linux: sandbox.config.linux } : requested;
   // CRI-O's restore: an image that is a path names a checkpoint archive (no image reference starts with '/').
   const restore = isAbsolute(config.image!.image)
-    ? await t.step('restore-archive', () => planRestore(ctx, config.image!.image)) : undefined;
+    ? await t.step('restore-archive', () => planRestore(ctx, config.image!.image, sandbox.config.metadata.namespace)) : undefined;
   if (restore && userns) {
     throw new FailedPrecondition(
       `container "${config.metadata.name}": restoring a checkpoint into a user-namespaced pod is not supported`);

@@ -5,16 +5,17 @@
 //
 // A restore turns a file into a running process on the node, and an image field is a path any pod author
 // writes: restores are off unless restore.enabled, archives come only from restore.archive_dir (kubelet's
-// checkpoint directory by default), and nothing of the archive is taken but CRIU's images, the base image's name
+// checkpoint directory by default) and restore only into the namespace they were checkpointed in (one pod
+// author must not run another tenant's memory and files as their own), and nothing of the archive is taken but CRIU's images, the base image's name
 // and the container's file changes; the mounts, devices and privileges are the request's, as for any container.
 import { realpath, rm } from 'node:fs/promises';
 import { isAbsolute, join, normalize } from 'node:path';
-import { FailedPrecondition, InvalidArgument, NotFound } from '../core/errors.js';
+import { FailedPrecondition, InvalidArgument, NotFound, PermissionDenied } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Rootfs } from '../oci/image/snapshot.js';
 import type { ImageRecord } from '../oci/image/types.js';
 import {
-  applyRootfsDiff, peekCheckpointImage, removeDeletedFiles, unpackCheckpointArchive,
+  applyRootfsDiff, peekCheckpointImage, removeDeletedFiles, unpackCheckpointArchive, type RestoreConfigDump,
 } from '../oci/runtime/checkpoint-restore.js';
 import type { Logger } from '../core/log.js';
 import type { Timeline } from '../core/timeline.js';
@@ -46,15 +47,39 @@ export function restoreArchivePath(image: string, settings: RestoreSettings | un
   return path;
 }
 
+/**
+ * PermissionDenied unless the archive was checkpointed in `namespace` (the restoring pod's), as its config.dump
+ * records; an archive that records no namespace only when restore.allow_foreign_archives. Pure.
+ */
+export function checkArchiveNamespace(
+  dump: Pick<RestoreConfigDump, 'podNamespace' | 'podName'>, namespace: string, settings: Pick<RestoreSettings, 'allow_foreign_archives'>,
+  archive: string,
+): void {
+  if (!dump.podNamespace) {
+    if (settings.allow_foreign_archives) return;
+    throw new PermissionDenied(`checkpoint archive ${archive} does not record the namespace it was checkpointed in (not one minicri `
+      + 'wrote): it is not restored, since nothing ties it to this pod; set restore.allow_foreign_archives = true to restore such archives');
+  }
+  if (dump.podNamespace !== namespace) {
+    throw new PermissionDenied(`checkpoint archive ${archive} was checkpointed in namespace "${dump.podNamespace}"`
+      + `${dump.podName ? ` (pod "${dump.podName}")` : ''}: it restores only into a pod of that namespace, not of "${namespace}"`);
+  }
+}
+
 export interface RestorePlan {
   /** The archive's real path. */
   archive: string;
+  /** The restoring pod's namespace: the archive must have been checkpointed in it. */
+  namespace: string;
   /** The image the checkpointed container ran from: the restored one is made from it. */
   image: ImageRecord;
 }
 
-/** For a CreateContainer whose image names an archive: the archive, checked, and the image it needs on this node. */
-export async function planRestore(ctx: PodContext, image: string): Promise<RestorePlan | undefined> {
+/**
+ * For a CreateContainer whose image names an archive: the archive, checked (against the pod's `namespace` too),
+ * and the image it needs on this node.
+ */
+export async function planRestore(ctx: PodContext, image: string, namespace: string): Promise<RestorePlan | undefined> {
   const settings = ctx.settings.restore;
   const named = restoreArchivePath(image, settings);
   if (!named || !settings) return undefined;
@@ -67,7 +92,8 @@ export async function planRestore(ctx: PodContext, image: string): Promise<Resto
     throw new InvalidArgument(`checkpoint archive "${named}" leads to ${archive}, outside ${settings.archive_dir} (restore.archive_dir)`);
   }
   const dump = await peekCheckpointImage(archive, settings.max_archive_bytes);
-  return { archive, image: baseImage(ctx, dump, archive) };
+  checkArchiveNamespace(dump, namespace, settings, archive);
+  return { archive, namespace, image: baseImage(ctx, dump, archive) };
 }
 
 function baseImage(ctx: PodContext, dump: { rootfsImageRef: string; rootfsImage: string }, archive: string): ImageRecord {
@@ -90,9 +116,12 @@ function baseImage(ctx: PodContext, dump: { rootfsImageRef: string; rootfsImage:
 export async function unpackRestore(
   ctx: PodContext, plan: RestorePlan, rootfs: Rootfs, containerDir: string, b: { t: Timeline; log: Logger },
 ): Promise<void> {
-  const max = ctx.settings.restore!.max_archive_bytes;
+  const settings = ctx.settings.restore!;
+  const max = settings.max_archive_bytes;
   const dir = join(containerDir, RESTORE_DIR);
   const unpacked = await b.t.step('restore-unpack', () => unpackCheckpointArchive(plan.archive, dir, max));
+  // Read again: the archive may have been replaced since planRestore peeked at it.
+  checkArchiveNamespace(unpacked.config, plan.namespace, settings, plan.archive);
   if (![unpacked.config.rootfsImageRef, unpacked.config.rootfsImage].some((ref) => ref && baseMatches(ctx, ref, plan.image))) {
     throw new InvalidArgument(`checkpoint archive ${plan.archive} changed while it was read: restore it again`);
   }

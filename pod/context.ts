@@ -32,7 +32,7 @@ export interface PodSettings {
   /** How old a writable layer's usage a stats call may answer (default 10 s). */
   writable_layer_usage_max_age_seconds?: number;
   /** Containers restored from checkpoint archives (container-restore.ts); absent: off. */
-  restore?: { enabled: boolean; archive_dir: string; max_archive_bytes: number };
+  restore?: { enabled: boolean; archive_dir: string; max_archive_bytes: number; allow_foreign_archives: boolean };
 }
 
 export interface PodContext {

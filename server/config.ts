@@ -56,6 +56,9 @@ const schema = z.strictObject({
     archive_dir: absolutePath.default('/var/lib/kubelet/checkpoints'),
     // The largest archive taken; a bigger one is refused before anything is unpacked.
     max_archive_bytes: z.number().int().positive().default(16 * 1024 ** 3),
+    // An archive restores only into a pod of the namespace it was checkpointed in, which minicri records in its
+    // config.dump. Archives with no such record (CRI-O's, Podman's, older minicri's) are refused unless this is on.
+    allow_foreign_archives: z.boolean().default(false),
   }).prefault({}),
   pause_image: z.string().default(''),
   default_runtime: z.string().min(1).default('runc'),

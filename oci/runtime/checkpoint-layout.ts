@@ -1,7 +1,8 @@
 // The checkpoint archive of one container, laid out as CRI-O and Podman write it, so checkpointctl and their
 // restore read ours:
 //   checkpoint/       CRIU's images (inventory.img, pages-*.img, ...) and runc's descriptors.json
-//   config.dump       who the container was: id, name, image, runtime, when made and checkpointed (JSON)
+//   config.dump       who the container was: id, name, image, runtime, when made and checkpointed, and (minicri's
+//                     own fields) the pod's namespace, name and uid, so a restore goes only to that namespace (JSON)
 //   spec.dump         its OCI runtime spec (the bundle's config.json)
 //   rootfs-diff.tar   what it changed in its root filesystem: the overlay upper dir, whiteouts left out
 //   deleted.files     what it deleted from the image's files (JSON list of absolute paths), when any
@@ -38,6 +39,10 @@ export interface ConfigDump {
   createdTime: string;
   checkpointedTime: string;
   restored: boolean;
+  /** minicri's own: the pod the container ran in (checkpointctl ignores them). A restore is refused in another namespace. */
+  podNamespace: string;
+  podName: string;
+  podUid: string;
 }
 
 export interface CheckpointedContainer {
@@ -49,6 +54,8 @@ export interface CheckpointedContainer {
   runtimeHandler: string;
   /** Unix nanoseconds, as a decimal string (CRI int64). */
   createdAt: string;
+  /** The pod's metadata. */
+  pod: { namespace: string; name: string; uid: string };
 }
 
 export function configDump(c: CheckpointedContainer, checkpointedAt: Date): ConfigDump {
@@ -62,6 +69,9 @@ export function configDump(c: CheckpointedContainer, checkpointedAt: Date): Conf
     createdTime: rfc3339Nano(BigInt(c.createdAt)),
     checkpointedTime: rfc3339Nano(BigInt(checkpointedAt.getTime()) * 1_000_000n),
     restored: false,
+    podNamespace: c.pod.namespace,
+    podName: c.pod.name,
+    podUid: c.pod.uid,
   };
 }
 

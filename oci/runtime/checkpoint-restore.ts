@@ -46,8 +46,11 @@ export function archiveEntryAction(name: string, type: string | null | undefined
   return parts.length === 1 && type !== 'directory' && RESTORE_MEMBERS.has(parts[0]!) ? 'take' : 'skip';
 }
 
-/** The base image a checkpoint's config.dump names (its id first, then its name). Pure. */
-export function parseConfigDump(text: string, what: string): Pick<ConfigDump, 'rootfsImageRef' | 'rootfsImage' | 'name'> {
+/** What a restore reads of config.dump: the base image (its id first, then its name) and the pod it was taken in. */
+export type RestoreConfigDump = Pick<ConfigDump, 'rootfsImageRef' | 'rootfsImage' | 'name' | 'podNamespace' | 'podName'>;
+
+/** The base image and pod a checkpoint's config.dump names ('' for what it leaves out). Pure. */
+export function parseConfigDump(text: string, what: string): RestoreConfigDump {
   let dump: Partial<Record<keyof ConfigDump, unknown>>;
   try {
     dump = JSON.parse(text) as typeof dump;
@@ -55,7 +58,10 @@ export function parseConfigDump(text: string, what: string): Pick<ConfigDump, 'r
     throw new InvalidArgument(`${what}: ${CONFIG_DUMP} is not JSON: ${(err as Error).message}`);
   }
   const str = (v: unknown) => (typeof v === 'string' ? v : '');
-  const out = { rootfsImageRef: str(dump?.rootfsImageRef), rootfsImage: str(dump?.rootfsImage), name: str(dump?.name) };
+  const out = {
+    rootfsImageRef: str(dump?.rootfsImageRef), rootfsImage: str(dump?.rootfsImage), name: str(dump?.name),
+    podNamespace: str(dump?.podNamespace), podName: str(dump?.podName),
+  };
   if (!out.rootfsImageRef && !out.rootfsImage) {
     throw new InvalidArgument(`${what}: ${CONFIG_DUMP} names no image (rootfsImageRef, rootfsImage) the container ran from`);
   }
@@ -80,7 +86,7 @@ export function parseDeletedFiles(text: string, what: string): string[] {
 export interface UnpackedCheckpoint {
   /** CRIU's images. */
   images: string;
-  config: ReturnType<typeof parseConfigDump>;
+  config: RestoreConfigDump;
   /** rootfs-diff.tar, when the container changed files. */
   rootfsDiff?: string;
   /** Paths of the image the container deleted. */
@@ -91,7 +97,7 @@ export interface UnpackedCheckpoint {
  * The base image's names in config.dump, read without unpacking anything else (the archive is decided on before
  * a container is made). InvalidArgument when the file is not a checkpoint archive.
  */
-export async function peekCheckpointImage(archive: string, maxBytes: number): Promise<ReturnType<typeof parseConfigDump>> {
+export async function peekCheckpointImage(archive: string, maxBytes: number): Promise<RestoreConfigDump> {
   const what = `checkpoint archive ${archive}`;
   let found: string | undefined;
   await readArchive(archive, maxBytes, what, async (name, header, body) => {

@@ -72,9 +72,9 @@ describe('container restore', () => {
     }
     return id;
   }
-  /** A config.dump naming the test's base image, and stand-in images. */
+  /** A config.dump naming the test's base image and the test pods' namespace, and stand-in images. */
   const base = (): Member[] => [
-    { name: 'config.dump', data: JSON.stringify({ id: 'x', name: 'counter', rootfsImage: env.images.root, rootfsImageRef: '' }) },
+    { name: 'config.dump', data: JSON.stringify({ id: 'x', name: 'counter', rootfsImage: env.images.root, rootfsImageRef: '', podNamespace: 'minicri-test' }) },
     { name: 'checkpoint' },
     { name: 'checkpoint/inventory.img', data: 'not an image' },
   ];
@@ -218,6 +218,24 @@ describe('container restore', () => {
     }
   });
 
+  it('an archive restores only into its own namespace: another tenant\'s pod, or an archive recording none, is PERMISSION_DENIED', async (t) => {
+    assert.ok(criu.works, `a checkpoint needs a CRIU that passes \`criu check\`: ${describeCriu(criu)}`);
+    const source = await env.runPod(t, 'rsttenanta');
+    const id = await startCounter(source);
+    const location = join(archives, 'tenant-a.tar');
+    await call('CheckpointContainer', { container_id: id, location, timeout: 60 });
+    const dump = JSON.parse((await execa('tar', ['-xOf', location, 'config.dump'])).stdout) as Record<string, string>;
+    assert.equal(dump.podNamespace, source.config.metadata!.namespace);
+    assert.equal(dump.podName, 'rsttenanta');
+    await env.rt.runtime.call('RemoveContainer', { container_id: id });
+    const other = await env.runPod(t, 'rsttenantb', (c) => { c.metadata!.namespace = 'minicri-test-other'; });
+    await refused(other, location, grpc.status.PERMISSION_DENIED, /checkpointed in namespace "minicri-test" \(pod "rsttenanta"\).*not of "minicri-test-other"/);
+    // CRI-O's config.dump names no pod: nothing ties such an archive to this one.
+    const { podNamespace: _, ...unowned } = JSON.parse(base()[0]!.data as string) as Record<string, string>;
+    await refused(source, await archive('unowned.tar', [{ name: 'config.dump', data: JSON.stringify(unowned) }, ...base().slice(1)]),
+      grpc.status.PERMISSION_DENIED, /does not record the namespace.*restore\.allow_foreign_archives/);
+  });
+
   it('refuses archives outside the archive dir, not archives, other layouts, missing images and huge ones, leaving nothing', async (t) => {
     const pod = await env.runPod(t, 'rstbad');
     const outside = join(dir, 'outside.tar');
@@ -232,7 +250,7 @@ describe('container restore', () => {
     await writeFile(huge, '');
     await truncate(huge, MAX_ARCHIVE + 1); // sparse: takes no space
     await refused(pod, huge, grpc.status.INVALID_ARGUMENT, /max_archive_bytes/);
-    await refused(pod, await archive('otherimage.tar', [{ name: 'config.dump', data: '{"rootfsImage":"example.invalid/none:1"}' }, ...base().slice(1)]),
+    await refused(pod, await archive('otherimage.tar', [{ name: 'config.dump', data: '{"rootfsImage":"example.invalid/none:1","podNamespace":"minicri-test"}' }, ...base().slice(1)]),
       grpc.status.FAILED_PRECONDITION, /not on this node: pull it/);
   });
 

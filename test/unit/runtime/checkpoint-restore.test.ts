@@ -2,11 +2,11 @@
 // entries), and which image fields name an archive it may restore.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
+import { FailedPrecondition, InvalidArgument, PermissionDenied } from '../../../core/errors.js';
 import {
   archiveEntryAction, diffEntryPath, memberPath, parseConfigDump, parseDeletedFiles,
 } from '../../../oci/runtime/checkpoint-restore.js';
-import { restoreArchivePath } from '../../../pod/container-restore.js';
+import { checkArchiveNamespace, restoreArchivePath } from '../../../pod/container-restore.js';
 
 const W = 'test archive';
 const invalid = (re: RegExp) => (err: unknown) => err instanceof InvalidArgument && re.test(err.message);
@@ -32,9 +32,11 @@ describe('archive entries', () => {
 });
 
 describe('config.dump and deleted.files', () => {
-  it('config.dump names the image by id or name', () => {
+  it('config.dump names the image by id or name, and the pod it was taken in', () => {
     assert.deepEqual(parseConfigDump('{"rootfsImageRef":"sha256:ab","rootfsImage":"r/b:1","name":"c","spec":{"x":1}}', W),
-      { rootfsImageRef: 'sha256:ab', rootfsImage: 'r/b:1', name: 'c' });
+      { rootfsImageRef: 'sha256:ab', rootfsImage: 'r/b:1', name: 'c', podNamespace: '', podName: '' });
+    assert.deepEqual(parseConfigDump('{"rootfsImage":"r/b:1","podNamespace":"shop","podName":"web","podUid":"u"}', W),
+      { rootfsImageRef: '', rootfsImage: 'r/b:1', name: '', podNamespace: 'shop', podName: 'web' });
     assert.throws(() => parseConfigDump('{"name":"c"}', W), invalid(/names no image/));
     assert.throws(() => parseConfigDump('nope', W), invalid(/not JSON/));
   });
@@ -56,8 +58,27 @@ describe('rootfs diff entries', () => {
   });
 });
 
+describe('checkArchiveNamespace', () => {
+  const strict = { allow_foreign_archives: false };
+  const denied = (re: RegExp) => (err: unknown) => err instanceof PermissionDenied && re.test(err.message);
+  it('an archive restores into a pod of the namespace it was checkpointed in', () => {
+    assert.doesNotThrow(() => checkArchiveNamespace({ podNamespace: 'shop', podName: 'web' }, 'shop', strict, '/a.tar'));
+  });
+  it('another namespace is refused, whatever allow_foreign_archives says', () => {
+    for (const allow of [false, true]) {
+      assert.throws(() => checkArchiveNamespace({ podNamespace: 'bank', podName: 'vault' }, 'shop', { allow_foreign_archives: allow }, '/a.tar'),
+        denied(/namespace "bank" \(pod "vault"\).*not of "shop"/));
+    }
+  });
+  it('an archive recording no namespace is refused unless allow_foreign_archives', () => {
+    assert.throws(() => checkArchiveNamespace({ podNamespace: '', podName: '' }, 'shop', strict, '/a.tar'),
+      denied(/does not record the namespace.*restore\.allow_foreign_archives/));
+    assert.doesNotThrow(() => checkArchiveNamespace({ podNamespace: '', podName: '' }, 'shop', { allow_foreign_archives: true }, '/a.tar'));
+  });
+});
+
 describe('restoreArchivePath', () => {
-  const on = { enabled: true, archive_dir: '/var/lib/kubelet/checkpoints', max_archive_bytes: 1 << 30 };
+  const on = { enabled: true, archive_dir: '/var/lib/kubelet/checkpoints', max_archive_bytes: 1 << 30, allow_foreign_archives: false };
   it('an image reference is no archive', () => {
     assert.equal(restoreArchivePath('docker.io/library/busybox:1', on), undefined);
     assert.equal(restoreArchivePath('docker.io/library/busybox:1', undefined), undefined);

@@ -19,15 +19,15 @@ test('the archive holds what CRI-O puts in it, in its order, and only what was m
   assert.deepEqual(archiveMembers(new Set(['checkpoint', 'config.dump', 'spec.dump'])), ['checkpoint', 'config.dump', 'spec.dump']);
 });
 
-test('config.dump names the container, its image and runtime, and both times as Go writes them', () => {
+test('config.dump names the container, its image, runtime and pod, and both times as Go writes them', () => {
   const dump = configDump({
     id: 'c0ffee', name: 'counter', image: { id: 'sha256:abc', name: 'registry.local/busybox:1' }, runtimeHandler: 'runc',
-    createdAt: '1764076800123456789',
+    createdAt: '1764076800123456789', pod: { namespace: 'shop', name: 'web', uid: 'u-1' },
   }, new Date(Date.UTC(2026, 10, 25, 13, 0, 5, 250)));
   assert.deepEqual(dump, {
     id: 'c0ffee', name: 'counter', rootfsImage: 'registry.local/busybox:1', rootfsImageRef: 'sha256:abc',
     rootfsImageName: 'registry.local/busybox:1', runtime: 'runc', createdTime: '2025-11-25T13:20:00.123456789Z',
-    checkpointedTime: '2026-11-25T13:00:05.25Z', restored: false,
+    checkpointedTime: '2026-11-25T13:00:05.25Z', restored: false, podNamespace: 'shop', podName: 'web', podUid: 'u-1',
   });
   assert.equal(rfc3339Nano(0n), '1970-01-01T00:00:00Z');
   assert.equal(rfc3339Nano(1_000_000_001n), '1970-01-01T00:00:01.000000001Z');

@@ -31,7 +31,7 @@ describe('config', () => {
   it('has CRIU from PATH and restores off by default, archives from kubelet\'s checkpoint directory', () => {
     const c = parseConfig({});
     assert.equal(c.criu_path, 'criu');
-    assert.deepEqual(c.restore, { enabled: false, archive_dir: '/var/lib/kubelet/checkpoints', max_archive_bytes: 16 * 1024 ** 3 });
+    assert.deepEqual(c.restore, { enabled: false, archive_dir: '/var/lib/kubelet/checkpoints', max_archive_bytes: 16 * 1024 ** 3, allow_foreign_archives: false });
     assert.deepEqual(parseConfig({ restore: { enabled: true } }).restore.enabled, true);
     assert.throws(() => parseConfig({ restore: { archive_dir: 'checkpoints' } }), /config key "restore\.archive_dir": must be an absolute path/);
     assert.throws(() => parseConfig({ restore: { max_archive_bytes: 0 } }), /config key "restore\.max_archive_bytes"/);
