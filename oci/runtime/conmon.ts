@@ -28,8 +28,15 @@ export interface ConmonLaunch {
   stdinOnce?: boolean;
   tty?: boolean;
   systemdCgroup?: boolean;
-  /** CRIU's images: conmon runs `runc restore` of them (work dir: the bundle) instead of `runc create`. */
-  restorePath?: string;
+  /** Set for a restore: conmon runs `runc restore` (work dir: the bundle) instead of `runc create`. */
+  restore?: RestoreLaunch;
+}
+
+export interface RestoreLaunch {
+  /** CRIU's images. */
+  imagePath: string;
+  /** `TYPE:NAME` (apparmor:NAME): the LSM profile CRIU gives the restored processes instead of the dumped one. */
+  lsmProfile?: string;
 }
 
 /** conmon's command line for one container. Pure. */
@@ -51,7 +58,10 @@ export function buildConmonArgs(c: ConmonLaunch): string[] {
   for (const a of c.runtimeArgs) args.push('--runtime-arg', a);
   if (c.systemdCgroup) args.push('-s');
   // --file-locks as the dump was taken (checkpoint.ts): a lock it saved must be restored too.
-  if (c.restorePath) args.push('--restore', c.restorePath, '--runtime-opt', '--file-locks');
+  if (c.restore) {
+    args.push('--restore', c.restore.imagePath, '--runtime-opt', '--file-locks');
+    if (c.restore.lsmProfile) args.push('--runtime-opt', `--lsm-profile=${c.restore.lsmProfile}`);
+  }
   if (c.stdin) {
     args.push('-i');
     // conmon closes the container's stdin when the first attach ends unless told otherwise.
@@ -136,7 +146,7 @@ export function launchConmon(conmonPath: string, c: ConmonLaunch, opts: { log: L
       try {
         const r = parseSyncMessage(line.slice(0, nl));
         if (r.ok) finish(undefined, r.pid);
-        else finish(new Internal(`container "${c.id}": runc ${c.restorePath ? 'restore' : 'create'} failed: ${r.message}`));
+        else finish(new Internal(`container "${c.id}": runc ${c.restore ? 'restore' : 'create'} failed: ${r.message}`));
       } catch (err) {
         finish(err as Error);
       }

@@ -14,13 +14,14 @@ import { constants as osConstants } from 'node:os';
 import { execa } from 'execa';
 import type { Logger } from '../../core/log.js';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, NotFound, DeadlineExceeded } from '../../core/errors.js';
-import { launchConmon } from './conmon.js';
+import { launchConmon, type RestoreLaunch } from './conmon.js';
 import { runcExecSync, type ExecSyncResult } from './exec.js';
 import { ExitWatcher } from './exit-watch.js';
 import { cgroupDir, cgroupEmpty, cgroupHierarchies, removeCgroupDir } from './cgroups.js';
 import { readRuncState } from './runc-state.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
 import { criuErrors, runcDump, type CheckpointRequest } from './checkpoint.js';
+import { restoredPrivilegesBeyondSpec } from './checkpoint-privileges.js';
 import { exists } from '../../core/fs.js';
 import { sleep } from '../../core/time.js';
 import { readBundleSpec } from './bundle.js';
@@ -115,11 +116,16 @@ export class OciRuntime {
   /**
    * `runc restore` of CRIU's images at `imagePath` under a new conmon, which holds the restored process's stdio
    * and log as it would a created one's: the container runs again from where it was dumped. CRIU refusing is
-   * FAILED_PRECONDITION with its own error lines (from restore.log in the bundle, its work dir).
+   * FAILED_PRECONDITION with its own error lines (from restore.log in the bundle, its work dir). CRIU gives the
+   * processes the credentials of its images, not the spec's: the spec's AppArmor profile is passed to it, and
+   * processes that come back holding more than the spec grants are killed, FAILED_PRECONDITION.
    */
   async restore(c: CreateRequest & { imagePath: string }): Promise<{ pid: number }> {
+    const spec = (await readBundleSpec(c.bundle).catch(() => undefined))?.spec; // launch() says what is wrong with a bundle
+    const profile = spec?.process?.apparmorProfile;
+    let pid: number;
     try {
-      return await this.launch(c, c.imagePath);
+      ({ pid } = await this.launch(c, { imagePath: c.imagePath, ...(profile ? { lsmProfile: `apparmor:${profile}` } : {}) }));
     } catch (err) {
       if (!(err instanceof Internal)) throw err;
       const cause = criuErrors(await readFile(join(c.bundle, 'restore.log'), 'utf8').catch(() => ''));
@@ -128,9 +134,17 @@ export class OciRuntime {
         + ' (`criu check` tells whether CRIU works on this node; '
         + 'a restore needs the kernel and CPU features of the dump\'s)', { cause: err });
     }
+    const beyond = await restoredPrivilegesBeyondSpec(pid, spec ?? (await readBundleSpec(c.bundle)).spec);
+    if (beyond.length > 0) {
+      await this.cleanupFailedCreate(c.id);
+      throw new FailedPrecondition(`restore of container "${c.id}" refused, its processes killed: CRIU restored them with the privileges `
+        + `they were checkpointed with, more than this container's request grants (${beyond.slice(0, 4).join('; ')}); `
+        + 'restore it into a container whose security context grants what the checkpointed one had');
+    }
+    return { pid };
   }
 
-  private async launch(c: CreateRequest, restorePath?: string): Promise<{ pid: number }> {
+  private async launch(c: CreateRequest, restore?: RestoreLaunch): Promise<{ pid: number }> {
     checkId(c.id);
     if (!c.bundle.startsWith('/') || !c.logPath.startsWith('/')) {
       throw new InvalidArgument(`container "${c.id}": bundle "${c.bundle}" and log path "${c.logPath}" must be absolute paths`);
@@ -166,7 +180,7 @@ export class OciRuntime {
         stdinOnce: c.stdinOnce,
         tty: c.tty,
         systemdCgroup: this.opts.cgroupManager === 'systemd',
-        restorePath,
+        ...(restore ? { restore } : {}),
       }, { log: this.log, timeoutMs: this.opts.createTimeoutMs ?? 60_000 });
       return { pid };
     } catch (err) {

@@ -236,6 +236,26 @@ describe('container restore', () => {
       grpc.status.PERMISSION_DENIED, /does not record the namespace.*restore\.allow_foreign_archives/);
   });
 
+  it('CRIU restores the privileges of the dump, not the request\'s: a restore into a container granted fewer capabilities is killed', async (t) => {
+    assert.ok(criu.works, `a restore needs a CRIU that passes \`criu check\`: ${describeCriu(criu)}`);
+    const pod = await env.runPod(t, 'rstcaps');
+    const id = await startCounter(pod);
+    const location = join(archives, 'caps.tar');
+    await call('CheckpointContainer', { container_id: id, location, timeout: 60 });
+    await env.rt.runtime.call('RemoveContainer', { container_id: id });
+    const restored = await env.create(pod, 'counter', [], (c) => {
+      c.linux = { security_context: { capabilities: { drop_capabilities: ['ALL'], add_capabilities: ['KILL'] } } };
+    }, location);
+    await assert.rejects(call('StartContainer', { container_id: restored }),
+      grpcCode(grpc.status.FAILED_PRECONDITION, /refused, its processes killed: .*bounding capabilities CAP_CHOWN.*that the request does not grant/));
+    const s = await env.status(restored);
+    assert.equal(s.state, 'CONTAINER_EXITED');
+    assert.equal(s.reason, 'StartError');
+    assert.ok(!(await env.runcList()).includes(restored), 'nothing of it runs');
+    const inCgroup = await execa('sh', ['-c', `grep -l ${restored} /proc/[0-9]*/cgroup`], { reject: false });
+    assert.equal(inCgroup.stdout.trim(), '', 'no process of the restored container is left on the host');
+  });
+
   it('refuses archives outside the archive dir, not archives, other layouts, missing images and huge ones, leaving nothing', async (t) => {
     const pod = await env.runPod(t, 'rstbad');
     const outside = join(dir, 'outside.tar');

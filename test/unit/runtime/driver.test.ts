@@ -33,10 +33,15 @@ test('conmon command line carries ids, paths, the k8s-file log driver and runc f
   for (const f of ['-i', '-t', '-s', '--leave-stdin-open']) assert.ok(!a.includes(f), f);
 });
 
-test('a restore has conmon run runc restore of the images, file locks as dumped; a create has no restore flags', () => {
-  const a = buildConmonArgs({ ...launch, restorePath: '/b/restore/checkpoint' });
+test('a restore has conmon run runc restore of the images, file locks as dumped, the spec\'s AppArmor profile; a create has no restore flags', () => {
+  const a = buildConmonArgs({ ...launch, restore: { imagePath: '/b/restore/checkpoint' } });
   assert.equal(flagValue(a, '--restore'), '/b/restore/checkpoint');
   assert.equal(flagValue(a, '--runtime-opt'), '--file-locks');
+  assert.ok(!a.some((x) => x.startsWith('--lsm-profile')), 'no profile: none passed');
+  // The spec's AppArmor profile, for CRIU to give the restored processes instead of the dumped one's.
+  const confined = buildConmonArgs({ ...launch, restore: { imagePath: '/b/restore/checkpoint', lsmProfile: 'apparmor:minicri-default' } });
+  const opts = confined.flatMap((x, i) => (confined[i - 1] === '--runtime-opt' ? [x] : []));
+  assert.deepEqual(opts, ['--file-locks', '--lsm-profile=apparmor:minicri-default']);
   const create = buildConmonArgs(launch);
   assert.ok(!create.includes('--restore') && !create.includes('--runtime-opt'));
 });
