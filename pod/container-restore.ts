@@ -126,7 +126,7 @@ export async function unpackRestore(
     throw new InvalidArgument(`checkpoint archive ${plan.archive} changed while it was read: restore it again`);
   }
   await b.t.step('restore-rootfs', async () => {
-    removeDeletedFiles(rootfs.path, unpacked.deleted);
+    await removeDeletedFiles(rootfs.path, unpacked.deleted);
     if (unpacked.rootfsDiff) await applyRootfsDiff(unpacked.rootfsDiff, rootfs.path, max);
   });
   await Promise.all(['config.dump', 'rootfs-diff.tar', 'deleted.files'].map((f) => rm(join(dir, f), { force: true })));

@@ -3,10 +3,11 @@
 // deleted.files, and nothing else (spec.dump and bind.mounts are never read: the restored container's mounts,
 // devices and privileges are the request's); only plain files and directories are taken, by names that stay in
 // the work dir. The rootfs diff is applied into the new container's root with every path resolved inside it.
-import { createReadStream, lchownSync, linkSync, lstatSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
-import { chmod, lutimes, mkdir, open, readFile } from 'node:fs/promises';
+import { createReadStream, lstatSync } from 'node:fs';
+import { chmod, lchown, link, lstat, lutimes, mkdir, open, readFile, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import tar from 'tar-stream';
 import { InvalidArgument, MinicriError } from '../../core/errors.js';
 import { dirInRoot } from '../image/dir-in-root.js';
@@ -16,7 +17,11 @@ import { CHECKPOINT_DIR, CONFIG_DUMP, DELETED_FILES, ROOTFS_DIFF_TAR, type Confi
 /** The archive's members a restore reads; every other plain file (spec.dump, bind.mounts, logs) is skipped unread. */
 const RESTORE_MEMBERS = new Set([CONFIG_DUMP, ROOTFS_DIFF_TAR, DELETED_FILES]);
 /** The small JSON members are read whole: more than this is not a checkpoint's. */
-const MAX_JSON_BYTES = 16 << 20;
+export const MAX_JSON_BYTES = 16 << 20;
+/** The most paths deleted.files may list: each is a removal in the new root. */
+export const MAX_DELETED_FILES = 100_000;
+/** Entries handled between two turns of the event loop while a restore changes the new root, so other calls go on. */
+const ENTRIES_PER_TURN = 256;
 
 /**
  * An entry name as components, or InvalidArgument when it is absolute or climbs out ("..") of where it is
@@ -76,6 +81,9 @@ export function parseDeletedFiles(text: string, what: string): string[] {
   } catch (err) {
     throw new InvalidArgument(`${what}: ${DELETED_FILES} is not JSON: ${(err as Error).message}`);
   }
+  if (Array.isArray(list) && list.length > MAX_DELETED_FILES) {
+    throw new InvalidArgument(`${what}: ${DELETED_FILES} lists ${list.length} paths, more than the ${MAX_DELETED_FILES} a restore applies`);
+  }
   if (!Array.isArray(list) || !list.every((p): p is string => typeof p === 'string' && p.startsWith('/'))) {
     throw new InvalidArgument(`${what}: ${DELETED_FILES} is not a list of absolute paths`);
   }
@@ -100,10 +108,11 @@ export interface UnpackedCheckpoint {
 export async function peekCheckpointImage(archive: string, maxBytes: number): Promise<RestoreConfigDump> {
   const what = `checkpoint archive ${archive}`;
   let found: string | undefined;
+  // Read only up to config.dump: the rest (every memory page) is for unpackCheckpointArchive.
   await readArchive(archive, maxBytes, what, async (name, header, body) => {
-    if (found === undefined && archiveEntryAction(name, header.type, what) === 'take' && memberPath(name, what).join('/') === CONFIG_DUMP) {
-      found = await readSmall(body, header.size ?? 0, what);
-    }
+    if (archiveEntryAction(name, header.type, what) !== 'take' || memberPath(name, what).join('/') !== CONFIG_DUMP) return 'next';
+    found = await readSmall(body, header.size ?? 0, what);
+    return 'stop';
   });
   if (found === undefined) throw new InvalidArgument(`${what} has no ${CONFIG_DUMP}: it is not a container checkpoint in CRI-O's layout`);
   return parseConfigDump(found, what);
@@ -120,6 +129,10 @@ export async function unpackCheckpointArchive(archive: string, dir: string, maxB
   await readArchive(archive, maxBytes, what, async (name, header, body) => {
     if (archiveEntryAction(name, header.type, what) === 'skip') return;
     const parts = memberPath(name, what);
+    const member = parts.join('/');
+    if ((member === CONFIG_DUMP || member === DELETED_FILES) && (header.size ?? 0) > MAX_JSON_BYTES) {
+      throw new InvalidArgument(`${what}: ${member} is ${header.size} bytes, more than the ${MAX_JSON_BYTES} (16 MiB) a restore reads`);
+    }
     const path = join(dir, ...parts);
     if (header.type === 'directory') {
       await mkdir(path, { recursive: true, mode: 0o700 });
@@ -146,9 +159,13 @@ export async function unpackCheckpointArchive(archive: string, dir: string, maxB
   };
 }
 
-type Entry = (name: string, header: tar.Header, body: AsyncIterable<Buffer> & NodeJS.ReadableStream) => Promise<void>;
+/** What an entry's handler may ask: 'stop' ends the reading there (the file is not read further). */
+type Entry = (name: string, header: tar.Header, body: AsyncIterable<Buffer> & NodeJS.ReadableStream) => Promise<void | 'next' | 'stop'>;
 
-/** Every entry of a plain tar through `each` (which must read or leave its body); the budget counts what they hold. */
+/**
+ * Every entry of a plain tar through `each` (which must read or leave its body) until one answers 'stop'; the
+ * budget counts what they hold.
+ */
 async function readArchive(archive: string, maxBytes: number, what: string, each: Entry): Promise<void> {
   const st = lstatSync(archive, { throwIfNoEntry: false });
   if (!st?.isFile()) throw new InvalidArgument(`${what} is not a regular file`);
@@ -163,7 +180,12 @@ async function readArchive(archive: string, maxBytes: number, what: string, each
     for await (const entry of extract) {
       total += entry.header.size ?? 0;
       if (total > maxBytes) throw new InvalidArgument(`${what} holds more than restore.max_archive_bytes (${maxBytes})`);
-      await each(entry.header.name, entry.header, entry as unknown as AsyncIterable<Buffer> & NodeJS.ReadableStream);
+      if (await each(entry.header.name, entry.header, entry as unknown as AsyncIterable<Buffer> & NodeJS.ReadableStream) === 'stop') {
+        // The pipeline destroys the file's stream with the extractor: nothing more is read.
+        extract.destroy();
+        await feeding.catch(() => undefined);
+        return;
+      }
       entry.resume();
     }
     await feeding;
@@ -202,26 +224,28 @@ export function diffEntryPath(name: string, type: string | null | undefined, wha
  */
 export async function applyRootfsDiff(diffTar: string, root: string, maxBytes: number): Promise<void> {
   const what = `the rootfs diff of the checkpoint (${diffTar})`;
+  let entries = 0;
   await readArchive(diffTar, maxBytes, what, async (name, h, body) => {
+    if (++entries % ENTRIES_PER_TURN === 0) await nextTurn();
     const parts = diffEntryPath(name, h.type, what);
     if (parts.length === 0) return;
     const path = join(dirInRoot(root, parts.slice(0, -1), what, true), parts[parts.length - 1]!);
-    const existing = lstatSync(path, { throwIfNoEntry: false });
-    if (existing && !(h.type === 'directory' && existing.isDirectory())) rmSync(path, { recursive: true, force: true });
+    const existing = await lstat(path).catch(() => undefined);
+    if (existing && !(h.type === 'directory' && existing.isDirectory())) await rm(path, { recursive: true, force: true });
     switch (h.type) {
       case 'directory':
-        if (!existing?.isDirectory()) mkdirSync(path, { mode: 0o700 });
+        if (!existing?.isDirectory()) await mkdir(path, { mode: 0o700 });
         break;
       case 'symlink':
-        symlinkSync(h.linkname ?? '', path);
+        await symlink(h.linkname ?? '', path);
         break;
       case 'link': {
         const target = memberPath(h.linkname ?? '', what);
         const source = target.length > 0 ? join(dirInRoot(root, target.slice(0, -1), what, true), target[target.length - 1]!) : root;
-        if (!lstatSync(source, { throwIfNoEntry: false })?.isFile()) {
+        if (!(await lstat(source).catch(() => undefined))?.isFile()) {
           throw new InvalidArgument(`${what}: hard link "${name}" -> "${h.linkname}" names no file inside the container's root`);
         }
-        linkSync(source, path);
+        await link(source, path);
         return;
       }
       default: {
@@ -229,7 +253,7 @@ export async function applyRootfsDiff(diffTar: string, root: string, maxBytes: n
         await pipeline(body, fh.createWriteStream());
       }
     }
-    lchownSync(path, h.uid ?? 0, h.gid ?? 0);
+    await lchown(path, h.uid ?? 0, h.gid ?? 0);
     // chown clears setuid and setgid: the mode comes after it (a symlink has none of its own).
     if (h.type !== 'symlink') await chmod(path, (h.mode ?? 0o644) & 0o7777);
     const mtime = h.mtime ?? new Date();
@@ -238,14 +262,15 @@ export async function applyRootfsDiff(diffTar: string, root: string, maxBytes: n
 }
 
 /** Removes the image's files the checkpointed container had deleted, each resolved inside `root`. */
-export function removeDeletedFiles(root: string, paths: readonly string[]): void {
+export async function removeDeletedFiles(root: string, paths: readonly string[]): Promise<void> {
   const what = 'the deleted files of the checkpoint';
-  for (const p of paths) {
+  for (const [i, p] of paths.entries()) {
+    if (i % ENTRIES_PER_TURN === ENTRIES_PER_TURN - 1) await nextTurn();
     const parts = confine(p);
     if (parts.length === 0) continue;
     const parent = dirInRoot(root, parts.slice(0, -1), what, false);
     if (parent === undefined) continue; // gone with its parent already
-    rmSync(join(parent, parts[parts.length - 1]!), { recursive: true, force: true });
+    await rm(join(parent, parts[parts.length - 1]!), { recursive: true, force: true });
   }
 }
 

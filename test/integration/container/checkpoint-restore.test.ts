@@ -256,7 +256,7 @@ describe('container restore', () => {
     assert.equal(inCgroup.stdout.trim(), '', 'no process of the restored container is left on the host');
   });
 
-  it('refuses archives outside the archive dir, not archives, other layouts, missing images and huge ones, leaving nothing', async (t) => {
+  it('refuses archives outside the archive dir, not archives, other layouts, missing images, huge ones and huge deleted.files, leaving nothing', async (t) => {
     const pod = await env.runPod(t, 'rstbad');
     const outside = join(dir, 'outside.tar');
     await writeFile(outside, await tarOf(base()));
@@ -270,6 +270,12 @@ describe('container restore', () => {
     await writeFile(huge, '');
     await truncate(huge, MAX_ARCHIVE + 1); // sparse: takes no space
     await refused(pod, huge, grpc.status.INVALID_ARGUMENT, /max_archive_bytes/);
+    // deleted.files is read whole and applied path by path: a bigger one, or one of more paths, than a restore takes is refused.
+    await refused(pod, await archive('bigdeleted.tar', [...base(), { name: 'deleted.files', data: Buffer.alloc((16 << 20) + 1, 0x20) }]),
+      grpc.status.INVALID_ARGUMENT, /deleted\.files is 16777217 bytes, more than the 16777216 \(16 MiB\) a restore reads/);
+    const many = JSON.stringify(Array.from({ length: 100_001 }, (_, i) => `/tmp/f${i}`));
+    await refused(pod, await archive('manydeleted.tar', [...base(), { name: 'deleted.files', data: many }]),
+      grpc.status.INVALID_ARGUMENT, /deleted\.files lists 100001 paths, more than the 100000 a restore applies/);
     await refused(pod, await archive('otherimage.tar', [{ name: 'config.dump', data: '{"rootfsImage":"example.invalid/none:1","podNamespace":"minicri-test"}' }, ...base().slice(1)]),
       grpc.status.FAILED_PRECONDITION, /not on this node: pull it/);
   });

@@ -1,12 +1,17 @@
 // What a restore takes of a checkpoint archive (names, entry types, config.dump, deleted.files, the rootfs diff's
 // entries), and which image fields name an archive it may restore.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
 import { FailedPrecondition, InvalidArgument, PermissionDenied } from '../../../core/errors.js';
 import {
-  archiveEntryAction, diffEntryPath, memberPath, parseConfigDump, parseDeletedFiles,
+  archiveEntryAction, diffEntryPath, MAX_DELETED_FILES, MAX_JSON_BYTES, memberPath, parseConfigDump, parseDeletedFiles, peekCheckpointImage,
+  unpackCheckpointArchive,
 } from '../../../oci/runtime/checkpoint-restore.js';
 import { checkArchiveNamespace, restoreArchivePath } from '../../../pod/container-restore.js';
+import { tarball } from '../../support/test-images.js';
 
 const W = 'test archive';
 const invalid = (re: RegExp) => (err: unknown) => err instanceof InvalidArgument && re.test(err.message);
@@ -44,6 +49,36 @@ describe('config.dump and deleted.files', () => {
     assert.deepEqual(parseDeletedFiles('["/etc/group","/tmp/x"]', W), ['/etc/group', '/tmp/x']);
     assert.throws(() => parseDeletedFiles('["etc/group"]', W), invalid(/absolute paths/));
     assert.throws(() => parseDeletedFiles('{"a":1}', W), invalid(/absolute paths/));
+  });
+  it('deleted.files lists at most MAX_DELETED_FILES paths', () => {
+    const list = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => `/f${i}`));
+    assert.equal(parseDeletedFiles(list(MAX_DELETED_FILES), W).length, MAX_DELETED_FILES);
+    assert.throws(() => parseDeletedFiles(list(MAX_DELETED_FILES + 1), W), invalid(/lists 100001 paths, more than the 100000 a restore applies/));
+  });
+});
+
+describe('reading archives', () => {
+  let dir: string;
+  before(async () => { dir = await mkdtemp(join(tmpdir(), 'minicri-restore-unit-')); });
+  after(() => rm(dir, { recursive: true, force: true }));
+  const configDump = { name: 'config.dump', data: '{"rootfsImage":"r/b:1","podNamespace":"shop"}' };
+
+  it('peeking at config.dump reads no further: a file cut short after it still names the image', async () => {
+    const whole = await tarball([configDump, { name: 'checkpoint' }, { name: 'checkpoint/pages-1.img', data: Buffer.alloc(1 << 20, 1) }]);
+    const path = join(dir, 'cut.tar');
+    // Cut in the middle of the memory pages: reading up to there fails.
+    await writeFile(path, whole.subarray(0, whole.length / 2));
+    assert.deepEqual(await peekCheckpointImage(path, 1 << 30),
+      { rootfsImageRef: '', rootfsImage: 'r/b:1', name: '', podNamespace: 'shop', podName: '' });
+    await assert.rejects(unpackCheckpointArchive(path, join(dir, 'cut'), 1 << 30), invalid(/cannot be read as a tar archive/));
+  });
+
+  it('a deleted.files bigger than MAX_JSON_BYTES is refused before it is written out', async () => {
+    const path = join(dir, 'bigdeleted.tar');
+    await writeFile(path, await tarball([configDump, { name: 'checkpoint' }, { name: 'checkpoint/inventory.img', data: 'x' },
+      { name: 'deleted.files', data: Buffer.alloc(MAX_JSON_BYTES + 1, 0x20) }]));
+    await assert.rejects(unpackCheckpointArchive(path, join(dir, 'bigdeleted'), 1 << 30),
+      invalid(/deleted\.files is 16777217 bytes, more than the 16777216 \(16 MiB\) a restore reads/));
   });
 });
 
