@@ -6,8 +6,10 @@
 // A restore turns a file into a running process on the node, and an image field is a path any pod author
 // writes: restores are off unless restore.enabled, archives come only from restore.archive_dir (kubelet's
 // checkpoint directory by default) and restore only into the namespace they were checkpointed in (one pod
-// author must not run another tenant's memory and files as their own), and nothing of the archive is taken but CRIU's images, the base image's name
-// and the container's file changes; the mounts, devices and privileges are the request's, as for any container.
+// author must not run another tenant's memory and files as their own), and nothing of the archive is taken
+// but CRIU's images, the base image's name and the container's file changes. The spec (mounts, devices,
+// security context) is the request's, as for any container; CRIU restores the processes' privileges from its
+// images, so the runtime checks them against that spec once restored (oci/runtime/checkpoint-privileges.ts).
 import { realpath, rm } from 'node:fs/promises';
 import { isAbsolute, join, normalize } from 'node:path';
 import { FailedPrecondition, InvalidArgument, NotFound, PermissionDenied } from '../core/errors.js';
@@ -57,8 +59,9 @@ export function checkArchiveNamespace(
 ): void {
   if (!dump.podNamespace) {
     if (settings.allow_foreign_archives) return;
-    throw new PermissionDenied(`checkpoint archive ${archive} does not record the namespace it was checkpointed in (not one minicri `
-      + 'wrote): it is not restored, since nothing ties it to this pod; set restore.allow_foreign_archives = true to restore such archives');
+    throw new PermissionDenied(`checkpoint archive ${archive} does not record the namespace it was checkpointed in `
+      + '(not one minicri wrote): it is not restored, since nothing ties it to this pod; '
+      + 'set restore.allow_foreign_archives = true to restore such archives');
   }
   if (dump.podNamespace !== namespace) {
     throw new PermissionDenied(`checkpoint archive ${archive} was checkpointed in namespace "${dump.podNamespace}"`

@@ -64,8 +64,12 @@ export function privilegesBeyondSpec(live: LivePrivileges, spec: Pick<Spec, 'pro
     if (extra !== 0n) out.push(`${set} capabilities ${capNames(extra)} that the request does not grant`);
   }
   const user = spec.process?.user ?? { uid: 0, gid: 0 };
-  if (user.uid !== 0 && live.uids.some((id) => id !== user.uid)) out.push(`uids ${live.uids.join(' ')} where the request runs as ${user.uid}`);
-  if (user.uid !== 0 && live.gids.some((id) => id !== user.gid)) out.push(`gids ${live.gids.join(' ')} where the request's group is ${user.gid}`);
+  if (user.uid !== 0 && live.uids.some((id) => id !== user.uid)) {
+    out.push(`uids ${live.uids.join(' ')} where the request runs as ${user.uid}`);
+  }
+  if (user.uid !== 0 && live.gids.some((id) => id !== user.gid)) {
+    out.push(`gids ${live.gids.join(' ')} where the request's group is ${user.gid}`);
+  }
   if (spec.process?.noNewPrivileges && !live.noNewPrivs) out.push('no_new_privs off where the request sets it');
   if (spec.linux?.seccomp && live.seccomp === 0) out.push('no seccomp filter where the request has one');
   return out;
