@@ -1,8 +1,9 @@
 // Reading a checkpoint archive for a restore (layout in checkpoint-layout.ts). The archive is input a pod author
 // may control, so it is read as hostile: one pass over it takes CRIU's images, config.dump, rootfs-diff.tar and
-// deleted.files, and nothing else (spec.dump and bind.mounts are never read: the restored container's mounts,
-// devices and privileges are the request's); only plain files and directories are taken, by names that stay in
-// the work dir. The rootfs diff is applied into the new container's root with every path resolved inside it.
+// deleted.files, and nothing else (spec.dump and bind.mounts are never read: the restored container's spec is
+// built from the request; checkpoint-privileges.ts holds the restored processes to it); only plain files and
+// directories are taken, by names that stay in the work dir. The rootfs diff is applied into the new
+// container's root with every path resolved inside it, a few hundred entries a turn of the event loop.
 import { createReadStream, lstatSync } from 'node:fs';
 import { chmod, lchown, link, lstat, lutimes, mkdir, open, readFile, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
