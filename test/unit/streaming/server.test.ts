@@ -133,6 +133,35 @@ describe('streaming server', () => {
     });
   });
 
+  it('closes a SPDY exec session whose header block inflates past the cap, saying why, and gives its slot back', async () => {
+    await withServer({ maxSessions: 1 }, async (s) => {
+      const r = await spdyRemoteCommand(s.url(exec(['hang'])), { stdout: true });
+      const error = readAll(r.error);
+      // ~2 KB on the wire, 2 MiB inflated (the client's deflate shares the server's context, as SPDY wants).
+      void r.conn.session.openStream({ streamtype: 'stdin', x: 'a'.repeat(2 << 20) }).catch(() => undefined);
+      const status = JSON.parse(await error) as { status: string; message: string };
+      assert.equal(status.status, 'Failure');
+      assert.match(status.message, /header block expands past the limit of 65536 bytes/);
+      await waitUntil(() => s.activeSessions === 0);
+      assert.equal((await spdyExec(s.url(exec(['echo', 'next'])), { stderr: false })).stdout, 'next');
+    });
+  });
+
+  it('a port-forward session sent a header bomb ends and a new one is admitted where the cap is 1', async () => {
+    await withServer({ maxSessions: 1, backend: { ...backend, portForward: async () => () => spawn('cat') } }, async (s) => {
+      const pf = () => s.url({ verb: 'portforward', sandboxId: 'p1', ports: [] });
+      const { session } = await spdyConnect(pf(), ['portforward.k8s.io']);
+      const closed = once(session, 'close');
+      void session.openStream({ streamtype: 'error', port: '80', requestid: '1', x: 'a'.repeat(2 << 20) }).catch(() => undefined);
+      await closed;
+      await waitUntil(() => s.activeSessions === 0);
+      const next = await spdyConnect(pf(), ['portforward.k8s.io']);
+      assert.equal(s.activeSessions, 1);
+      next.session.destroy();
+      await waitUntil(() => s.activeSessions === 0);
+    });
+  });
+
   it('closes a WebSocket sending a message over the limit with 1009', async () => {
     await withServer({ limits: { maxFrameBytes: 64 * 1024 } }, async (s) => {
       const ws = await wsConnect(s.url({ ...exec(['hang']), stdin: true }), ['v5.channel.k8s.io']);
