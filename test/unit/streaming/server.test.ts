@@ -10,7 +10,7 @@ import { silentLogger } from '../../../core/log.js';
 import type { StreamingLimits } from '../../../streaming/limits.js';
 import { encodeData } from '../../../streaming/spdy-frames.js';
 import { StreamingServer, type StreamingBackend, type StreamRequest } from '../../../streaming/server.js';
-import { readAll, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect } from '../../support/streaming-client.js';
+import { readAll, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect, wsSend } from '../../support/streaming-client.js';
 
 /** `echo` writes its arguments; `hang` runs until the client goes away. */
 const backend: StreamingBackend = {
@@ -158,6 +158,30 @@ describe('streaming server', () => {
       const next = await spdyConnect(pf(), ['portforward.k8s.io']);
       assert.equal(s.activeSessions, 1);
       next.session.destroy();
+      await waitUntil(() => s.activeSessions === 0);
+    });
+  });
+
+  it('hands a session only the newest of 10,000 resizes the client sent in one message', async () => {
+    const seen: Array<{ width: number; height: number }> = [];
+    const resizing: StreamingBackend = {
+      ...backend,
+      exec: async (_req, io) => {
+        io.resize.follow((size) => seen.push(size));
+        await once(io.signal, 'abort');
+        return 137;
+      },
+    };
+    await withServer({ backend: resizing }, async (s) => {
+      const ws = await wsConnect(s.url({ ...exec(['hang']), tty: true }), ['v5.channel.k8s.io']);
+      const flood = Array.from({ length: 10_000 }, (_, i) => JSON.stringify({ Width: i + 1, Height: 1 })).join('');
+      wsSend(ws, 4, flood);
+      await waitUntil(() => seen.length > 0);
+      // A later message still gets through.
+      wsSend(ws, 4, JSON.stringify({ Width: 80, Height: 24 }));
+      await waitUntil(() => seen.length > 1);
+      assert.deepEqual(seen, [{ width: 10_000, height: 1 }, { width: 80, height: 24 }]);
+      ws.ws.close();
       await waitUntil(() => s.activeSessions === 0);
     });
   });
