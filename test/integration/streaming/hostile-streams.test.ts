@@ -204,9 +204,8 @@ describe('streaming under hostile clients', () => {
     // Twice the per-target cap: a session a bomb had stuck would keep its slot and the later ones get 429.
     for (let i = 0; i < 2 * PER_CONTAINER; i++) {
       const session = await admitted(`port-forward session ${i + 1} admitted`);
-      const closed = new Promise<void>((resolve) => session.once('close', () => resolve()));
       void session.openStream({ streamtype: 'error', port: '8080', requestid: '1', x: 'a'.repeat(2 << 20) }).catch(() => undefined);
-      await closed;
+      await waitFor(async () => session.isClosed, 10_000, `bombed session ${i + 1} closed by the daemon`);
     }
     await assertLive('SPDY header bombs');
     const session = await admitted('a port-forward session after the bombs');
