@@ -283,7 +283,7 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
    * must not keep the session, and with it a session slot of the server, alive.
    */
   private hangUp(): void {
-    if (this.hungUp) return;
+    if (this.hungUp || this.closed) return;
     this.hungUp = true;
     const timer = setTimeout(() => this.shutdown(), CLOSE_GRACE_MS);
     this.once('close', () => clearTimeout(timer));
