@@ -3,7 +3,7 @@
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import type { WebSocket } from 'ws';
-import { TerminalSizes, type SessionStdio } from '../core/stdio.js';
+import { TerminalSizes, type SessionStdio, type TerminalSize } from '../core/stdio.js';
 import { ClientInput } from './client-input.js';
 import { protocolFailureMessage, type StreamingLimits } from './limits.js';
 import {
@@ -81,7 +81,7 @@ export async function spdyRemoteCommand(
   const resizeStream = streams.get('resize');
   if (resizeStream) {
     const decoder = new ResizeDecoder();
-    resizeStream.on('data', (b: Buffer) => { for (const s of decoder.push(b)) resize.push(s); });
+    resizeStream.on('data', (b: Buffer) => pushNewest(resize, decoder.push(b)));
     resizeStream.on('error', () => undefined);
   }
   for (const s of streams.values()) s.on('error', () => undefined);
@@ -102,6 +102,12 @@ export async function spdyRemoteCommand(
       await session.close();
     },
   };
+}
+
+/** Of the sizes one read decoded, only the last matters: the earlier ones are outdated already. */
+function pushNewest(resize: TerminalSizes, sizes: TerminalSize[]): void {
+  const newest = sizes.at(-1);
+  if (newest) resize.push(newest);
 }
 
 function endStream(s: Writable, last?: Buffer): Promise<void> {
@@ -128,7 +134,7 @@ export function wsRemoteCommand(ws: WebSocket, version: number, base64: boolean,
     const m = decodeChannelMessage(isBinary ? raw : raw.toString(), base64);
     if (!m) return;
     if (m.channel === CH_STDIN) stdin?.add(m.data);
-    else if (m.channel === CH_RESIZE) for (const s of decoder.push(m.data)) resize.push(s);
+    else if (m.channel === CH_RESIZE) pushNewest(resize, decoder.push(m.data));
     else if (m.channel === CH_CLOSE && version >= 5 && m.data[0] === CH_STDIN) stdin?.finish();
   });
   ws.on('close', () => {

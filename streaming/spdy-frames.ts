@@ -49,6 +49,13 @@ export class FrameTooLarge extends SpdyProtocolError {
   }
 }
 
+/** A compressed header block that expands past what the session accepts (a decompression bomb). */
+export class HeaderBlockTooLarge extends SpdyProtocolError {
+  constructor(readonly limit: number) {
+    super(`a SPDY header block expands past the limit of ${limit} bytes`);
+  }
+}
+
 /**
  * Reassembles frames from socket reads in linear time: a frame inside one read is a view of it (no
  * copy); a frame spread over reads is copied once into a buffer of its exact size, allocated when its

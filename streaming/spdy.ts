@@ -12,8 +12,8 @@ import { CHUNK_OVERHEAD, InputBudget, InputQueue } from './client-input.js';
 import { DEFAULT_LIMITS } from './limits.js';
 import {
   decodeHeaderBlock, encodeData, encodeGoAway, encodeHeaderBlock, encodePing, encodeRstStream, encodeSynReply, encodeSynStream,
-  FLAG_FIN, FrameReader, GOAWAY_PROTOCOL_ERROR, HEADER_DICTIONARY, RST_CANCEL, RST_PROTOCOL_ERROR, RST_REFUSED_STREAM, SpdyProtocolError,
-  type Frame, type SpdyHeaders,
+  FLAG_FIN, FrameReader, GOAWAY_PROTOCOL_ERROR, HEADER_DICTIONARY, HeaderBlockTooLarge, RST_CANCEL, RST_PROTOCOL_ERROR,
+  RST_REFUSED_STREAM, SpdyProtocolError, type Frame, type SpdyHeaders,
 } from './spdy-frames.js';
 import { Mutex } from '../core/locks.js';
 
@@ -22,33 +22,69 @@ const DATA_CHUNK = 32 * 1024;
 /** How long a closing session waits for the peer to take what is queued for it. */
 const CLOSE_GRACE_MS = 5000;
 
+/**
+ * Decompressed header bytes accepted per header block. Kubernetes clients send a few hundred bytes of
+ * headers per stream (streamType, port, requestID); 64 KiB leaves ample room while one frame of ~2 KB
+ * can no longer expand into megabytes held by the daemon.
+ */
+export const MAX_HEADER_BLOCK_BYTES = 64 * 1024;
+
 /** One zlib context per direction, shared by every header block of the connection (SPDY's rule). */
 class HeaderCodec {
   private readonly z: zlib.Inflate | zlib.Deflate;
   private readonly queue = new Mutex();
+  /** Set once the context is unusable (a block over the cap, a zlib error): every later block fails with it. */
+  private broken: Error | undefined;
 
-  constructor(kind: 'inflate' | 'deflate') {
-    const opts = { dictionary: HEADER_DICTIONARY, readableHighWaterMark: 1 << 20 } as zlib.ZlibOptions;
+  constructor(kind: 'inflate' | 'deflate', private readonly maxOutput = Infinity) {
+    const opts = { dictionary: HEADER_DICTIONARY };
     this.z = kind === 'inflate' ? zlib.createInflate(opts) : zlib.createDeflate(opts);
-    this.z.on('error', () => { /* reported through run() */ });
+    this.z.on('error', (err) => { this.broken ??= err; });
   }
 
-  /** Feeds one header block through the shared context and returns what it produced. */
+  /**
+   * Feeds one header block through the shared context and returns what it produced. The output is taken
+   * as zlib makes it (never left to fill zlib's buffer, which would stall the flush forever) and counted:
+   * past `maxOutput` the block fails with HeaderBlockTooLarge.
+   */
   run(input: Buffer): Promise<Buffer> {
     return this.queue.lock(() => new Promise<Buffer>((resolve, reject) => {
-      const onError = (err: Error) => reject(err);
-      this.z.once('error', onError);
+      if (this.broken) return reject(this.broken);
+      const out: Buffer[] = [];
+      let size = 0;
+      const finish = (err?: Error) => {
+        this.z.off('data', onData);
+        this.z.off('error', finish);
+        this.z.off('close', onClose);
+        if (err) reject(err);
+        else resolve(Buffer.concat(out));
+      };
+      const onData = (b: Buffer) => {
+        size += b.length;
+        if (size <= this.maxOutput) {
+          out.push(b);
+          return;
+        }
+        this.broken = new HeaderBlockTooLarge(this.maxOutput);
+        finish(this.broken);
+        this.z.destroy();
+      };
+      // The session closing destroys the context: the block in progress fails rather than waits forever.
+      const onClose = () => finish(this.broken);
+      this.z.on('data', onData);
+      this.z.once('error', finish);
+      this.z.once('close', onClose);
       this.z.write(input);
       this.z.flush(zlib.constants.Z_SYNC_FLUSH, () => {
-        this.z.off('error', onError);
-        const out: Buffer[] = [];
-        for (let b = this.z.read() as Buffer | null; b !== null; b = this.z.read() as Buffer | null) out.push(b);
-        resolve(Buffer.concat(out));
+        // Output zlib pushed but not yet emitted is emitted (and counted) by read().
+        while (!this.broken && this.z.read() !== null);
+        finish(this.broken);
       });
     }));
   }
 
   close(): void {
+    this.broken ??= new Error('the SPDY connection is closed');
     this.z.destroy();
   }
 }
@@ -138,7 +174,7 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
   /** @internal what the peer sent and no reader took yet, across the streams */
   readonly inputBudget: InputBudget;
   private readonly streams = new Map<number, SpdyStream>();
-  private readonly inflate = new HeaderCodec('inflate');
+  private readonly inflate = new HeaderCodec('inflate', MAX_HEADER_BLOCK_BYTES);
   private readonly deflate = new HeaderCodec('deflate');
   private readonly reader: FrameReader;
   /** Frames are handled one at a time, in order, since header blocks decompress asynchronously. */
@@ -150,7 +186,10 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
   private closed = false;
   /** A protocol error was seen: nothing more is read. */
   private failed = false;
+  /** The protocol error reported ('failure'), once. */
+  private failure: SpdyProtocolError | undefined;
   private probing = false;
+  private hungUp = false;
   /** Our pings have our streams' parity. */
   private pingId: number;
 
@@ -163,10 +202,8 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
       if (!this.closed) socket.resume();
     }, () => this.probe());
     socket.on('data', (b: Buffer) => this.onBytes(b));
-    // Frames already received are still handled (their header blocks inflate asynchronously).
-    const drainThenShutdown = () => { void this.incoming.lock(() => this.shutdown()); };
-    socket.on('close', drainThenShutdown);
-    socket.on('end', drainThenShutdown);
+    socket.on('close', () => this.hangUp());
+    socket.on('end', () => this.hangUp());
     socket.on('error', () => this.shutdown());
   }
 
@@ -240,6 +277,19 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
     if (!this.closed) void this.enqueue(() => encodeRstStream(id, status), CHUNK_OVERHEAD).catch(() => undefined);
   }
 
+  /**
+   * The peer has gone. Frames it sent before are still handled (header blocks inflate asynchronously, and
+   * its last SYN_REPLY may be among them), but for CLOSE_GRACE_MS at most: a handler that never finishes
+   * must not keep the session, and with it a session slot of the server, alive.
+   */
+  private hangUp(): void {
+    if (this.hungUp || this.closed) return;
+    this.hungUp = true;
+    const timer = setTimeout(() => this.shutdown(), CLOSE_GRACE_MS);
+    this.once('close', () => clearTimeout(timer));
+    void this.incoming.lock(() => this.shutdown());
+  }
+
   /** A ping of our own, one at a time (a peer not reading gets no pile of them). */
   private probe(): void {
     if (this.probing || this.closed) return;
@@ -287,17 +337,30 @@ export class SpdySession extends EventEmitter<SpdySessionEvents> {
       // Frames waiting for their turn (behind a header block being inflated) count as held input too.
       const cost = frameCost(f);
       this.inputBudget.charge(cost);
-      void this.incoming.lock(() => this.handle(f).catch(() => this.destroy()).finally(() => this.inputBudget.refund(cost)));
+      void this.incoming.lock(() => this.handle(f).catch((err: unknown) => {
+        if (err instanceof SpdyProtocolError) this.fail(err);
+        else this.destroy();
+      }).finally(() => this.inputBudget.refund(cost)));
     }
     if (error) {
-      this.failed = true;
-      this.socket.pause();
-      // After the frames before it; listeners may still write (an error stream), then GOAWAY goes out.
-      void this.incoming.lock(() => {
-        this.emit('failure', error);
-        void this.close(GOAWAY_PROTOCOL_ERROR);
-      });
+      this.stopReading();
+      // After the frames before it.
+      void this.incoming.lock(() => this.fail(error));
     }
+  }
+
+  private stopReading(): void {
+    this.failed = true;
+    this.socket.pause();
+  }
+
+  /** The peer broke the protocol or a limit: listeners may still write (an error stream), then GOAWAY goes out. */
+  private fail(error: SpdyProtocolError): void {
+    this.stopReading();
+    if (this.closed || this.failure) return;
+    this.failure = error;
+    this.emit('failure', error);
+    void this.close(GOAWAY_PROTOCOL_ERROR);
   }
 
   private async handle(f: Frame): Promise<void> {

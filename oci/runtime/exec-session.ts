@@ -12,7 +12,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgument, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
-import type { SessionStdio } from '../../core/stdio.js';
+import type { SessionStdio, TerminalSize, TerminalSizes } from '../../core/stdio.js';
 import { sleep } from '../../core/time.js';
 
 /** Built by scripts/build-native.sh next to the compiled sources. */
@@ -62,7 +62,8 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
     child.stderr!.on('data', (b: Buffer) => { stderrTail.push(b); io.stdout?.write(b); });
     const ctl = child.stdio[3] as Writable;
     ctl.on('error', () => undefined);
-    const unfollow = io.resize.follow((s) => ctl.write(`${s.height} ${s.width}\n`));
+    // Each size waits for the helper to take the one before (the write's callback): back-pressure.
+    const unfollow = applyResizes(io.resize, (s) => new Promise((resolve) => { ctl.write(`${s.height} ${s.width}\n`, () => resolve()); }));
     child.once('exit', unfollow);
   } else if (child.stderr && io.stderr) {
     child.stderr.pipe(io.stderr, { end: false });
@@ -122,7 +123,7 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
   else errOut.resume();
   const helperErr: Buffer[] = [];
   child.stderr!.on('data', (b: Buffer) => helperErr.push(b));
-  const unfollow = io.resize.follow((s) => void writeCtl(r.ctlPath, `1 ${s.height} ${s.width}\n`)
+  const unfollow = applyResizes(io.resize, (s) => writeCtl(r.ctlPath, `1 ${s.height} ${s.width}\n`)
     .catch((err: unknown) => r.log.debug({ err, id: r.id }, 'attach resize failed')));
   const onAbort = () => child.kill('SIGTERM');
   io.signal.addEventListener('abort', onAbort, { once: true });
@@ -149,6 +150,35 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
  */
 export function connectInNetns(netnsPath: string, port: number, helperPath = STREAM_HELPER): ChildProcess {
   return spawn(helperPath, ['connect', netnsPath, String(port)], { stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+/**
+ * Applies the client's terminal sizes one at a time and only the newest: sizes arriving while one is being
+ * applied replace each other, and the last of them is applied next. A client sending resizes without end
+ * (tens of thousands in one message) then costs one application in flight, not one write or thread-pool
+ * round trip each. `apply` must not reject. Returns the unsubscribe.
+ */
+export function applyResizes(sizes: TerminalSizes, apply: (size: TerminalSize) => Promise<void>): () => void {
+  let newest: TerminalSize | undefined;
+  let applying = false;
+  let stopped = false;
+  const drain = async () => {
+    applying = true;
+    while (newest && !stopped) {
+      const size = newest;
+      newest = undefined;
+      await apply(size);
+    }
+    applying = false;
+  };
+  const unfollow = sizes.follow((size) => {
+    newest = size;
+    if (!applying) void drain();
+  });
+  return () => {
+    stopped = true;
+    unfollow();
+  };
 }
 
 function wireInput(from: Readable | null, to: Writable | null): void {

@@ -1,6 +1,6 @@
 // Hostile streaming clients against the real daemon (#31): stdin floods over SPDY and WebSocket while
 // the daemon's RSS is sampled, a port-forward session opening more stream pairs than its limit, a
-// SPDY frame far over the frame limit, and one container's sessions past its own limit. Each attack
+// SPDY frame far over the frame limit, SPDY header bombs, and one container's sessions past its own limit. Each attack
 // also checks the daemon keeps answering CRI calls (a liveness deadline) while it runs.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { streamingPod } from '../../support/streaming-pod.js';
 import { channelText, readAll, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect } from '../../support/streaming-client.js';
 import { waitFor } from '../../support/wait.js';
 import { encodeData } from '../../../streaming/spdy-frames.js';
+import type { SpdySession } from '../../../streaming/spdy.js';
 
 /** The README's bound: the daemon's RSS grows by less than this during a 1 GiB stdin flood. */
 const FLOOD_RSS_BOUND = 64 * 1024 * 1024;
@@ -144,6 +145,40 @@ describe('streaming under hostile clients', () => {
     assert.match(status.message, /a SPDY frame of 16777215 bytes was refused and the session closed: the limit is 1048576 \(config key streaming\.max_frame_bytes\)/);
     await waitFor(async () => s.conn.session.isClosed, 10_000, 'the session to close');
     await assertLive('a huge SPDY frame');
+  });
+
+  it('SPDY header bombs (~2 KB inflating to 2 MiB): each session closed, its slot given back; the pod still forwards', async () => {
+    /** A port-forward session into the pod, retried while the slot of the one before is not given back yet (429). */
+    const admitted = async (what: string): Promise<SpdySession> => {
+      let session: SpdySession | undefined;
+      await waitFor(async () => {
+        try {
+          session = (await spdyConnect((await rt().call('PortForward', { pod_sandbox_id: podId, port: [8080] })).url, ['portforward.k8s.io'])).session;
+          return true;
+        } catch (err) {
+          if (err instanceof UpgradeRefused && err.status === 429) return false;
+          throw err;
+        }
+      }, 10_000, what);
+      return session!;
+    };
+    // Twice the per-target cap: a session a bomb had stuck would keep its slot and the later ones get 429.
+    for (let i = 0; i < 2 * PER_CONTAINER; i++) {
+      const session = await admitted(`port-forward session ${i + 1} admitted`);
+      void session.openStream({ streamtype: 'error', port: '8080', requestid: '1', x: 'a'.repeat(2 << 20) }).catch(() => undefined);
+      await waitFor(async () => session.isClosed, 10_000, `bombed session ${i + 1} closed by the daemon`);
+    }
+    await assertLive('SPDY header bombs');
+    const session = await admitted('a port-forward session after the bombs');
+    try {
+      await session.openStream({ streamtype: 'error', port: '8080', requestid: '1' });
+      const data = await session.openStream({ streamtype: 'data', port: '8080', requestid: '1' });
+      const body = readAll(data);
+      data.end(HTTP_GET);
+      assert.match(await body, /hello from the pod/);
+    } finally {
+      session.destroy();
+    }
   });
 
   it('one container\'s sessions past its limit get 429 naming the key; another container still gets a session', async () => {

@@ -10,7 +10,7 @@ import { silentLogger } from '../../../core/log.js';
 import type { StreamingLimits } from '../../../streaming/limits.js';
 import { encodeData } from '../../../streaming/spdy-frames.js';
 import { StreamingServer, type StreamingBackend, type StreamRequest } from '../../../streaming/server.js';
-import { readAll, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect } from '../../support/streaming-client.js';
+import { readAll, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect, wsSend } from '../../support/streaming-client.js';
 
 /** `echo` writes its arguments; `hang` runs until the client goes away. */
 const backend: StreamingBackend = {
@@ -129,6 +129,59 @@ describe('streaming server', () => {
       const status = JSON.parse(await error) as { status: string; message: string };
       assert.equal(status.status, 'Failure');
       assert.match(status.message, /a SPDY frame of 1048576 bytes was refused.*limit is 65536 \(config key streaming\.max_frame_bytes\)/);
+      await waitUntil(() => s.activeSessions === 0);
+    });
+  });
+
+  it('closes a SPDY exec session whose header block inflates past the cap, saying why, and gives its slot back', async () => {
+    await withServer({ maxSessions: 1 }, async (s) => {
+      const r = await spdyRemoteCommand(s.url(exec(['hang'])), { stdout: true });
+      const error = readAll(r.error);
+      // ~2 KB on the wire, 2 MiB inflated (the client's deflate shares the server's context, as SPDY wants).
+      void r.conn.session.openStream({ streamtype: 'stdin', x: 'a'.repeat(2 << 20) }).catch(() => undefined);
+      const status = JSON.parse(await error) as { status: string; message: string };
+      assert.equal(status.status, 'Failure');
+      assert.match(status.message, /header block expands past the limit of 65536 bytes/);
+      await waitUntil(() => s.activeSessions === 0);
+      assert.equal((await spdyExec(s.url(exec(['echo', 'next'])), { stderr: false })).stdout, 'next');
+    });
+  });
+
+  it('a port-forward session sent a header bomb ends and a new one is admitted where the cap is 1', async () => {
+    await withServer({ maxSessions: 1, backend: { ...backend, portForward: async () => () => spawn('cat') } }, async (s) => {
+      const pf = () => s.url({ verb: 'portforward', sandboxId: 'p1', ports: [] });
+      const { session } = await spdyConnect(pf(), ['portforward.k8s.io']);
+      const closed = once(session, 'close');
+      void session.openStream({ streamtype: 'error', port: '80', requestid: '1', x: 'a'.repeat(2 << 20) }).catch(() => undefined);
+      await closed;
+      await waitUntil(() => s.activeSessions === 0);
+      const next = await spdyConnect(pf(), ['portforward.k8s.io']);
+      assert.equal(s.activeSessions, 1);
+      next.session.destroy();
+      await waitUntil(() => s.activeSessions === 0);
+    });
+  });
+
+  it('hands a session only the newest of 10,000 resizes the client sent in one message', async () => {
+    const seen: Array<{ width: number; height: number }> = [];
+    const resizing: StreamingBackend = {
+      ...backend,
+      exec: async (_req, io) => {
+        io.resize.follow((size) => seen.push(size));
+        await once(io.signal, 'abort');
+        return 137;
+      },
+    };
+    await withServer({ backend: resizing }, async (s) => {
+      const ws = await wsConnect(s.url({ ...exec(['hang']), tty: true }), ['v5.channel.k8s.io']);
+      const flood = Array.from({ length: 10_000 }, (_, i) => JSON.stringify({ Width: i + 1, Height: 1 })).join('');
+      wsSend(ws, 4, flood);
+      await waitUntil(() => seen.length > 0);
+      // A later message still gets through.
+      wsSend(ws, 4, JSON.stringify({ Width: 80, Height: 24 }));
+      await waitUntil(() => seen.length > 1);
+      assert.deepEqual(seen, [{ width: 10_000, height: 1 }, { width: 80, height: 24 }]);
+      ws.ws.close();
       await waitUntil(() => s.activeSessions === 0);
     });
   });

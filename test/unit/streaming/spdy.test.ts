@@ -1,12 +1,21 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, connect, type Socket } from 'node:net';
+import { Duplex } from 'node:stream';
+import * as zlib from 'node:zlib';
 import { describe, it } from 'node:test';
 import { adler32Of } from '../../support/adler32.js';
 import {
-  decodeHeaderBlock, encodeData, encodeHeaderBlock, encodePing, encodeRstStream, FLAG_FIN, FrameReader, FrameTooLarge, HEADER_DICTIONARY, SpdyProtocolError,
+  decodeHeaderBlock, encodeData, encodeHeaderBlock, encodePing, encodeRstStream, encodeSynStream, FLAG_FIN, FrameReader, FrameTooLarge,
+  HEADER_DICTIONARY, HeaderBlockTooLarge, SpdyProtocolError,
 } from '../../../streaming/spdy-frames.js';
-import { SpdySession, type SpdyStream } from '../../../streaming/spdy.js';
+import { MAX_HEADER_BLOCK_BYTES, SpdySession, type SpdyStream } from '../../../streaming/spdy.js';
+
+/** A SYN_STREAM whose header block is ~2 KB on the wire and 2 MiB once inflated. */
+function headerBomb(id: number): Buffer {
+  const block = encodeHeaderBlock({ streamtype: 'error', x: 'a'.repeat(2 << 20) });
+  return encodeSynStream(id, zlib.deflateSync(block, { dictionary: HEADER_DICTIONARY, finishFlush: zlib.constants.Z_SYNC_FLUSH }));
+}
 
 async function socketPair(): Promise<[Socket, Socket, () => void]> {
   const srv = createServer();
@@ -118,5 +127,41 @@ describe('SPDY session', () => {
     } finally {
       cleanup();
     }
+  });
+
+  it('closes the session on a header block inflating past the cap: failure, GOAWAY, close', { timeout: 10_000 }, async () => {
+    const [a, b, cleanup] = await socketPair();
+    try {
+      const server = new SpdySession(b, { client: false });
+      server.on('stream', () => assert.fail('a stream from a header bomb was accepted'));
+      const failure = once(server, 'failure') as Promise<[SpdyProtocolError]>;
+      const closed = once(server, 'close');
+      const fromServer: Buffer[] = [];
+      a.on('data', (d: Buffer) => fromServer.push(d));
+      const bomb = headerBomb(1);
+      assert.ok(bomb.length < 4096, `the bomb is ${bomb.length} bytes`);
+      a.write(bomb);
+      const [err] = await failure;
+      assert.ok(err instanceof HeaderBlockTooLarge && err.limit === MAX_HEADER_BLOCK_BYTES);
+      assert.match(err.message, /header block expands past the limit of 65536 bytes/);
+      await closed;
+      await once(a, 'end');
+      const frames = new FrameReader().push(Buffer.concat(fromServer)).frames;
+      assert.deepEqual(frames.map((f) => f.type), ['goaway']);
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('ends within its grace when the peer hangs up, even while a frame it sent is never done being handled', { timeout: 10_000 }, async () => {
+    // A peer that never reads: the answer to its ping never gets written, so that frame is never done.
+    const socket = new Duplex({ read() { /* fed by push */ }, write() { /* never completes */ } });
+    const session = new SpdySession(socket, { client: false });
+    const closed = once(session, 'close');
+    socket.push(encodePing(1));
+    socket.push(null);
+    await closed;
+    assert.equal(session.isClosed, true);
+    socket.destroy();
   });
 });
