@@ -153,7 +153,7 @@ describe('streaming under hostile clients', () => {
       let session: SpdySession | undefined;
       await waitFor(async () => {
         try {
-          session = (await spdyConnect((await rt().call('PortForward', { pod_sandbox_id: podId, port: [8080] })).url, ['portforward.k8s.io'])).session;
+          session = (await spdyConnect((await rt().call('PortForward', { pod_sandbox_id: pod.podId, port: [8080] })).url, ['portforward.k8s.io'])).session;
           return true;
         } catch (err) {
           if (err instanceof UpgradeRefused && err.status === 429) return false;
