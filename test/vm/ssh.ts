@@ -1,0 +1,77 @@
+// Commands in the VM over ssh, as root with the image's key, through the port qemu forwards from the host's
+// loopback. Output can be streamed line by line into the test's log while it runs.
+import { execa } from 'execa';
+
+export interface SshResult { exitCode: number; stdout: string; stderr: string }
+
+export interface SshOptions {
+  /** Fed to the remote command's stdin: text, or a file on the host. */
+  input?: string;
+  inputFile?: string;
+  /** Milliseconds before the command is killed (default 10 minutes). */
+  timeout?: number;
+  /** Each line of output, as it comes, besides the result (e.g. into the test's log). */
+  onLine?: (line: string) => void;
+}
+
+export class Ssh {
+  constructor(readonly port: number, readonly key: string) {}
+
+  /** The ssh command line to the guest, without the remote command. */
+  get args(): string[] {
+    return ['-i', this.key, '-p', String(this.port), '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
+      '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=10', '-o', 'ServerAliveInterval=15', '-o', 'ServerAliveCountMax=8', 'root@127.0.0.1'];
+  }
+
+  /** Runs `script` with the guest's sh; never throws on a non-zero exit (the caller asserts it). */
+  async run(script: string, opts: SshOptions = {}): Promise<SshResult> {
+    const proc = execa('ssh', [...this.args, script], {
+      reject: false, timeout: opts.timeout ?? 600_000, buffer: true,
+      ...(opts.inputFile ? { inputFile: opts.inputFile } : { input: opts.input ?? '' }),
+    });
+    if (opts.onLine) {
+      for (const stream of [proc.stdout!, proc.stderr!]) {
+        let rest = '';
+        stream.on('data', (chunk: Buffer) => {
+          const lines = (rest + chunk.toString()).split('\n');
+          rest = lines.pop()!;
+          for (const l of lines) opts.onLine!(l);
+        });
+        stream.on('end', () => { if (rest) opts.onLine!(rest); });
+      }
+    }
+    const r = await proc;
+    if (r.timedOut) return { exitCode: -1, stdout: String(r.stdout), stderr: `${String(r.stderr)}\n(ssh: timed out after ${(opts.timeout ?? 600_000) / 1000} s)` };
+    return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+  }
+
+  /** Runs `script` and returns its stdout, throwing with its output when it fails. */
+  async check(script: string, opts: SshOptions = {}): Promise<string> {
+    const r = await this.run(script, opts);
+    if (r.exitCode !== 0) throw new Error(`in the VM, \`${script}\` exited ${r.exitCode}:\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-4000)}`);
+    return r.stdout;
+  }
+
+  /** Streams a tar archive made on the host (`tar` arguments, run in `cwd`, `input` its stdin) into `dir` in the guest. */
+  async tarInto(dir: string, tarArgs: string[], cwd: string, input?: string): Promise<void> {
+    const tar = execa('tar', ['-cf', '-', ...tarArgs], { cwd, input: input ?? '', buffer: { stdout: false }, stderr: 'pipe' });
+    const ssh = execa('ssh', [...this.args, `mkdir -p '${dir}' && tar -xf - -C '${dir}'`], { reject: false, stdin: 'pipe' });
+    tar.stdout!.pipe(ssh.stdin!);
+    const [t, s] = await Promise.all([tar.catch((e) => e), ssh]);
+    if (t.exitCode !== 0) throw new Error(`tar on the host failed: ${t.stderr ?? t.message}`);
+    if (s.exitCode !== 0) throw new Error(`tar in the VM failed (${s.exitCode}): ${s.stderr}`);
+  }
+
+  /** Copies the files `script` prints (one path a line, relative to `from` in the guest) into `to` on the host. */
+  async tarOut(from: string, listScript: string, to: string): Promise<number> {
+    const list = (await this.check(`cd '${from}' && ${listScript}`)).split('\n').filter(Boolean);
+    if (list.length === 0) return 0;
+    const ssh = execa('ssh', [...this.args, `cd '${from}' && tar -cf - -T -`], { input: list.join('\n') + '\n', buffer: { stdout: false }, reject: false });
+    const tar = execa('tar', ['-xf', '-', '-C', to], { stdin: 'pipe', reject: false });
+    ssh.stdout!.pipe(tar.stdin!);
+    const [s, t] = await Promise.all([ssh, tar]);
+    if (s.exitCode !== 0) throw new Error(`tar in the VM failed (${s.exitCode}): ${s.stderr}`);
+    if (t.exitCode !== 0) throw new Error(`tar on the host failed: ${t.stderr}`);
+    return list.length;
+  }
+}
