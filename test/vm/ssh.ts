@@ -53,25 +53,20 @@ export class Ssh {
   }
 
   /** Streams a tar archive made on the host (`tar` arguments, run in `cwd`, `input` its stdin) into `dir` in the guest. */
-  async tarInto(dir: string, tarArgs: string[], cwd: string, input?: string): Promise<void> {
-    const tar = execa('tar', ['-cf', '-', ...tarArgs], { cwd, input: input ?? '', buffer: { stdout: false }, stderr: 'pipe' });
-    const ssh = execa('ssh', [...this.args, `mkdir -p '${dir}' && tar -xf - -C '${dir}'`], { reject: false, stdin: 'pipe' });
-    tar.stdout!.pipe(ssh.stdin!);
-    const [t, s] = await Promise.all([tar.catch((e) => e), ssh]);
-    if (t.exitCode !== 0) throw new Error(`tar on the host failed: ${t.stderr ?? t.message}`);
-    if (s.exitCode !== 0) throw new Error(`tar in the VM failed (${s.exitCode}): ${s.stderr}`);
+  async tarInto(dir: string, tarArgs: string[], cwd: string, input = ''): Promise<void> {
+    // One shell pipeline: when either side fails the other gets SIGPIPE or EOF, never a hang.
+    const r = await execa('bash', ['-o', 'pipefail', '-c', 'n=$1; shift; tar -cf - "${@:1:n}" | ssh "${@:n+1}"', 'bash',
+      String(tarArgs.length), ...tarArgs, ...this.args, `mkdir -p '${dir}' && tar -xf - -C '${dir}'`], { cwd, input, reject: false });
+    if (r.exitCode !== 0) throw new Error(`copying into the VM's ${dir} failed (${r.exitCode}): ${String(r.stderr).slice(-2000)}`);
   }
 
-  /** Copies the files `script` prints (one path a line, relative to `from` in the guest) into `to` on the host. */
+  /** Copies the files `listScript` prints (one path a line, relative to `from` in the guest) into `to` on the host. */
   async tarOut(from: string, listScript: string, to: string): Promise<number> {
     const list = (await this.check(`cd '${from}' && ${listScript}`)).split('\n').filter(Boolean);
     if (list.length === 0) return 0;
-    const ssh = execa('ssh', [...this.args, `cd '${from}' && tar -cf - -T -`], { input: list.join('\n') + '\n', buffer: { stdout: false }, reject: false });
-    const tar = execa('tar', ['-xf', '-', '-C', to], { stdin: 'pipe', reject: false });
-    ssh.stdout!.pipe(tar.stdin!);
-    const [s, t] = await Promise.all([ssh, tar]);
-    if (s.exitCode !== 0) throw new Error(`tar in the VM failed (${s.exitCode}): ${s.stderr}`);
-    if (t.exitCode !== 0) throw new Error(`tar on the host failed: ${t.stderr}`);
+    const r = await execa('bash', ['-o', 'pipefail', '-c', 'to=$1; shift; ssh "$@" | tar -xf - -C "$to"', 'bash', to, ...this.args, `cd '${from}' && tar -cf - -T -`],
+      { input: list.join('\n') + '\n', reject: false });
+    if (r.exitCode !== 0) throw new Error(`copying the VM's ${from} out failed (${r.exitCode}): ${String(r.stderr).slice(-2000)}`);
     return list.length;
   }
 }

@@ -98,7 +98,8 @@ describe('a real Debian 12 node in a VM: the README\'s setup.sh start, then AppA
     await phase('copy in', async () => {
       // The checkout as a person would have it: what `git ls-files` names (with work not yet committed), no build.
       const listed = (await execa('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: CHECKOUT })).stdout;
-      const files = listed.split('\0').filter((f) => f !== '' && existsSync(join(CHECKOUT, f)));
+      // node_modules comes next, from the host's build; a worktree's may be a symlink that git does not ignore.
+      const files = listed.split('\0').filter((f) => f !== '' && !/^(node_modules|dist)(\/|$)/.test(f) && existsSync(join(CHECKOUT, f)));
       await ssh().tarInto(GUEST_CHECKOUT, ['--null', '-T', '-'], CHECKOUT, files.join('\0'));
       // The host's node_modules, built by its setup.sh for the pinned Node: reused, so the guest compiles nothing.
       const modules = join(CHECKOUT, 'node_modules');

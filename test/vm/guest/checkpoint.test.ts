@@ -39,9 +39,9 @@ describe('CheckpointContainer in the VM with Debian\'s CRIU', { timeout: 15 * 60
     assert.ok(images.includes('checkpoint/inventory.img'), `CRIU's inventory in the archive: ${members.join(' ')}`);
     assert.ok(images.some((m) => /^checkpoint\/pages-\d+\.img$/.test(m)), `CRIU's memory pages in the archive: ${members.join(' ')}`);
     console.log(`the archive holds ${images.length} CRIU images`);
-    // Real images, not stand-ins: CRIU's image files start with its magic numbers (the inventory's is 0x58313116).
-    const magic = (await sh(`tar -xOf ${location} checkpoint/inventory.img | od -A n -t x4 -N 8`)).stdout.trim().split(/\s+/);
-    assert.deepEqual(magic, ['54564319', '58313116'], 'the inventory image begins with CRIU\'s magic numbers');
+    // Real images, not stand-ins: CRIU's inventory begins with its magic number, 0x58313116.
+    const magic = (await sh(`tar -xOf ${location} checkpoint/inventory.img | od -A n -t x4 -N 4`)).stdout.trim();
+    assert.equal(magic, '58313116', 'the inventory image begins with CRIU\'s inventory magic');
     assert.equal((await env.status(id)).state, 'CONTAINER_RUNNING', 'the container is still running');
     const after = await counter();
     await until('the counter counts on after the checkpoint', async () => (await counter()) > after);
