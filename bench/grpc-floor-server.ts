@@ -32,7 +32,7 @@ if (kind === 'grpc') {
   prefix.writeUInt32BE(body.length, 1);
   const message = Buffer.concat([prefix, body]);
   const server = http2.createServer();
-  server.on('stream', (stream) => {
+  server.on('stream', (stream: http2.ServerHttp2Stream) => {
     stream.resume();
     stream.once('end', () => {
       stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });

@@ -1,8 +1,7 @@
 #!/bin/sh
 # Builds minicri's small C programs as static binaries under dist/: the pause (it must run in an
 # empty root filesystem), the streaming helper (PTY exec, conmon attach, connects inside a pod's
-# netns) and the mount helper (mounts, unmounts and netns pins without a process each); and, on a
-# Node without its own zstd, the zstd addon.
+# netns) and the mount helper (mounts, unmounts and netns pins without a process each).
 # musl-gcc gives binaries of a few KiB; without it glibc's static libc works too.
 # CC overrides the compiler. Each is built to a temp name and renamed, so a failure leaves no broken binary.
 set -eu
@@ -18,7 +17,11 @@ build() {
   mkdir -p "$(dirname "$out")"
   tmp="$out.tmp.$$"
   trap 'rm -f "$tmp"' EXIT
-  "$cc" -static -Os -Wall -Wextra -Werror -s -o "$tmp" "$src"
+  "$cc" -static -Os -Wall -Wextra -Werror -s -o "$tmp" "$src" || {
+    echo "build-native.sh: compiling $1 with $cc failed: install musl-tools (musl-gcc), or gcc and libc6-dev" \
+      "(glibc's static libc), or set CC to a C compiler that links statically" >&2
+    exit 1
+  }
   mv -f "$tmp" "$out"
   echo "built $out"
 }
@@ -27,16 +30,3 @@ build oci/runtime/pause/pause.c dist/pause/pause
 build oci/runtime/streamhelper/streamhelper.c dist/streamhelper/minicri-streamhelper
 build mounter/mounter.c dist/mounter/minicri-mounter
 
-# zstd layers on a Node without zstd of its own (before 22.15): libzstd through a small addon, against the
-# headers of the node that runs it (setup.sh's nodedir, else the ones beside the binary). gcc, not musl-gcc: it
-# is loaded into node.
-if ! node -e 'process.exit(require("zlib").createZstdDecompress ? 0 : 1)'; then
-  headers=${npm_config_nodedir:-$(node -p 'require("path").resolve(process.execPath, "../..")')}/include/node
-  out="$root/dist/zstd/zstd-stream.node"
-  mkdir -p "$(dirname "$out")"
-  tmp="$out.tmp.$$"
-  trap 'rm -f "$tmp"' EXIT
-  gcc -shared -fPIC -O2 -Wall -Wextra -Werror -DNODE_GYP_MODULE_NAME=zstd_stream -I"$headers" -o "$tmp" "$root/oci/image/zstd-native/zstd-stream.c" -lzstd
-  mv -f "$tmp" "$out"
-  echo "built $out"
-fi

@@ -8,79 +8,139 @@ mode=${1:-}
 case "$mode" in start|test|install) ;; *) echo "usage: $0 start|test|install" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "setup.sh: run as root (minicri manages namespaces, mounts and containers)" >&2; exit 1; }
 
+say() { echo "setup.sh: $*"; }
+# Every step that can fail runs through `step WHAT FIX COMMAND...`: its output goes to a log, and when it fails
+# setup.sh names WHAT, shows the end of that output, keeps the whole of it in FULL_LOG and says FIX (a text, or
+# the name of a function that reads the log to tell the likely cause), so it never ends without a word.
+FULL_LOG=/var/log/minicri-setup.log
+steplog=$(mktemp -t minicri-setup.XXXXXX)
+scratch=("$steplog")
+trap 'rm -rf "${scratch[@]}"' EXIT
+step() {
+  local what=$1 fix=$2 rc=0
+  shift 2
+  "$@" >"$steplog" 2>&1 || rc=$?
+  [ "$rc" = 0 ] && return 0
+  cp "$steplog" "$FULL_LOG" 2>/dev/null || true
+  {
+    echo "setup.sh: FAILED: $what (exit status $rc). The end of its output:"
+    tail -n 25 "$steplog" | sed 's/^/  | /'
+    echo "setup.sh: the whole output is in $FULL_LOG"
+    if declare -F "$fix" >/dev/null; then echo "setup.sh: $("$fix")"; else echo "setup.sh: $fix"; fi
+  } >&2
+  exit 1
+}
+log_has() { grep -qiE "$1" "$steplog"; }
+# What an npm fetch failure most likely means, from npm's own error codes in the log.
+registry_fix() {
+  if log_has 'UNABLE_TO_GET_ISSUER_CERT|SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF|CERT_[A-Z_]+|certificate'; then
+    echo "the npm registry's certificate is not trusted here (a proxy or mirror with a local CA?): install that CA" \
+      "in /usr/local/share/ca-certificates/ and run update-ca-certificates, or set NODE_EXTRA_CA_CERTS to a file" \
+      "holding it; then run setup.sh again"
+  elif log_has 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|network'; then
+    echo "the npm registry is unreachable: check the network, DNS and proxy (https_proxy), or set a reachable" \
+      "mirror as npm's registry in /root/.npmrc; then run setup.sh again"
+  elif log_has 'E404|ETARGET|No matching version'; then
+    echo "the npm registry has no such package or version: with a mirror, check that it carries it; a changed" \
+      "scripts/node-version must name released versions"
+  else
+    echo "the npm registry is unreachable or its certificate is not trusted: install your CA in" \
+      "/usr/local/share/ca-certificates/ and run update-ca-certificates (or set NODE_EXTRA_CA_CERTS), or set a" \
+      "reachable registry in /root/.npmrc; then run setup.sh again"
+  fi
+}
+npm_ci_fix() {
+  if log_has 'ENOSPC'; then echo "the disk is full: make room (df -h $PWD /root/.npm) and run setup.sh again"
+  else registry_fix
+  fi
+}
+
 # What the daemon runs: the OCI runtime, the container monitor, CRIU (for CheckpointContainer), CNI plugins,
-# namespace and firewall tools, a C toolchain for the built-in pause binary and (with libzstd's headers) the
-# zstd addon, and make, g++ and python3 for npm's native addons (better-sqlite3).
-# The tests add a registry, busybox and zstd for test images.
-runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables util-linux gcc libc6-dev libzstd-dev musl-tools ca-certificates make g++ python3)
+# namespace and firewall tools, a C toolchain for the built-in pause and helper binaries (better-sqlite3, the one
+# native addon, comes built), and AppArmor's tools where the kernel enforces AppArmor (minicri loads its profiles
+# with apparmor_parser). The tests add a registry, busybox and zstd for test images.
+runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables util-linux gcc libc6-dev musl-tools ca-certificates)
+[ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ] && runtime_packages+=(apparmor)
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
-# systemd-container: the unit test boots the shipped unit under a real systemd (systemd-nspawn). kubectl for the
-# streaming interop tests: Debian's kubernetes-client, unless a kubectl is on PATH already (their files collide).
-test_packages=(docker-registry busybox openssl zstd apache2-utils systemd systemd-container e2fsprogs $(command -v kubectl >/dev/null || echo kubernetes-client))
+# systemd-container: the unit test boots the shipped unit under a real systemd (systemd-nspawn). apparmor: the unit
+# tests check minicri's profiles with apparmor_parser on any kernel. kubectl for the streaming interop tests:
+# Debian's kubernetes-client, unless a kubectl is on PATH already (their files collide).
+test_packages=(docker-registry busybox openssl zstd apache2-utils systemd systemd-container e2fsprogs apparmor $(command -v kubectl >/dev/null || echo kubernetes-client))
 # With systemd as PID 1, the systemd cgroup driver (runc's and conmon's) talks to it over D-Bus.
 [ -d /run/systemd/system ] && runtime_packages+=(dbus)
-# The kind-style node test (test/node/) builds a Debian 12 node with debootstrap and boots it with systemd-nspawn.
-node_test_packages=(debootstrap)
+# The kind-style node test (test/node/) builds a Debian 12 node with debootstrap and boots it with systemd-nspawn;
+# the VM node test builds a Debian 12 disk with debootstrap too, boots it with qemu (SeaBIOS, no UEFI firmware) and
+# drives it over ssh.
+node_test_packages=(debootstrap qemu-system-x86 qemu-utils openssh-client)
 packages=("${runtime_packages[@]}")
 [ "$mode" = test ] && packages+=("${test_packages[@]}" "${node_test_packages[@]}")
 
-# minicri and its dependencies need Node.js 20 or newer; Debian 12's own is 18. When the node on PATH is older,
-# setup.sh puts the official Node.js binary (the npm registry's node-linux-<arch> package, with its headers for
-# native addons) and npm into $MINICRI_NODE for minicri alone, and everything below uses it: npm ci, the build, the
-# tests, /usr/local/bin/minicri and so the systemd unit. The system's node stays as it is. Debian's npm fetches them.
+# One Node.js for minicri everywhere: exactly the release scripts/node-version pins, in $MINICRI_NODE, whatever
+# node the system has (Debian 12's is 18, or none). The official binary (the npm registry's node-linux-<arch>
+# package) and npm are fetched with the system's npm (Debian's, installed when there is none), and the build,
+# npm ci, the tests, /usr/local/bin/minicri and so the systemd unit use it.
 MINICRI_NODE=/usr/local/lib/minicri/node
-MINICRI_NODE_SPEC=22 MINICRI_NPM_SPEC=11
-node_ok() { "$1" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null; }
-[ -x "$MINICRI_NODE/bin/node" ] && export PATH="$MINICRI_NODE/bin:$PATH"
-node_ok node || command -v npm >/dev/null || packages+=(nodejs npm)
+node_pin=$(sed -n 's/^node=//p' scripts/node-version)
+npm_pin=$(sed -n 's/^npm=//p' scripts/node-version)
+[ -n "$node_pin" ] && [ -n "$npm_pin" ] || { echo "setup.sh: scripts/node-version names no node= or npm= version" >&2; exit 1; }
+node_is_pinned() {
+  [ "$("$MINICRI_NODE/bin/node" --version 2>/dev/null)" = "v$node_pin" ] &&
+    [ "$("$MINICRI_NODE/bin/node" "$MINICRI_NODE/lib/node_modules/npm/bin/npm-cli.js" --version 2>/dev/null)" = "$npm_pin" ]
+}
+node_is_pinned || command -v npm >/dev/null || packages+=(nodejs npm)
+# Both nodes trust the system's CA bundle (with local CAs from update-ca-certificates), for the fetch and at run
+# time: the official binary otherwise trusts only its own list.
+export NODE_EXTRA_CA_CERTS="${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}"
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup.sh: installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  say "installing ${#missing[@]} Debian packages: ${missing[*]}"
+  step "apt-get update" "Debian's mirror is unreachable, or a source in /etc/apt/sources.list(.d) is wrong or not \
+signed by a key apt has: check the network and any proxy (Acquire::http::Proxy), then run setup.sh again" \
+    apt-get update
+  step "apt-get install of ${missing[*]}" "apt could not install them (see its message above): a package your \
+sources do not carry (all are in Debian 12's main), dpkg interrupted before (run dpkg --configure -a), or a full \
+disk (df -h /var)" \
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 fi
-if ! node_ok node; then
+
+if ! node_is_pinned; then
   case "$(uname -m)" in x86_64) arch=x64 ;; aarch64) arch=arm64 ;; *) echo "setup.sh: no Node.js package for $(uname -m)" >&2; exit 1 ;; esac
-  echo "setup.sh: the system's node is $(node --version); installing Node.js $MINICRI_NODE_SPEC for minicri in $MINICRI_NODE"
-  fetched=$(mktemp -d)
-  (cd "$fetched" && npm pack --silent --no-audit --no-fund "node-linux-$arch@$MINICRI_NODE_SPEC" "npm@$MINICRI_NPM_SPEC" >/dev/null)
+  say "fetching Node.js $node_pin and npm $npm_pin for minicri into $MINICRI_NODE (now: $("$MINICRI_NODE/bin/node" --version 2>/dev/null || echo none))"
+  fetched=$(mktemp -d) && scratch+=("$fetched" "$MINICRI_NODE.new")
+  # npm's cache keeps the packages: a second fetch of the same versions needs no network.
+  step "fetching node-linux-$arch@$node_pin and npm@$npm_pin with $(command -v npm)" registry_fix \
+    npm pack --prefer-offline --no-audit --no-fund --pack-destination "$fetched" "node-linux-$arch@$node_pin" "npm@$npm_pin"
   rm -rf "$MINICRI_NODE.new" && mkdir -p "$MINICRI_NODE.new/lib/node_modules/npm"
-  tar -xzf "$fetched"/node-linux-"$arch"-*.tgz -C "$MINICRI_NODE.new" --strip-components=1 package/bin package/include
-  tar -xzf "$fetched"/npm-*.tgz -C "$MINICRI_NODE.new/lib/node_modules/npm" --strip-components=1
+  step "unpacking Node.js into $MINICRI_NODE.new" "the packages in $fetched did not unpack: a full disk (df -h $fetched /usr/local)?" \
+    sh -c 'tar -xzf "$1"/node-linux-*.tgz -C "$2" --strip-components=1 package/bin &&
+      tar -xzf "$1"/npm-*.tgz -C "$2/lib/node_modules/npm" --strip-components=1' - "$fetched" "$MINICRI_NODE.new"
   ln -s ../lib/node_modules/npm/bin/npm-cli.js "$MINICRI_NODE.new/bin/npm"
   ln -s ../lib/node_modules/npm/bin/npx-cli.js "$MINICRI_NODE.new/bin/npx"
-  rm -rf "$fetched"
-  node_ok "$MINICRI_NODE.new/bin/node" || { echo "setup.sh: the Node.js fetched into $MINICRI_NODE.new does not run" >&2; exit 1; }
+  step "running the fetched Node.js" "the official Node.js $node_pin binary does not run here: it needs glibc 2.28 or \
+newer (Debian 10 and later)" "$MINICRI_NODE.new/bin/node" --version
   rm -rf "$MINICRI_NODE" && mv "$MINICRI_NODE.new" "$MINICRI_NODE"
-  export PATH="$MINICRI_NODE/bin:$PATH"
 fi
-if [ "$(command -v node)" = "$MINICRI_NODE/bin/node" ]; then
-  # Native addons (better-sqlite3) build against the headers of the node that runs them, with nothing to download.
-  export npm_config_nodedir="$MINICRI_NODE"
-  # The official binary trusts only its own CA list; Debian's node trusts the system's (with local CAs): so does this.
-  export NODE_EXTRA_CA_CERTS="${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}"
-fi
+export PATH="$MINICRI_NODE/bin:$PATH"
 
 # npm ci only when the lock file (or the node, whose ABI native addons follow) changed since the last install.
 lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1) $(node --version)"
 if [ "$(cat node_modules/.minicri-lock 2>/dev/null)" != "$lock_sum" ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  say "npm ci: installing minicri's dependencies into node_modules"
+  step "npm ci" npm_ci_fix npm ci --prefer-offline --no-audit --no-fund
   echo "$lock_sum" > node_modules/.minicri-lock
 fi
-npm run --silent build
-if [ "$(command -v node)" = "$MINICRI_NODE/bin/node" ]; then
-  # main.js starts with "#!/usr/bin/env node": this node must come first in PATH, wherever minicri is started from.
-  # It trusts the system's CAs (registries behind a local CA), as Debian's node does.
-  printf '#!/bin/sh\n# minicri on the Node.js setup.sh installed for it in %s\n: "${NODE_EXTRA_CA_CERTS:=/etc/ssl/certs/ca-certificates.crt}"\nexport NODE_EXTRA_CA_CERTS\nPATH=%s/bin:$PATH exec %s "$@"\n' \
-    "$MINICRI_NODE" "$MINICRI_NODE" "'$PWD/dist/server/main.js'" > /usr/local/bin/minicri.new
-  chmod 0755 /usr/local/bin/minicri.new && mv -f /usr/local/bin/minicri.new /usr/local/bin/minicri
-else
-  ln -sfn "$PWD/dist/server/main.js" /usr/local/bin/minicri
-fi
+say "building minicri (TypeScript and the C helpers)"
+step "the build (npm run build)" "see the output above (build-native.sh names a missing compiler); run npm run build \
+to repeat it; a checkout with local changes may not compile" npm run --silent build
+# main.js starts with "#!/usr/bin/env node": minicri's node must come first in PATH, wherever minicri is started
+# from. It trusts the system's CAs (registries behind a local CA).
+printf '#!/bin/sh\n# minicri on the Node.js setup.sh installed for it in %s\n: "${NODE_EXTRA_CA_CERTS:=/etc/ssl/certs/ca-certificates.crt}"\nexport NODE_EXTRA_CA_CERTS\nPATH=%s/bin:$PATH exec %s "$@"\n' \
+  "$MINICRI_NODE" "$MINICRI_NODE" "'$PWD/dist/server/main.js'" > /usr/local/bin/minicri.new
+chmod 0755 /usr/local/bin/minicri.new && mv -f /usr/local/bin/minicri.new /usr/local/bin/minicri
 
 case "$mode" in
   test)

@@ -81,7 +81,9 @@ function callContext(name: string, call: grpc.ServerUnaryCall<unknown, unknown> 
   };
 }
 
-function callSignal(name: string, call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>): AbortSignal {
+// A streaming call is a unary call's surface and more: typed as the one, it takes both (their union's event methods
+// are not callable).
+function callSignal(name: string, call: grpc.ServerUnaryCall<unknown, unknown>): AbortSignal {
   const controller = new AbortController();
   const deadline = call.getDeadline();
   const deadlineAt = deadline instanceof Date ? deadline.getTime() : deadline;

@@ -27,7 +27,7 @@ export type Transport = (url: URL, init: HttpInit) => Promise<HttpAnswer>;
 export const undiciTransport: Transport = async (url, init) => {
   const headers = init.form ? { ...init.headers, 'content-type': 'application/x-www-form-urlencoded' } : init.headers;
   const res = await request(url, {
-    method: init.method ?? 'GET', headers, body: init.form?.toString(), signal: init.signal, dispatcher: init.dispatcher, maxRedirections: 0,
+    method: init.method ?? 'GET', headers, body: init.form?.toString(), signal: init.signal, dispatcher: init.dispatcher,
   });
   return {
     status: res.statusCode,

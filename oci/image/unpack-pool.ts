@@ -56,7 +56,7 @@ function start(): UnpackWorker {
     state.jobs.clear();
   };
   w.on('message', (m: FromWorker) => state.jobs.get(m.id)?.onMessage(m));
-  w.on('error', (err) => fail(new Internal(`the unpack worker failed: ${err.message}`)));
+  w.on('error', (err: unknown) => fail(new Internal(`the unpack worker failed: ${err instanceof Error ? err.message : String(err)}`)));
   w.on('exit', (code) => fail(new Internal(`the unpack worker exited with code ${code}`)));
   w.unref();
   running.push(state);

@@ -92,8 +92,8 @@ export async function runcExecSync(r: RuncExecRequest): Promise<ExecSyncResult> 
 
   try {
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
-      sub.once('exit', (c, s) => resolve([c, s]));
-      sub.once('error', reject);
+      sub.nodeChildProcess.once('exit', (c, s) => resolve([c, s]));
+      sub.nodeChildProcess.once('error', reject);
     });
     clearTimeout(timer);
     clearTimeout(runcKillTimer);

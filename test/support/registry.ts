@@ -47,7 +47,7 @@ export async function startRegistry(opts: RegistryOptions = {}): Promise<TestReg
   let proc: ResultPromise | undefined;
   let tokenServer: Server | undefined;
   const stop = async () => {
-    if (proc && proc.exitCode === null) {
+    if (proc && proc.nodeChildProcess.exitCode === null) {
       proc.kill('SIGTERM');
       await proc.catch(() => undefined);
     }
@@ -121,7 +121,7 @@ ${authYaml}`;
 async function waitReady(url: string, proc: ResultPromise): Promise<void> {
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`docker-registry exited: ${String((await proc.catch((e) => e)).stderr ?? '')}`);
+    if (proc.nodeChildProcess.exitCode !== null) throw new Error(`docker-registry exited: ${String((await proc.catch((e) => e)).stderr ?? '')}`);
     try {
       await fetch(`${url}/v2/`);
       return;

@@ -59,7 +59,7 @@ test('a pod\'s metrics: network per interface on the pod, cgroup families per ru
     const expected = KUBELET_CADVISOR_METRICS[metric.name!];
     assert.ok(expected || KUBELET_PRESSURE_METRICS.includes(metric.name!), `${metric.name} is a family kubelet knows`);
     assert.equal(metric.label_values?.length, descriptors.get(metric.name!)!.label_keys!.length, `${metric.name} has a value per label key`);
-    if (expected) assert.equal(metric.metric_type, expected.type, metric.name);
+    if (expected) assert.equal(metric.metric_type, expected.type, metric.name!);
     assert.equal(metric.timestamp, '1700000000000000000');
   }
   const find = (name: string, ...labels: string[]) => all.find((x) => x.name === name && labels.every((l, i) => x.label_values![i] === l))?.value?.value;
