@@ -48,7 +48,7 @@ export class Vm {
         const port = await freePort();
         const consoleLog = join(dir, `console-${accel}.log`);
         const qemu = startQemu(opts, accel, overlay, port, consoleLog, dir);
-        const vm = new Vm(dir, accel, new Ssh(port, opts.image.key), consoleLog, qemu);
+        const vm = new Vm(dir, accel, new Ssh(port, opts.image.key, join(dir, 'ssh.sock')), consoleLog, qemu);
         if (accel === 'kvm' && accels.length > 1 && !(await vm.consoleShows(/Linux version/, KVM_PROBE_MS))) {
           opts.log(vm.running ? `KVM: no console output within ${KVM_PROBE_MS / 1000} s (the nested-KVM hang): falling back to TCG`
             : `KVM: qemu exited before the kernel ran (${(await vm.qemuMessages()).trim().split('\n').pop()}): falling back to TCG`);
@@ -136,6 +136,7 @@ export class Vm {
       }
     } finally {
       await this.kill();
+      await this.ssh.close();
       await rm(this.dir, { recursive: true, force: true });
     }
   }
