@@ -30,7 +30,7 @@ const CACHES = [
   { guest: '/var/lib/apt/lists', host: join(VM_CACHE, 'apt/lists'), find: 'find . -maxdepth 1 -type f ! -name lock' },
   { guest: '/root/.npm/_cacache', host: join(VM_CACHE, 'npm/_cacache'), find: 'find . -type f' },
 ];
-/** The checks in the guest, one node:test file each (test/vm/guest/<name>.test.ts), in this order. */
+/** The checks in the guest, one node:test file each (test/vm/guest/<name>.check.ts: not *.test.ts, which the host's test:vm would run), in this order. */
 const GUEST_CHECKS = ['cgroup2', 'apparmor', 'userns', 'checkpoint', 'restart'];
 
 // minicri's own config for the guest: no default network of its own (minicri0 would route pods out through
@@ -139,10 +139,10 @@ describe('a real Debian 12 node in a VM: the README\'s setup.sh start, then AppA
   });
 
   for (const check of GUEST_CHECKS) {
-    it(`passes the guest checks of ${check} (test/vm/guest/${check}.test.ts)`, { timeout: 20 * 60_000 }, async () => {
+    it(`passes the guest checks of ${check} (test/vm/guest/${check}.check.ts)`, { timeout: 20 * 60_000 }, async () => {
       assert.ok(installed, 'minicri was installed in the VM');
       const run = await phase(`checks ${check}`, () => ssh().run(
-        `cd ${GUEST_CHECKOUT} && ${GUEST_NODE} --test --test-concurrency=1 --test-reporter=spec dist/test/vm/guest/${check}.test.js`,
+        `cd ${GUEST_CHECKOUT} && ${GUEST_NODE} --test --test-concurrency=1 --test-reporter=spec dist/test/vm/guest/${check}.check.js`,
         { timeout: 20 * 60_000, onLine: (line) => log(`${check} | ${line}`) },
       ));
       assert.equal(run.exitCode, 0, `the guest checks of ${check} failed (${run.exitCode}); their output is above:\n${run.stdout.slice(-3000)}\n${run.stderr.slice(-2000)}`);
