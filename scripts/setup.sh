@@ -58,8 +58,9 @@ npm_ci_fix() {
 # What the daemon runs: the OCI runtime, the container monitor, CRIU (for CheckpointContainer), CNI plugins,
 # namespace and firewall tools, a C toolchain for the built-in pause and helper binaries (better-sqlite3, the one
 # native addon, comes built), and AppArmor's tools where the kernel enforces AppArmor (minicri loads its profiles
-# with apparmor_parser). The tests add a registry, busybox and zstd for test images.
-runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables util-linux gcc libc6-dev musl-tools ca-certificates)
+# with apparmor_parser), and libatomic1, which the official Node.js binary links. The tests add a registry, busybox
+# and zstd for test images.
+runtime_packages=(runc conmon criu containernetworking-plugins iproute2 iptables util-linux gcc libc6-dev musl-tools ca-certificates libatomic1)
 [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ] && runtime_packages+=(apparmor)
 # busybox (dynamic) rather than busybox-static: the two conflict, and its sh looks applets up in PATH.
 # systemd-container: the unit test boots the shipped unit under a real systemd (systemd-nspawn). apparmor: the unit
@@ -176,7 +177,8 @@ case "$mode" in
       export MINICRI_TEST_CRIU=/usr/local/lib/criu-4.2/sbin/criu
     fi
     npm test --silent
-    exec npm run --silent test:node
+    npm run --silent test:node
+    exec npm run --silent test:vm
     ;;
   start)
     if [ -d /run/systemd/system ]; then
@@ -185,7 +187,9 @@ case "$mode" in
       systemctl enable --quiet minicri
       # A restart puts a new build in place; pods keep running across it (the unit's KillMode=process).
       systemctl restart minicri
-      for _ in $(seq 100); do [ -S /run/minicri/minicri.sock ] && break; sleep 0.2; done
+      # A slow node (an emulated VM loads the daemon's modules in 15 s) may take a minute or more to serve.
+      say "waiting for minicri to serve on /run/minicri/minicri.sock (up to 5 minutes)"
+      for _ in $(seq 1500); do [ -S /run/minicri/minicri.sock ] && break; systemctl is-failed --quiet minicri && break; sleep 0.2; done
       systemctl is-active --quiet minicri && [ -S /run/minicri/minicri.sock ] \
         || { echo "minicri did not start: systemctl status minicri; journalctl -u minicri" >&2; exit 1; }
       echo "minicri started by systemd: systemctl status minicri; journalctl -u minicri"
@@ -195,7 +199,8 @@ case "$mode" in
         echo "minicri is already running"
       else
         nohup /usr/local/bin/minicri serve >>/var/log/minicri.log 2>&1 < /dev/null &
-        for _ in $(seq 50); do [ -S /run/minicri/minicri.sock ] && break; sleep 0.2; done
+        say "waiting for minicri to serve on /run/minicri/minicri.sock (up to 5 minutes)"
+        for _ in $(seq 1500); do [ -S /run/minicri/minicri.sock ] && break; kill -0 $! 2>/dev/null || break; sleep 0.2; done
         [ -S /run/minicri/minicri.sock ] || { echo "minicri did not start; see /var/log/minicri.log" >&2; exit 1; }
         echo "minicri started (pid $!), logging to /var/log/minicri.log"
       fi
