@@ -8,7 +8,7 @@ export const MINICRI_PROFILE = 'minicri-default';
  * Bumped with every change of the text below. The loader compares the whole text with what it loaded this
  * boot, so the number is for people: it says which version a node runs.
  */
-export const MINICRI_PROFILE_VERSION = 2;
+export const MINICRI_PROFILE_VERSION = 3;
 
 /**
  * The profile source. ABI 3.0 is pinned so the policy compiles (and behaves) the same whatever the kernel
@@ -38,11 +38,15 @@ profile ${self} flags=(attach_disconnected,mediate_deleted) {
   # Tracing and /proc/<pid> inspection (ps, top) only among processes of this profile.
   ptrace (trace, read, tracedby, readby) peer=${self},
 
-  # No new mounts and no unmounts, even with CAP_SYS_ADMIN: a mount can cover the masks on /proc and /sys
-  # or bring a host filesystem in, and an unmount can take a mask away and show the /proc file under it.
-  # Logged, so a refusal can be traced.
+  # No new mounts, even with CAP_SYS_ADMIN: a mount can cover the masks on /proc and /sys or bring a host
+  # filesystem in. No unmounts under /proc and /sys either: that would take runc's masks and read-only
+  # binds away. Both logged, so a refusal can be traced. Unmounts elsewhere stay allowed on purpose: a
+  # profile with only deny rules for mounts compiles to one that does not mediate mounts at all (seen on
+  # Debian 12's kernel 6.1: the mount went through), so the allow rule keeps the class in the policy.
+  umount,
   audit deny mount,
-  audit deny umount,
+  audit deny umount /proc{,/**},
+  audit deny umount /sys{,/**},
 
   # /proc: a process may write its own entries (/proc/<pid>/..., which /proc/self leads to) and nothing
   # else: not the files directly in /proc, not /proc/sys (kernel settings for the whole node), not the
