@@ -18,6 +18,7 @@ import { pushBusybox } from '../support/busybox-image.js';
 import { CriClient } from '../support/cri-client.js';
 import { assertNothingLeft, hostSnapshot, type HostSnapshot } from '../support/leaks.js';
 import { startRegistry, type TestRegistry } from '../support/registry.js';
+import { until } from '../support/wait.js';
 import { KindNode, NODE_BRIDGE, NODE_SUBNET } from './node.js';
 
 const CHECKOUT = resolve(fileURLToPath(import.meta.url), '../../../..');
@@ -31,18 +32,6 @@ const CONFLIST = JSON.stringify({
   cniVersion: '1.0.0', name: 'node-test',
   plugins: [{ type: 'bridge', bridge: NODE_BRIDGE, isGateway: false, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet: NODE_SUBNET }]] } }],
 }, null, 2);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value) return value;
-    assert.ok(Date.now() < deadline, `${what}: not within ${ms / 1000} s`);
-    await sleep(200);
-  }
-}
 
 const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 

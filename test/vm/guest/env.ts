@@ -13,6 +13,7 @@ import { pushBusybox } from '../../support/busybox-image.js';
 import { CriClient } from '../../support/cri-client.js';
 import { containerConfig, podConfig } from '../../support/pods.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
+import { until as untilValue } from '../../support/wait.js';
 
 export const SOCKET = '/run/minicri/minicri.sock';
 /** The network vm.test.ts writes for the guest's pods: bridge mcri-vm0 on 10.238.0.0/24, no gateway, no masquerade. */
@@ -20,18 +21,8 @@ export const POD_SUBNET_PREFIX = '10.238.0.';
 
 export interface Pod { id: string; config: PodSandboxConfig }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `probe` until it gives a value (a liveness bound, not a timing claim). */
-export async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value) return value;
-    assert.ok(Date.now() < deadline, `${what}: not within ${ms / 1000} s`);
-    await sleep(250);
-  }
-}
+/** The guest runs emulated: its waits get twice the host's default. */
+export const until = <T>(what: string, probe: () => Promise<T | undefined | false>, ms = 60_000): Promise<T> => untilValue(what, probe, ms);
 
 /** A gRPC error with this code, its details matching `details`. */
 export function grpcError(code: grpc.status, details?: RegExp) {
