@@ -11,7 +11,7 @@ import type { BlobToWrite, UnpackResult } from './unpack.js';
 
 export type ToWorker =
   | { type: 'start'; id: number; dest: string; what: string; blob?: BlobToWrite }
-  | { type: 'chunk'; id: number; data: Uint8Array }
+  | { type: 'chunk'; id: number; data: Uint8Array[] }
   | { type: 'end'; id: number }
   | { type: 'abort'; id: number; message: string }
   | { type: 'parse'; id: number; job: DocumentJob };
@@ -98,7 +98,8 @@ function idleLater(w: UnpackWorker): void {
 /**
  * Unpacks `source` (a layer blob's bytes) into `dest` on the worker; see unpackLayer. With `blob`, the worker
  * also writes the bytes to its temp file and checks size and digest (see blobWriter). A failure of the source
- * itself (a stalled download) is what the promise rejects with.
+ * itself (a stalled download) is what the promise rejects with. The source's chunks are moved to the worker:
+ * nothing else may keep them past its own 'data' listeners, which must be added before this is called.
  */
 export function unpackInWorker(source: Readable, dest: string, what: string, blob?: BlobToWrite): Promise<UnpackResult> {
   const w = worker();
@@ -133,27 +134,23 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
       },
     });
     post({ type: 'start', id, dest, what, blob });
-    // The socket's pieces (tens of KiB) are copied into batches of a MiB, each moved to the worker, not cloned
-    // again: per piece, a message and a gunzip call cost more than the inflating itself.
-    let batch = new Uint8Array(BATCH);
+    // The socket's pieces (tens of KiB, each its own memory) are gathered up to a MiB and moved to the worker in
+    // one message, not copied: per piece, a message and a gunzip call cost more than the inflating itself, and
+    // a copy into batches doubled what the event loop allocates (and collects) per byte downloaded.
+    let pieces: Uint8Array[] = [];
     let filled = 0;
     const flush = () => {
       if (filled === 0) return;
-      const data = batch.subarray(0, filled);
       inFlight += filled;
-      post({ type: 'chunk', id, data }, [batch.buffer as ArrayBuffer]);
-      batch = new Uint8Array(BATCH);
+      post({ type: 'chunk', id, data: pieces }, pieces.map((p) => p.buffer as ArrayBuffer));
+      pieces = [];
       filled = 0;
       if (inFlight >= IN_FLIGHT) source.pause();
     };
     source.on('data', (chunk: Buffer) => {
-      for (let at = 0; at < chunk.byteLength;) {
-        const n = Math.min(chunk.byteLength - at, BATCH - filled);
-        batch.set(chunk.subarray(at, at + n), filled);
-        filled += n;
-        at += n;
-        if (filled === BATCH) flush();
-      }
+      pieces.push(ownMemory(chunk));
+      filled += chunk.byteLength;
+      if (filled >= BATCH) flush();
     });
     source.once('end', () => { flush(); ended = true; post({ type: 'end', id }); });
     source.once('error', (err) => {
@@ -165,6 +162,14 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
       if (!ended && sourceError === undefined) post({ type: 'abort', id, message: 'the layer\'s source closed early' });
     });
   });
+}
+
+/**
+ * `chunk` itself when it is the whole of its memory (a socket's read), else a copy that is (a view into a pool
+ * or a larger read): moving memory to the worker takes it from every view of it, which must be no one else's.
+ */
+function ownMemory(chunk: Buffer): Uint8Array {
+  return chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength ? chunk : new Uint8Array(chunk);
 }
 
 /** JSON up to this size is parsed on the main thread: in well under a millisecond, less than a message costs. */

@@ -44,8 +44,9 @@ port.on('message', (m: ToWorker) => {
       return;
     }
     case 'chunk': {
-      const n = m.data.byteLength;
-      source?.write(Buffer.from(m.data.buffer, m.data.byteOffset, n), () => send({ type: 'ack', id: m.id, bytes: n }));
+      // One write per batch: each write is a trip through the streams below and a gunzip call on the thread pool.
+      const data = m.data.length === 1 ? Buffer.from(m.data[0]!.buffer, m.data[0]!.byteOffset, m.data[0]!.byteLength) : Buffer.concat(m.data);
+      source?.write(data, () => send({ type: 'ack', id: m.id, bytes: data.byteLength }));
       return;
     }
     case 'end':
