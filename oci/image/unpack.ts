@@ -2,7 +2,7 @@
 // whiteout is resolved inside the layer root, symlinks met on the way are followed only within it, and the
 // final component is never followed. OCI whiteouts become overlayfs whiteouts (0/0 char devices, opaque xattr).
 import { createHash } from 'node:crypto';
-import { chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Duplex, PassThrough, Transform, type Readable } from 'node:stream';
@@ -20,6 +20,19 @@ import { classifyEntry, confine, xattrAllowed } from './layerpath.js';
 
 /** Files up to this size are written in one call; larger ones stream. */
 const SMALL_FILE = 1 << 20;
+
+/** The bits that decide who owns a new file and what mode it gets: setuid, setgid, sticky. */
+const SPECIAL_BITS = 0o7000;
+
+/** The process's umask as the kernel reports it, or undefined where it does not (then every mode is set with chmod). */
+function currentUmask(): number | undefined {
+  try {
+    const m = /^Umask:\s*([0-7]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    return m ? parseInt(m[1]!, 8) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** execa is loaded on first use: whiteouts and device entries are rare, and loading it took an unpack worker 0.1 s. */
 async function run(cmd: string, args: string[]): Promise<void> {
@@ -179,9 +192,21 @@ class Unpacker {
   /** Real directories (not symlinks) already seen or made: saves re-checking every parent of every entry. */
   private readonly dirs = new Set<string>();
 
-  constructor(private readonly root: string, private readonly what: string) {}
+  /** The last path create() made anew, so meta() knows its owner and mode are the creation's. */
+  private made: string | undefined;
+  private readonly umask = currentUmask();
+  private readonly uid = process.geteuid?.();
+  private readonly gid = process.getegid?.();
+  /** A setgid directory (the root's parent's, or one of the layer's): new entries may then not have our group. */
+  private setgid: boolean;
+
+  constructor(private readonly root: string, private readonly what: string) {
+    // The root itself inherits setgid from the directory it was made in.
+    this.setgid = (lstatSync(root).mode & 0o2000) !== 0;
+  }
 
   async apply(h: Header, body: AsyncIterable<Buffer>): Promise<void> {
+    this.made = undefined;
     const c = classifyEntry(h.name);
     if (c.kind === 'ignore') return;
     if (c.kind === 'opaque') {
@@ -202,20 +227,23 @@ class Unpacker {
     const mode = (h.mode ?? 0o644) & 0o7777;
     switch (h.type) {
       case 'directory':
-        if (!this.clear(path, true)) mkdirSync(path, { mode: 0o700 });
+        if (!this.create(path, true, () => mkdirSync(path, { mode: this.creationMode(h, 0o755) }))) this.made = undefined;
         this.dirs.add(path);
         await this.meta(path, h, true);
         return;
       case 'file':
       case 'contiguous-file':
-        this.clear(path, false);
-        if ((h.size ?? 0) <= SMALL_FILE) writeFileSync(path, await collect(body), { flag: 'wx', mode: 0o600 });
-        else await pipeline(body, new FileSink(path));
+        if ((h.size ?? 0) <= SMALL_FILE) {
+          const data = await collect(body);
+          this.create(path, false, () => writeFileSync(path, data, { flag: 'wx', mode: this.creationMode(h, 0o644) }));
+        } else {
+          this.clear(path, false);
+          await pipeline(body, new FileSink(path));
+        }
         await this.meta(path, h, false);
         return;
       case 'symlink':
-        this.clear(path, false);
-        symlinkSync(h.linkname ?? '', path);
+        this.create(path, false, () => symlinkSync(h.linkname ?? '', path));
         await this.meta(path, h, false, true);
         return;
       case 'link': {
@@ -249,6 +277,36 @@ class Unpacker {
     }
   }
 
+  /**
+   * Makes an entry with `make`, which fails with EEXIST when something is at `path` already (a layer may name a
+   * path twice): that is then removed, unless it is a directory and `wantDir`, and `make` runs again. Trying first
+   * saves a lookup per entry, and `make` never follows a symlink there. True when the path holds what `make`
+   * made, false when an existing directory stays.
+   */
+  private create(path: string, wantDir: boolean, make: () => void): boolean {
+    this.made = path;
+    try {
+      make();
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    if (this.clear(path, wantDir)) return false;
+    make();
+    return true;
+  }
+
+  /**
+   * The mode to create an entry with: the header's, when the umask leaves it whole, it has no special bit
+   * (chown clears those) and no setgid directory exists (a directory made in one inherits the bit), so that
+   * meta() needs no chmod; else `fallback`'s owner bits only, chmod'ed later.
+   */
+  private creationMode(h: Header, fallback: number): number {
+    const mode = (h.mode ?? fallback) & 0o7777;
+    const exact = this.umask !== undefined && !this.setgid && (mode & (this.umask | SPECIAL_BITS)) === 0;
+    return exact ? mode : 0o700 & fallback;
+  }
+
   finish(): void {
     for (const d of this.dirTimes.reverse()) lutimesSync(d.path, d.mtime, d.mtime);
   }
@@ -263,10 +321,20 @@ class Unpacker {
     return false;
   }
 
+  /**
+   * Owner, mode, xattrs and time of the entry just made at `path`. A new entry is already ours (the process's
+   * ids) unless a setgid directory gave it its group, so chown runs only when the header asks for other ids or
+   * a setgid directory exists; chmod only when the entry was not created with its mode (see creationMode).
+   */
   private async meta(path: string, h: Header, isDir: boolean, isSymlink = false): Promise<void> {
-    lchownSync(path, h.uid ?? 0, h.gid ?? 0);
+    const uid = h.uid ?? 0;
+    const gid = h.gid ?? 0;
+    const fresh = this.made === path;
+    if (!fresh || uid !== this.uid || gid !== this.gid || this.setgid) lchownSync(path, uid, gid);
+    const mode = (h.mode ?? (isDir ? 0o755 : 0o644)) & 0o7777;
     // chown clears setuid/setgid, so the mode comes after it.
-    if (!isSymlink) chmodSync(path, (h.mode ?? (isDir ? 0o755 : 0o644)) & 0o7777);
+    if (!isSymlink && !(fresh && this.creationMode(h, isDir ? 0o755 : 0o644) === mode)) chmodSync(path, mode);
+    if (isDir && (mode & 0o2000) !== 0) this.setgid = true;
     for (const [key, value] of Object.entries(h.pax ?? {})) {
       if (!key.startsWith('SCHILY.xattr.') || isSymlink) continue;
       const name = key.slice('SCHILY.xattr.'.length);

@@ -160,6 +160,43 @@ describe('layer unpacking and overlay root filesystems', () => {
     assert.deepEqual([l.isSymbolicLink(), l.uid, l.gid], [true, 3, 4]);
   });
 
+  test('owners and modes hold where entries skip chown and chmod: setgid directories, loose modes, repeated paths', async (t) => {
+    const { images, rootDir } = await imageEnv(t);
+    const img = await buildImage([{ entries: [
+      { name: 'plain', data: 'p', mode: 0o640 },
+      { name: 'loose', data: 'l', mode: 0o777 },
+      { name: 'g/', type: 'directory', mode: 0o2775, uid: 0, gid: 99 },
+      { name: 'g/f', data: 'f', mode: 0o644 },
+      { name: 'g/sub/', type: 'directory', mode: 0o755 },
+      { name: 'dup', data: 'first', mode: 0o600, uid: 5, gid: 6 },
+      { name: 'dup', data: 'second', mode: 0o644 },
+      { name: 'became-dir', data: 'x' },
+      { name: 'became-dir/', type: 'directory', mode: 0o711 },
+      { name: 'again/', type: 'directory', mode: 0o700, uid: 9, gid: 9 },
+      { name: 'again/', type: 'directory', mode: 0o755 },
+      { name: 'ln', type: 'symlink', linkname: 'plain' },
+      { name: 'ln', type: 'symlink', linkname: 'dup' },
+    ] }], {});
+    await pushImage(reg, 'test/owners', ['v1'], img);
+    const r = await images.pull(`${reg.host}/test/owners:v1`);
+    const l = join(rootDir, 'layers', r.layers[0]!.slice(7));
+    const ids = async (p: string) => {
+      const s = await lstat(join(l, p));
+      return [s.mode & 0o7777, s.uid, s.gid];
+    };
+    assert.deepEqual(await ids('plain'), [0o640, 0, 0]);
+    assert.deepEqual(await ids('loose'), [0o777, 0, 0], 'a mode the umask would cut is set in full');
+    assert.deepEqual(await ids('g'), [0o2775, 0, 99]);
+    assert.deepEqual(await ids('g/f'), [0o644, 0, 0], 'not the setgid directory\'s group');
+    assert.deepEqual(await ids('g/sub'), [0o755, 0, 0], 'neither the group nor the setgid bit of its parent');
+    assert.deepEqual(await ids('dup'), [0o644, 0, 0]);
+    assert.equal(await readFile(join(l, 'dup'), 'utf8'), 'second');
+    assert.ok((await lstat(join(l, 'became-dir'))).isDirectory());
+    assert.deepEqual(await ids('became-dir'), [0o711, 0, 0]);
+    assert.deepEqual(await ids('again'), [0o755, 0, 0]);
+    assert.equal(await readlink(join(l, 'ln')), 'dup');
+  });
+
   test('an image repeating a layer mounts', async (t) => {
     const { images } = await imageEnv(t);
     const empty = { entries: [] };
