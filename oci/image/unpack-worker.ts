@@ -26,9 +26,11 @@ port.on('message', (m: ToWorker) => {
     case 'parse':
       // The JSON checks (zod) load with the first parse: a worker that only unpacks starts sooner, and its
       // smaller heap is quicker to collect, which it does every few MiB of a big layer.
-      import('./manifest.js').then(({ parseDocument }) => send({ type: 'parsed', id: m.id, value: parseDocument(m.job) })).catch((err: unknown) => {
-        send({ type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: (err as Error).message });
-      });
+      import('./manifest.js')
+        .then(({ parseDocument }) => send({ type: 'parsed', id: m.id, value: parseDocument(m.job) }))
+        .catch((err: unknown) => send({
+          type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: (err as Error).message,
+        }));
       return;
     case 'start': {
       const s = new PassThrough({ highWaterMark: 1 << 20 });
@@ -44,7 +46,8 @@ port.on('message', (m: ToWorker) => {
     }
     case 'chunk': {
       // One write per batch: each write is a trip through the streams below and a gunzip call on the thread pool.
-      const data = m.data.length === 1 ? Buffer.from(m.data[0]!.buffer, m.data[0]!.byteOffset, m.data[0]!.byteLength) : Buffer.concat(m.data);
+      const [first] = m.data;
+      const data = m.data.length === 1 ? Buffer.from(first!.buffer, first!.byteOffset, first!.byteLength) : Buffer.concat(m.data);
       source?.write(data, () => send({ type: 'ack', id: m.id, bytes: data.byteLength }));
       return;
     }

@@ -2,7 +2,9 @@
 // whiteout is resolved inside the layer root, symlinks met on the way are followed only within it, and the
 // final component is never followed. OCI whiteouts become overlayfs whiteouts (0/0 char devices, opaque xattr).
 import { createHash } from 'node:crypto';
-import { chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync,
+} from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Duplex, PassThrough, Transform, type Readable } from 'node:stream';
