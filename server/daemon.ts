@@ -33,14 +33,17 @@ import { Store } from '../store/store.js';
 import { StreamingServer } from '../streaming/server.js';
 import type { Config } from './config.js';
 import { imageService } from './image-service.js';
-import { claimSocketPath, listenUnix } from './listen.js';
+import type { Edge } from './edge.js';
+import { Version } from './handlers/version.js';
+import { claimSocketPath, listenUnix, type UnixListener } from './listen.js';
 import { listEncoders, withListEncoders } from './list-encoding.js';
 import { startMetrics, type Metrics } from './metrics.js';
 import { loadCri } from './proto.js';
 import { quietCollector } from './quiet-collector.js';
 import { runtimeService } from './runtime-service.js';
 import { openRuntimes } from './runtimes.js';
-import { bindService } from './service.js';
+import type { RpcObserver } from './rpc.js';
+import { afterStart, bindService } from './service.js';
 import { streamingBackend, streamingLimits } from './streaming-backend.js';
 
 /** kubelet sends and accepts messages up to 16 MiB (ExecSync output, large lists). */
@@ -69,16 +72,44 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
   let cni: CniManager | undefined;
   let streaming: StreamingServer | undefined;
   let metrics: Metrics | undefined;
+  let listener: UnixListener | undefined;
+  // The socket opens before the rest of the start: Version (kubelet's first call, its sign that the runtime is
+  // there) answers at once, and every other call waits for the start to end, recovery included, so nothing is
+  // answered from records recovery has not made true yet.
+  let started!: (edge: Edge) => void;
+  let failed!: (err: unknown) => void;
+  const ready = new Promise<Edge>((resolve, reject) => { started = resolve; failed = reject; });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+  });
   try {
+    // The writable layers' place is remembered: a move that would strand root filesystems stops the start.
+    await assertRootfsDirKept(store.getMeta('rootfs_dir'), dirs, config.root_dir);
+    store.setMeta('rootfs_dir', dirs.rootfs);
+    const cri = loadCri();
+    const lists = listEncoders(cri.RuntimeService.service);
+    const observe: RpcObserver = (rpc, code) => metrics?.observe(rpc, code);
+    server.addService(
+      withListEncoders(cri.RuntimeService.service, lists),
+      bindService('runtime.v1.RuntimeService', cri.RuntimeService.service,
+        afterStart(cri.RuntimeService.service, ready.then(runtimeService), { Version: Version({ version: VERSION }) }),
+        log, observe),
+    );
+    server.addService(
+      cri.ImageService.service,
+      bindService('runtime.v1.ImageService', cri.ImageService.service,
+        afterStart(cri.ImageService.service, ready.then(imageService), {}), log, observe),
+    );
+    listener = await listenUnix(server, config.socket);
+    t.mark('listen');
+    const listeningMs = Math.round(process.uptime() * 1000);
     const tables = openTables(store);
     const imageRecords = store.table<ImageRecord>('image');
     const locks = new KeyedLock();
     const background = new Background(log.child({ module: 'background' }));
     const collector = quietCollector(log.child({ module: 'memory' }), { busy: () => locks.busy });
     for (const table of [tables.sandboxes, tables.containers, imageRecords]) table.onChange(() => collector.changed());
-    // The writable layers' place is remembered: a move that would strand root filesystems stops the start.
-    await assertRootfsDirKept(store.getMeta('rootfs_dir'), dirs, config.root_dir);
-    store.setMeta('rootfs_dir', dirs.rootfs);
     const images = await Images.open({
       rootDir: dirs.images,
       rootfsDir: dirs.rootfs,
@@ -156,8 +187,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     };
     // Before recovery, so no exit between its reads and serving goes unrecorded.
     recordExitsAsTheyHappen(pods);
-    const cri = loadCri();
-    t.mark('streaming, pause image, proto');
+    t.mark('streaming, pause image');
     const recovered = await recover(pods, log.child({ module: 'recovery' }));
     t.mark('recovery');
     if (config.metrics_address) {
@@ -167,24 +197,11 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     retrier.start();
     const networkChecks = new NetworkChecks(pods);
     networkChecks.start();
-    const server = new grpc.Server({
-      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
-      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
-    });
-    const lists = listEncoders(cri.RuntimeService.service);
-    const edge = { config, version: VERSION, pods, networkChecks, images, meta: store, streaming, lists, apparmor };
-    server.addService(
-      withListEncoders(cri.RuntimeService.service, lists),
-      bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(edge), log, metrics?.observe),
-    );
-    server.addService(
-      cri.ImageService.service,
-      bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(edge), log, metrics?.observe),
-    );
-    const listener = await listenUnix(server, config.socket);
-    t.mark('serve');
+    started({ config, version: VERSION, pods, networkChecks, images, meta: store, streaming, lists, apparmor });
     // Since the process began (module loading included), and each step's share: a slow start explains itself.
-    log.info({ socket: config.socket, version: VERSION, startMs: Math.round(process.uptime() * 1000), ms: t.ms }, 'minicri serving');
+    // listeningMs: when Version began to answer; startMs: when every call did.
+    const startMs = Math.round(process.uptime() * 1000);
+    log.info({ socket: config.socket, version: VERSION, listeningMs, startMs, ms: t.ms }, 'minicri serving');
     // The sweep holds host objects against the records, so it waits for the leftovers' records to settle.
     const swept = recovered.finished.then(() => sweepOrphans(pods, log.child({ module: 'recovery' })));
 
@@ -192,7 +209,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       stop: async () => {
         // Stop accepting, then let grpc-js finish in-flight calls and close the connections it holds;
         // the listener's close completes only once those connections are gone, so it is awaited last.
-        const closed = listener.close();
+        const closed = listener!.close();
         // Event streams never end on their own: they end now, with UNAVAILABLE, so kubelet reconnects.
         pods.events.close();
         await streaming?.stop();
@@ -213,6 +230,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
       },
     };
   } catch (err) {
+    failed(err);
+    await listener?.close();
+    server.forceShutdown();
     await metrics?.stop();
     await streaming?.stop();
     cni?.close();
