@@ -1,7 +1,8 @@
 // `node scripts/bundle.mjs` (part of `npm run build`, after tsc): bundles the `minicri` command (dist/server/cli.js)
-// and everything it imports into one script, dist/minicri.js, which dist/server/main.js runs. A start then reads
-// and links one file instead of nearly a thousand; most of a restarted daemon's time to its first answer was that.
-// The tsc output stays as it is beside it (tests and the unpack worker load those files).
+// and everything it imports into dist/bundle/minicri.js, which dist/server/main.js runs. A start then reads and
+// links a few files instead of nearly a thousand; most of a restarted daemon's time to its first answer was that.
+// What the command imports with `import()` (the daemon behind its socket, doctor) goes into chunks of its own
+// beside it, read only when needed. The tsc output stays as it is (tests and the unpack worker load those files).
 //
 // Modules that find files next to themselves (the proto files, the C helpers, the unpack worker, package.json)
 // still find them: each one's `import.meta.url`, `__dirname` and `__filename` are rewritten to its own place,
@@ -13,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const outfile = resolve(root, 'dist/minicri.js');
+const outdir = resolve(root, 'dist/bundle');
 const NATIVE = ['better-sqlite3', '@napi-rs/xattr'];
 
 /**
@@ -21,7 +22,7 @@ const NATIVE = ['better-sqlite3', '@napi-rs/xattr'];
  * banner defines: `import.meta` itself would make esbuild take a CommonJS module for an ES module.
  */
 function urlOf(file) {
-  return `new URL(${JSON.stringify(relative(dirname(outfile), file))}, __minicriBundle).href`;
+  return `new URL(${JSON.stringify(relative(outdir, file))}, __minicriBundle).href`;
 }
 
 const ownPlaces = {
@@ -43,14 +44,18 @@ const ownPlaces = {
 
 await build({
   entryPoints: [resolve(root, 'dist/server/cli.js')],
-  outfile,
+  outdir,
+  entryNames: 'minicri',
+  chunkNames: '[name]-[hash]',
+  splitting: true,
   bundle: true,
   platform: 'node',
   format: 'esm',
   target: 'node26',
   external: NATIVE,
   plugins: [ownPlaces],
-  // CommonJS modules inside an ES module bundle need `require` (for Node's own modules and the native addons).
+  // CommonJS modules inside ES modules need `require` (for Node's own modules and the native addons); every
+  // output file gets these lines.
   banner: {
     js: [
       "import { createRequire as __minicriRequire } from 'node:module';",

@@ -5,7 +5,6 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'smol-toml';
 import { CONFIG_FLAGS, ConfigError, loadConfig, type Config } from './config.js';
 import { startDaemon, VERSION } from './daemon.js';
-import { examine, formatFindings, repair } from './doctor.js';
 import { socketAnswers } from './listen.js';
 import { createLogger } from '../core/log.js';
 
@@ -54,6 +53,8 @@ function parseCommandLine(argv: string[]): { command: string; configPath?: strin
 /** Lists minicri's host objects against the store; with --repair removes the orphans. Exit 1 while any remain. */
 async function doctor(config: Config, flags: DoctorFlags): Promise<void> {
   const log = createLogger(flags.json ? 'silent' : 'warn');
+  // Loaded only for this command: the daemon's start does without it.
+  const { examine, formatFindings, repair } = await import('./doctor.js');
   let findings = await examine(config, log);
   if (flags.repair && findings.some((f) => f.status === 'orphan')) {
     if (!flags.force && await socketAnswers(config.socket)) {

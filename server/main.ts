@@ -1,7 +1,7 @@
 #!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=1 --heap-growing-percent=40 --single-threaded-gc
 // The `minicri` command (server/cli.ts), started as fast as Node allows: a restarted daemon is only useful once it
 // answers, and most of a start used to go to finding, reading and compiling several hundred modules. So the
-// command runs as one bundled script (dist/minicri.js, made by scripts/bundle.mjs), and V8's compiled code for it
+// command runs bundled (dist/bundle/minicri.js, made by scripts/bundle.mjs), and V8's compiled code for it
 // is kept on disk between starts (Node's module compile cache), in a root-only directory since V8 trusts it.
 // The flags on the first line: a small young generation keeps the daemon's RSS down, and with it the cost of
 // every fork it makes to run runc, conmon or a CNI plugin; the daemon's allocations are small and short-lived. V8 would
@@ -30,4 +30,4 @@ if (process.getuid?.() === 0) {
     // A read-only /var/cache: start without the cache, only slower.
   }
 }
-await import(new URL('../minicri.js', import.meta.url).href);
+await import(new URL('../bundle/minicri.js', import.meta.url).href);
