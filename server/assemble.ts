@@ -76,66 +76,73 @@ export async function assemble({ config, log, store, version, lists, t }: Assemb
     const background = new Background(log.child({ module: 'background' }));
     const collector = quietCollector(log.child({ module: 'memory' }), { busy: () => locks.busy });
     for (const table of [tables.sandboxes, tables.containers, imageRecords]) table.onChange(() => collector.changed());
-    const images = await Images.open({
-      rootDir: dirs.images,
-      rootfsDir: dirs.rootfs,
-      repo: imageRecords,
-      pulls: store.table<PullIntent>('image-pull'),
-      registries: {
-        insecure: config.registries.insecure,
-        mirrors: Object.fromEntries(Object.entries(config.registries.mirrors)
-          .map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
-        authFile: config.registries.auth_file,
-        certsDir: config.registries.certs_dir,
-      },
-      stallTimeoutMs: config.registries.stall_timeout_seconds * 1000,
-      progressIntervalMs: config.registries.progress_interval_seconds * 1000,
-      writableUsageMaxAgeMs: config.writable_layer_usage_max_age_seconds * 1000,
-      limits: {
-        responseBytes: config.registries.max_response_bytes, manifestBytes: config.registries.max_manifest_bytes,
-        configBytes: config.registries.max_config_bytes, layers: config.registries.max_layers,
-        tokenCacheEntries: config.registries.token_cache_entries, tokenLifetimeSeconds: config.registries.token_cache_max_seconds,
-      },
-      log: log.child({ module: 'images' }),
-      usedBy: (imageId) => imageUsedBy(tables, imageId),
-    });
-    t.mark('images');
-    if (store.getMeta('first_started_at') === undefined) {
-      const written = config.cni.write_default_network ? await ensureDefaultNetwork(config.cni.conf_dir, config.pod_subnet) : null;
-      if (written) log.info({ file: written, subnet: config.pod_subnet }, 'no CNI network configured: wrote the default bridge network');
-      store.setMeta('first_started_at', new Date().toISOString());
-    }
-    // One reading of the CDI spec dirs for containers' devices and for the devices of DRA-backed networks.
-    const cdi = new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' }));
-    cni = await CniManager.create({
-      confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir,
-      defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
-      networksDir: config.cni.networks_dir, podResources: new PodResourcesClient(config.cni.pod_resources_socket),
-      cdi, deviceStatusDir: join(config.state_dir, 'sandboxes'),
-      log: log.child({ module: 'cni' }),
-    });
-    t.mark('cni');
-    const cidr = podCidr(store);
-    if (cidr) cni.setPodCidr(cidr);
-    const runtimes = await openRuntimes(config, log);
+    const runtimes = await t.step('runtimes', () => openRuntimes(config, log));
     for (const runtime of runtimes.values()) runtime.watchExits();
-    t.mark('runtimes');
     // Searchable by a user-namespaced pod's root on its way to its own entry (see oci/runtime/userns.ts).
     const stagingDir = usernsStagingDir(config.state_dir);
     mkdirSync(stagingDir, { recursive: true, mode: 0o711 });
     chmodSync(stagingDir, 0o711);
-    // What each handler supports is probed once here; Status and CreateContainer read the answer.
-    const apparmorReady = setUpApparmor({
-      profile: config.apparmor_profile, stateDir: config.state_dir, log: log.child({ module: 'apparmor' }),
-    });
-    const [apparmor, node, runtimeFeatures] = await Promise.all([
-      apparmorReady,
-      apparmorReady.then((a) => gatherNodeFacts(log, a)),
-      probeKernelFeatures(config.root_dir, stagingDir, log).then((kernel) =>
-        probeHandlerFeatures(new Map([...runtimes].map(([h, r]) => [h, { runtimePath: r.commandLine().path }])), kernel, log)),
+    // One reading of the CDI spec dirs for containers' devices and for the devices of DRA-backed networks.
+    const cdi = new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' }));
+    // Images, the network and the node's facts do not depend on each other: side by side, a start waits for
+    // the longest of them (a probe's process) rather than for their sum.
+    const [images, , [apparmor, node, runtimeFeatures]] = await Promise.all([
+      t.step('images', () => Images.open({
+        rootDir: dirs.images,
+        rootfsDir: dirs.rootfs,
+        repo: imageRecords,
+        pulls: store.table<PullIntent>('image-pull'),
+        registries: {
+          insecure: config.registries.insecure,
+          mirrors: Object.fromEntries(Object.entries(config.registries.mirrors)
+            .map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
+          authFile: config.registries.auth_file,
+          certsDir: config.registries.certs_dir,
+        },
+        stallTimeoutMs: config.registries.stall_timeout_seconds * 1000,
+        progressIntervalMs: config.registries.progress_interval_seconds * 1000,
+        writableUsageMaxAgeMs: config.writable_layer_usage_max_age_seconds * 1000,
+        limits: {
+          responseBytes: config.registries.max_response_bytes, manifestBytes: config.registries.max_manifest_bytes,
+          configBytes: config.registries.max_config_bytes, layers: config.registries.max_layers,
+          tokenCacheEntries: config.registries.token_cache_entries, tokenLifetimeSeconds: config.registries.token_cache_max_seconds,
+        },
+        log: log.child({ module: 'images' }),
+        usedBy: (imageId) => imageUsedBy(tables, imageId),
+      })),
+      t.step('cni', async () => {
+        if (store.getMeta('first_started_at') === undefined) {
+          const written = config.cni.write_default_network ? await ensureDefaultNetwork(config.cni.conf_dir, config.pod_subnet) : null;
+          if (written) {
+            log.info({ file: written, subnet: config.pod_subnet }, 'no CNI network configured: wrote the default bridge network');
+          }
+          store.setMeta('first_started_at', new Date().toISOString());
+        }
+        cni = await CniManager.create({
+          confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir,
+          defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
+          networksDir: config.cni.networks_dir, podResources: new PodResourcesClient(config.cni.pod_resources_socket),
+          cdi, deviceStatusDir: join(config.state_dir, 'sandboxes'),
+          log: log.child({ module: 'cni' }),
+        });
+        const cidr = podCidr(store);
+        if (cidr) cni.setPodCidr(cidr);
+      }),
+      // What each handler supports is probed once here; Status and CreateContainer read the answer.
+      t.step('node facts', () => {
+        const apparmorReady = setUpApparmor({
+          profile: config.apparmor_profile, stateDir: config.state_dir, log: log.child({ module: 'apparmor' }),
+        });
+        return Promise.all([
+          apparmorReady,
+          apparmorReady.then((a) => gatherNodeFacts(log, a)),
+          probeKernelFeatures(config.root_dir, stagingDir, log).then((kernel) =>
+            probeHandlerFeatures(new Map([...runtimes].map(([h, r]) => [h, { runtimePath: r.commandLine().path }])), kernel, log)),
+        ]);
+      }),
     ]);
+    const network = cni!;
     const cgroupNamespace = unifiedCgroups();
-    t.mark('node facts');
     let pods: PodContext | undefined;
     streaming = await StreamingServer.start({
       address: config.streaming.address, port: config.streaming.port,
@@ -144,7 +151,7 @@ export async function assemble({ config, log, store, version, lists, t }: Assemb
       log: log.child({ module: 'streaming' }),
     });
     pods = {
-      settings: config, tables, locks, background, log, network: cni, runtimes, images, host: hostMechanics,
+      settings: config, tables, locks, background, log, network, runtimes, images, host: hostMechanics,
       events: podEvents(tables, config.container_events_buffer),
       pauseImage: await pauseImageSource(config, images, version),
       hostFacts: async (rootfs, image) => ({ ...await node.forRootfs(rootfs, image), cgroupNamespace }),

@@ -102,8 +102,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     };
   } catch (err) {
     failed(err);
-    await listener?.close();
+    // Connections first (kubelet's, open since its Version call): the listener's close waits for them.
     server.forceShutdown();
+    await listener?.close();
     store.close();
     throw err;
   }
