@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { getSystemErrorName } from 'node:util';
 import { Internal } from '../core/errors.js';
-import { isMountPoint } from './mountinfo.js';
+import { mountPoints } from './mountinfo.js';
 
 export const MOUNTER = fileURLToPath(new URL('../mounter/minicri-mounter', import.meta.url));
 
@@ -220,5 +220,10 @@ export async function unmountIfMounted(target: string, opts: { lazy?: boolean } 
 
 /** Whether `target` (absolute, resolved) is a mount point in this process's mount namespace now. */
 export async function isMounted(target: string): Promise<boolean> {
-  return isMountPoint(await readFile('/proc/self/mountinfo', 'utf8'), target);
+  return (await mountedPaths()).has(target);
+}
+
+/** The daemon's mount points now, for checking many paths against one reading. */
+export async function mountedPaths(): Promise<Set<string>> {
+  return mountPoints(await readFile('/proc/self/mountinfo', 'utf8'));
 }

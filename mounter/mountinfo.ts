@@ -1,12 +1,13 @@
 // Reading /proc/<pid>/mountinfo: which paths are mount points.
 
-/** Whether `target` (absolute, normalised) is a mount point in a /proc/<pid>/mountinfo text. */
-export function isMountPoint(mountinfo: string, target: string): boolean {
+/** Every mount point (absolute, normalised) of a /proc/<pid>/mountinfo text: one reading answers for many paths. */
+export function mountPoints(mountinfo: string): Set<string> {
+  const points = new Set<string>();
   for (const line of mountinfo.split('\n')) {
     const mountPoint = line.split(' ')[4];
-    if (mountPoint !== undefined && unescapeMountinfo(mountPoint) === target) return true;
+    if (mountPoint !== undefined) points.add(unescapeMountinfo(mountPoint));
   }
-  return false;
+  return points;
 }
 
 /** mountinfo writes space, tab, newline and backslash as 3-digit octal escapes. */

@@ -1,47 +1,21 @@
-// Assembles the daemon: state, domain modules, the two CRI services on one unix socket; and takes it down.
+// Starts the daemon: the store, then the socket with both CRI services (Version answers from then on), then the
+// rest (assemble.ts, loaded only now) behind them; and takes it all down.
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { CdiRegistry } from '../cdi/registry.js';
-import { ensureDefaultNetwork } from '../cni/default-network.js';
-import { CniManager } from '../cni/manager.js';
-import { PodResourcesClient } from '../cni/pod-resources.js';
-import { Background } from '../core/background.js';
-import { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import { Timeline } from '../core/timeline.js';
-import { Images, type PullIntent } from '../oci/image/images.js';
 import { assertRootfsDirKept, storageDirs } from '../oci/image/storage-dirs.js';
-import type { ImageRecord } from '../oci/image/types.js';
-import { unifiedCgroups } from '../oci/runtime/cgroups.js';
-import { probeHandlerFeatures, probeKernelFeatures } from '../oci/runtime/features.js';
-import { setUpApparmor } from '../oci/runtime/apparmor/loader.js';
-import { gatherNodeFacts } from '../oci/runtime/host-facts.js';
-import { usernsStagingDir } from '../oci/runtime/userns.js';
-import type { PodContext } from '../pod/context.js';
-import { podEvents } from '../pod/events.js';
-import { recordExitsAsTheyHappen } from '../pod/exits.js';
-import { hostMechanics } from '../pod/host.js';
-import { imageUsedBy } from '../pod/image-users.js';
-import { NetworkChecks } from '../pod/network-checks.js';
-import { pauseImageSource } from '../pod/pause-image.js';
-import { Retrier } from '../pod/pending.js';
-import { openTables } from '../pod/records.js';
-import { recover, sweepOrphans } from '../pod/recovery.js';
-import { podCidr } from '../pod/runtime-status.js';
 import { Store } from '../store/store.js';
-import { StreamingServer } from '../streaming/server.js';
+import type { Assembled } from './assemble.js';
 import type { Config } from './config.js';
-import { imageService } from './image-service.js';
-import { claimSocketPath, listenUnix } from './listen.js';
+import { Version } from './handlers/version.js';
+import { claimSocketPath, listenUnix, type UnixListener } from './listen.js';
 import { listEncoders, withListEncoders } from './list-encoding.js';
-import { startMetrics, type Metrics } from './metrics.js';
+import type { Metrics } from './metrics.js';
 import { loadCri } from './proto.js';
-import { quietCollector } from './quiet-collector.js';
-import { runtimeService } from './runtime-service.js';
-import { openRuntimes } from './runtimes.js';
-import { bindService } from './service.js';
-import { streamingBackend, streamingLimits } from './streaming-backend.js';
+import type { RpcObserver } from './rpc.js';
+import { afterStart, bindService } from './service.js';
 
 /** kubelet sends and accepts messages up to 16 MiB (ExecSync output, large lists). */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -66,156 +40,71 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
   const t = new Timeline();
   const store = Store.open(join(config.root_dir, 'minicri.db'));
   t.mark('store');
-  let cni: CniManager | undefined;
-  let streaming: StreamingServer | undefined;
   let metrics: Metrics | undefined;
+  let listener: UnixListener | undefined;
+  // The socket opens before the rest of the start: Version (kubelet's first call, its sign that the runtime is
+  // there) answers at once, and every other call waits for the start to end, recovery included, so nothing is
+  // answered from records recovery has not made true yet.
+  let started!: (handlers: Assembled) => void;
+  let failed!: (err: unknown) => void;
+  const ready = new Promise<Assembled>((resolve, reject) => { started = resolve; failed = reject; });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+  });
   try {
-    const tables = openTables(store);
-    const imageRecords = store.table<ImageRecord>('image');
-    const locks = new KeyedLock();
-    const background = new Background(log.child({ module: 'background' }));
-    const collector = quietCollector(log.child({ module: 'memory' }), { busy: () => locks.busy });
-    for (const table of [tables.sandboxes, tables.containers, imageRecords]) table.onChange(() => collector.changed());
     // The writable layers' place is remembered: a move that would strand root filesystems stops the start.
     await assertRootfsDirKept(store.getMeta('rootfs_dir'), dirs, config.root_dir);
     store.setMeta('rootfs_dir', dirs.rootfs);
-    const images = await Images.open({
-      rootDir: dirs.images,
-      rootfsDir: dirs.rootfs,
-      repo: imageRecords,
-      pulls: store.table<PullIntent>('image-pull'),
-      registries: {
-        insecure: config.registries.insecure,
-        mirrors: Object.fromEntries(Object.entries(config.registries.mirrors)
-          .map(([host, m]) => [host, { endpoints: m.endpoints, mirrorsOnly: m.mirrors_only }])),
-        authFile: config.registries.auth_file,
-        certsDir: config.registries.certs_dir,
-      },
-      stallTimeoutMs: config.registries.stall_timeout_seconds * 1000,
-      progressIntervalMs: config.registries.progress_interval_seconds * 1000,
-      writableUsageMaxAgeMs: config.writable_layer_usage_max_age_seconds * 1000,
-      limits: {
-        responseBytes: config.registries.max_response_bytes, manifestBytes: config.registries.max_manifest_bytes,
-        configBytes: config.registries.max_config_bytes, layers: config.registries.max_layers,
-        tokenCacheEntries: config.registries.token_cache_entries, tokenLifetimeSeconds: config.registries.token_cache_max_seconds,
-      },
-      log: log.child({ module: 'images' }),
-      usedBy: (imageId) => imageUsedBy(tables, imageId),
-    });
-    t.mark('images');
-    if (store.getMeta('first_started_at') === undefined) {
-      const written = config.cni.write_default_network ? await ensureDefaultNetwork(config.cni.conf_dir, config.pod_subnet) : null;
-      if (written) log.info({ file: written, subnet: config.pod_subnet }, 'no CNI network configured: wrote the default bridge network');
-      store.setMeta('first_started_at', new Date().toISOString());
-    }
-    // One reading of the CDI spec dirs for containers' devices and for the devices of DRA-backed networks.
-    const cdi = new CdiRegistry(config.cdi.spec_dirs, log.child({ module: 'cdi' }));
-    cni = await CniManager.create({
-      confDir: config.cni.conf_dir, binDirs: config.cni.bin_dirs, cacheDir: config.cni.cache_dir,
-      defaultNetwork: config.cni.default_network || undefined, pluginTimeoutMs: config.cni.plugin_timeout_seconds * 1000,
-      networksDir: config.cni.networks_dir, podResources: new PodResourcesClient(config.cni.pod_resources_socket),
-      cdi, deviceStatusDir: join(config.state_dir, 'sandboxes'),
-      log: log.child({ module: 'cni' }),
-    });
-    t.mark('cni');
-    const cidr = podCidr(store);
-    if (cidr) cni.setPodCidr(cidr);
-    const runtimes = await openRuntimes(config, log);
-    for (const runtime of runtimes.values()) runtime.watchExits();
-    t.mark('runtimes');
-    // Searchable by a user-namespaced pod's root on its way to its own entry (see oci/runtime/userns.ts).
-    const stagingDir = usernsStagingDir(config.state_dir);
-    mkdirSync(stagingDir, { recursive: true, mode: 0o711 });
-    chmodSync(stagingDir, 0o711);
-    // What each handler supports is probed once here; Status and CreateContainer read the answer.
-    const apparmorReady = setUpApparmor({
-      profile: config.apparmor_profile, stateDir: config.state_dir, log: log.child({ module: 'apparmor' }),
-    });
-    const [apparmor, node, runtimeFeatures] = await Promise.all([
-      apparmorReady,
-      apparmorReady.then((a) => gatherNodeFacts(log, a)),
-      probeKernelFeatures(config.root_dir, stagingDir, log).then((kernel) =>
-        probeHandlerFeatures(new Map([...runtimes].map(([h, r]) => [h, { runtimePath: r.commandLine().path }])), kernel, log)),
-    ]);
-    const cgroupNamespace = unifiedCgroups();
-    t.mark('node facts');
-    let pods: PodContext | undefined;
-    streaming = await StreamingServer.start({
-      address: config.streaming.address, port: config.streaming.port,
-      idleTimeoutMs: config.streaming.idle_timeout_seconds * 1000, limits: streamingLimits(config.streaming),
-      backend: streamingBackend(() => pods!),
-      log: log.child({ module: 'streaming' }),
-    });
-    pods = {
-      settings: config, tables, locks, background, log, network: cni, runtimes, images, host: hostMechanics,
-      events: podEvents(tables, config.container_events_buffer),
-      pauseImage: await pauseImageSource(config, images, VERSION),
-      hostFacts: async (rootfs, image) => ({ ...await node.forRootfs(rootfs, image), cgroupNamespace }),
-      cdi,
-      runtimeFeatures,
-    };
-    // Before recovery, so no exit between its reads and serving goes unrecorded.
-    recordExitsAsTheyHappen(pods);
     const cri = loadCri();
-    t.mark('streaming, pause image, proto');
-    const recovered = await recover(pods, log.child({ module: 'recovery' }));
-    t.mark('recovery');
-    if (config.metrics_address) {
-      metrics = await startMetrics(config.metrics_address, tables, log.child({ module: 'metrics' }), images.stats);
-    }
-    const retrier = new Retrier(pods, log.child({ module: 'retry' }));
-    retrier.start();
-    const networkChecks = new NetworkChecks(pods);
-    networkChecks.start();
-    const server = new grpc.Server({
-      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
-      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
-    });
     const lists = listEncoders(cri.RuntimeService.service);
-    const edge = { config, version: VERSION, pods, networkChecks, images, meta: store, streaming, lists, apparmor };
+    const observe: RpcObserver = (rpc, code) => metrics?.observe(rpc, code);
     server.addService(
       withListEncoders(cri.RuntimeService.service, lists),
-      bindService('runtime.v1.RuntimeService', cri.RuntimeService.service, runtimeService(edge), log, metrics?.observe),
+      bindService('runtime.v1.RuntimeService', cri.RuntimeService.service,
+        afterStart(cri.RuntimeService.service, ready.then((h) => h.runtime), { Version: Version({ version: VERSION }) }),
+        log, observe),
     );
     server.addService(
       cri.ImageService.service,
-      bindService('runtime.v1.ImageService', cri.ImageService.service, imageService(edge), log, metrics?.observe),
+      bindService('runtime.v1.ImageService', cri.ImageService.service,
+        afterStart(cri.ImageService.service, ready.then((h) => h.image), {}), log, observe),
     );
-    const listener = await listenUnix(server, config.socket);
-    t.mark('serve');
+    listener = await listenUnix(server, config.socket);
+    t.mark('listen');
+    const listeningMs = Math.round(process.uptime() * 1000);
+    const { assemble } = await import('./assemble.js');
+    t.mark('load');
+    const running = await assemble({ config, log, store, version: VERSION, lists, t });
+    metrics = running.metrics;
+    started(running);
     // Since the process began (module loading included), and each step's share: a slow start explains itself.
-    log.info({ socket: config.socket, version: VERSION, startMs: Math.round(process.uptime() * 1000), ms: t.ms }, 'minicri serving');
-    // The sweep holds host objects against the records, so it waits for the leftovers' records to settle.
-    const swept = recovered.finished.then(() => sweepOrphans(pods, log.child({ module: 'recovery' })));
+    // listeningMs: when Version began to answer; startMs: when every call did.
+    const startMs = Math.round(process.uptime() * 1000);
+    log.info({ socket: config.socket, version: VERSION, listeningMs, startMs, ms: t.ms }, 'minicri serving');
 
     return {
       stop: async () => {
         // Stop accepting, then let grpc-js finish in-flight calls and close the connections it holds;
         // the listener's close completes only once those connections are gone, so it is awaited last.
-        const closed = listener.close();
-        // Event streams never end on their own: they end now, with UNAVAILABLE, so kubelet reconnects.
-        pods.events.close();
-        await streaming?.stop();
+        const closed = listener!.close();
+        // Event streams never end on their own: they end now, so the server's shutdown does not wait for them.
+        await running.closeStreams();
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => { server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
           server.tryShutdown(() => { clearTimeout(force); resolve(); });
         });
         await closed;
-        await swept;
-        await retrier.stop();
-        await background.drain();
-        await networkChecks.stop();
-        await metrics?.stop();
-        for (const runtime of runtimes.values()) runtime.close();
-        cni?.close();
+        await running.stop();
         store.close();
         log.info('minicri stopped');
       },
     };
   } catch (err) {
-    await metrics?.stop();
-    await streaming?.stop();
-    cni?.close();
+    failed(err);
+    // Connections first (kubelet's, open since its Version call): the listener's close waits for them.
+    server.forceShutdown();
+    await listener?.close();
     store.close();
     throw err;
   }

@@ -30,7 +30,8 @@ export interface PullStats { bytes: number; inFlight: number }
 
 /** The registry with minicri's metrics, read from `tables` (and the pull counts) at each scrape. */
 async function buildRegistry(tables: Tables, pulls?: PullStats): Promise<{ registry: Registry; observe: RpcObserver }> {
-  const prom = await import('prom-client');
+  // Its CommonJS exports as `default`: what both Node and the bundle (scripts/bundle.mjs) give an import() of it.
+  const { default: prom } = await import('prom-client');
   const registry = new prom.Registry();
   prom.collectDefaultMetrics({ register: registry, prefix: 'minicri_' });
   new prom.Gauge({

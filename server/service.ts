@@ -1,5 +1,6 @@
 // Binds a CRI service definition to our handlers; every method without a handler answers UNIMPLEMENTED.
 import type * as grpc from '@grpc/grpc-js';
+import { Unimplemented } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { ImageServiceHandlers } from '../gen/runtime/v1/ImageService.js';
 import type { RuntimeServiceHandlers } from '../gen/runtime/v1/RuntimeService.js';
@@ -42,3 +43,32 @@ export type ImageHandlers = HandlerMap<ImageServiceHandlers>;
 export type RuntimeRpc<K extends keyof RuntimeHandlers> = NonNullable<RuntimeHandlers[K]>;
 /** The handler of one ImageService method, by its RPC name. */
 export type ImageRpc<K extends keyof ImageHandlers> = NonNullable<ImageHandlers[K]>;
+
+type AnyUnary = Unary<unknown, unknown>;
+type AnyStream = ServerStream<unknown, unknown>;
+type HandlerTable = Record<string, AnyUnary | AnyStream | undefined>;
+
+/**
+ * The handlers of a service whose real ones exist only once `ready` resolves (the daemon's start, recovery
+ * included): each call waits for them, so none is answered from records recovery has not made true yet; those
+ * in `now` answer at once. When the start fails, `ready` rejects and the waiting calls fail with its error.
+ */
+export function afterStart<H>(definition: grpc.ServiceDefinition, ready: Promise<HandlerMap<H>>, now: HandlerMap<H>): HandlerMap<H> {
+  let handlers: HandlerTable | undefined;
+  const started = ready.then((h) => (handlers = h as HandlerTable));
+  // No call may be waiting when a start fails: that rejection is the start's to report, not an unhandled one.
+  started.catch(() => undefined);
+  const real = async (name: string) => {
+    const handler = (handlers ?? await started)[name];
+    if (!handler) throw new Unimplemented(`${definition[name]!.path.slice(1)} is not implemented by minicri yet`);
+    return handler;
+  };
+  const gated: HandlerTable = { ...now as HandlerTable };
+  for (const [name, method] of Object.entries(definition)) {
+    if (gated[name]) continue;
+    const stream: AnyStream = async (req, emit, ctx, flow) => ((await real(name)) as AnyStream)(req, emit, ctx, flow);
+    const unary: AnyUnary = async (req, ctx) => ((await real(name)) as AnyUnary)(req, ctx);
+    gated[name] = method.responseStream ? stream : unary;
+  }
+  return gated as HandlerMap<H>;
+}

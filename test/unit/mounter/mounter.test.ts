@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeRequest, parseReply } from '../../../mounter/mounter.js';
-import { isMountPoint } from '../../../mounter/mountinfo.js';
+import { mountPoints } from '../../../mounter/mountinfo.js';
 import { Internal } from '../../../core/errors.js';
 
 test('a mounter request is its id, op and args, each NUL-terminated', () => {
@@ -22,13 +22,13 @@ test('mounter answers: success, errno with its text, and anything else refused',
   for (const bad of ['', 'x 0 ', '3', '3 -1 nope', ' 3 0 ']) assert.throws(() => parseReply(bad), Internal, bad);
 });
 
-test('isMountPoint reads mountinfo with octal escapes', () => {
+test('mountPoints reads mountinfo with octal escapes', () => {
   const mi = [
     '22 1 8:1 / / rw - ext4 /dev/sda1 rw',
     '600 22 0:4 net:[4026532300] /var/run/netns/minicri-1 rw - nsfs nsfs rw',
     '601 22 0:4 net:[4026532301] /tmp/a\\040b/ns rw - nsfs nsfs rw',
   ].join('\n');
-  assert.ok(isMountPoint(mi, '/var/run/netns/minicri-1'));
-  assert.ok(isMountPoint(mi, '/tmp/a b/ns'));
-  assert.ok(!isMountPoint(mi, '/var/run/netns'));
+  assert.ok(mountPoints(mi).has('/var/run/netns/minicri-1'));
+  assert.ok(mountPoints(mi).has('/tmp/a b/ns'));
+  assert.ok(!mountPoints(mi).has('/var/run/netns'));
 });
