@@ -19,6 +19,7 @@ import { runcExecSync, type ExecSyncResult } from './exec.js';
 import { ExitWatcher } from './exit-watch.js';
 import { cgroupDir, cgroupEmpty, cgroupHierarchies, removeCgroupDir } from './cgroups.js';
 import { readRuncState } from './runc-state.js';
+import { releaseCreatedInit } from './exec-fifo.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
 import { criuErrors, runcDump, type CheckpointRequest } from './checkpoint.js';
 import { restoredPrivilegesBeyondSpec } from './checkpoint-privileges.js';
@@ -189,9 +190,14 @@ export class OciRuntime {
     }
   }
 
+  /** What `runc start` does, done in the daemon (exec-fifo.ts); runc itself answers for a container not created. */
   async start(id: string): Promise<void> {
     checkId(id);
-    await this.runc(['start', id], `start container "${id}"`);
+    if ((await this.state(id))?.status !== 'created') {
+      await this.runc(['start', id], `start container "${id}"`);
+      return;
+    }
+    await releaseCreatedInit(this.opts.root, id, async () => (await this.state(id))?.status);
   }
 
   /** runc's view of the container, or undefined when runc does not know it. */
