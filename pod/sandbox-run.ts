@@ -39,9 +39,16 @@ export async function runSandbox(
     const netns = t.step('netns', () => makeNetns(b));
     const root = t.step('pause-rootfs', () => preparePauseRoot(b));
     const files = t.step('pod-files', () => writePodFiles(b));
-    const paused = inParallel([shm, netns, root, files]).then(([, , made]) => startPause(b, made));
+    // The CNI plugins' forks wait for the pause's conmon to be started: a fork stalls the daemon several ms, and
+    // the pause is the critical path. A pause that failed before that leaves the network alone.
+    let launched!: (started: boolean) => void;
+    const pauseLaunched = new Promise<boolean>((resolve) => { launched = resolve; });
+    const paused = inParallel([shm, netns, root, files]).then(([, , made]) => startPause(b, made, () => launched(true)));
+    paused.catch(() => launched(false));
     // A user-namespaced pod's network namespace exists once its pause does.
-    const networked = (b.userns ? paused.then(() => pinPauseNetns(b)) : netns).then(() => attachNetwork(b));
+    const networked = b.userns
+      ? paused.then(() => pinPauseNetns(b)).then(() => attachNetwork(b))
+      : inParallel([netns, pauseLaunched]).then(([, started]) => (started ? attachNetwork(b) : undefined));
     await inParallel([networked, paused]);
     await finishSandbox(b);
     return plan.id;

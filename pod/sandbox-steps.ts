@@ -135,8 +135,11 @@ export async function preparePauseRoot(b: SandboxBuild): Promise<PauseRoot> {
   return { rootfs, facts };
 }
 
-/** The pause container, created and started in the pod's namespaces (its shm and netns are in the record by now). */
-export async function startPause(b: SandboxBuild, { rootfs, facts }: PauseRoot): Promise<void> {
+/**
+ * The pause container, created and started in the pod's namespaces (its shm and netns are in the record by now);
+ * `launched` is called once its conmon is started.
+ */
+export async function startPause(b: SandboxBuild, { rootfs, facts }: PauseRoot, launched?: () => void): Promise<void> {
   const { id, runtime, userns } = b;
   const { host } = b.ctx;
   const record = recordOf(b);
@@ -155,7 +158,7 @@ export async function startPause(b: SandboxBuild, { rootfs, facts }: PauseRoot):
   }
   await host.writeBundleSpec(record.dir, spec);
   b.undo.push('pause container', () => runtime.delete(id, { force: true, bundle: record.dir }));
-  const { pid } = await b.t.step('pause-create', () => runtime.create({ id, bundle: record.dir, logPath: '/dev/null' }));
+  const { pid } = await b.t.step('pause-create', () => runtime.create({ id, bundle: record.dir, logPath: '/dev/null', launched }));
   // The pause holds its own copies of the mounts now (runc still starts exec processes in the root dir).
   if (userns) await host.unstageUserns(staging, { keepRoot: true });
   faultPoint('pause-created');

@@ -2,6 +2,7 @@
 // Idempotent: anything already gone (netns, pause, CNI config) counts as stopped.
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
+import { Timeline } from '../core/timeline.js';
 import { inParallel } from '../core/undo.js';
 import { stopContainerLocked } from './container-stop.js';
 import type { PodContext } from './context.js';
@@ -30,24 +31,31 @@ export async function stopSandboxLocked(ctx: PodContext, id: string, log: Logger
   // Looked up under the lock: a Remove that held it before us may have taken the sandbox away.
   const found = ctx.tables.sandboxes.get(id);
   if (!found) return undefined;
+  const t = new Timeline();
+  const begun = performance.now();
   const containers = ctx.tables.containers.list().filter((c) => c.sandboxId === found.id);
-  await inParallel(containers.map((c) => ctx.locks.run(c.id, () => stopContainerLocked(ctx, c.id, POD_STOP_GRACE_SECONDS, log))));
+  if (containers.length > 0) {
+    await t.step('containers', () =>
+      inParallel(containers.map((c) => ctx.locks.run(c.id, () => stopContainerLocked(ctx, c.id, POD_STOP_GRACE_SECONDS, log)))));
+  }
   // The pinned netns outlives the pause, and the pause holds its own reference to the pod's shm, so
   // detaching the network, killing the pause and unmounting the shm can all overlap.
   const runtime = ctx.runtimes.get(found.runtimeHandler);
   await inParallel([
     (async () => {
       if (found.networkAttached) {
-        await tearDownNetwork(ctx, found);
+        await t.step('cni-del', () => tearDownNetwork(ctx, found));
         ctx.tables.sandboxes.update(found.id, (r) => { r.networkAttached = false; });
         faultPoint('sandbox-network-detached');
       }
-      if (found.netns) await ctx.host.removeNetns(found.netns);
+      if (found.netns) await t.step('netns', () => ctx.host.removeNetns(found.netns!));
     })(),
-    runtime && found.state === 'SANDBOX_READY' ? runtime.stop(found.id, { timeoutSec: 0, signal: 'SIGKILL' }) : undefined,
-    found.shm && ctx.host.unmountShm(found.shm),
+    runtime && found.state === 'SANDBOX_READY'
+      ? t.step('pause-kill', () => runtime.stop(found.id, { timeoutSec: 0, signal: 'SIGKILL' })) : undefined,
+    found.shm && t.step('shm', () => ctx.host.unmountShm(found.shm!)),
   ]);
   const record = ctx.tables.sandboxes.update(found.id, markSandboxNotReady);
-  log.info('sandbox stopped');
+  t.add({ step: 'total', ms: performance.now() - begun });
+  log.info({ ms: t.ms }, 'sandbox stopped');
   return record;
 }

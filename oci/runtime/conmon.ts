@@ -97,7 +97,9 @@ export function parseSyncMessage(line: string): SyncResult {
  * Spawned with node:child_process rather than execa: we need an extra fd (the sync pipe) whose
  * other end lives on in conmon's daemon after the launched process itself has exited.
  */
-export function launchConmon(conmonPath: string, c: ConmonLaunch, opts: { log: Logger; timeoutMs: number }): Promise<number> {
+export function launchConmon(
+  conmonPath: string, c: ConmonLaunch, opts: { log: Logger; timeoutMs: number; spawned?: () => void },
+): Promise<number> {
   const args = buildConmonArgs(c);
   const started = Date.now();
   opts.log.debug({ id: c.id, args }, 'starting conmon');
@@ -111,6 +113,7 @@ export function launchConmon(conmonPath: string, c: ConmonLaunch, opts: { log: L
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
       env: { ...process.env, _OCI_SYNCPIPE: '3' },
     });
+    opts.spawned?.();
     const sync = child.stdio[3]!;
     const stderr: Buffer[] = [];
     let line = '';

@@ -19,6 +19,7 @@ import { runcExecSync, type ExecSyncResult } from './exec.js';
 import { ExitWatcher } from './exit-watch.js';
 import { cgroupDir, cgroupEmpty, cgroupHierarchies, removeCgroupDir } from './cgroups.js';
 import { readRuncState } from './runc-state.js';
+import { releaseCreatedInit } from './exec-fifo.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
 import { criuErrors, runcDump, type CheckpointRequest } from './checkpoint.js';
 import { restoredPrivilegesBeyondSpec } from './checkpoint-privileges.js';
@@ -49,6 +50,12 @@ export interface CreateRequest {
   stdin?: boolean;
   stdinOnce?: boolean;
   tty?: boolean;
+  /**
+   * Called once conmon is started, when the daemon's fork for it is done. Every fork stalls the daemon for a
+   * time that grows with its memory (several ms): a caller with forks of its own to make (CNI plugins) can
+   * wait for this rather than delay the container's creation.
+   */
+  launched?: () => void;
 }
 
 export interface ContainerState {
@@ -181,7 +188,7 @@ export class OciRuntime {
         tty: c.tty,
         systemdCgroup: this.opts.cgroupManager === 'systemd',
         ...(restore ? { restore } : {}),
-      }, { log: this.log, timeoutMs: this.opts.createTimeoutMs ?? 60_000 });
+      }, { log: this.log, timeoutMs: this.opts.createTimeoutMs ?? 60_000, ...(c.launched ? { spawned: c.launched } : {}) });
       return { pid };
     } catch (err) {
       await this.cleanupFailedCreate(c.id);
@@ -189,9 +196,14 @@ export class OciRuntime {
     }
   }
 
+  /** What `runc start` does, done in the daemon (exec-fifo.ts); runc itself answers for a container not created. */
   async start(id: string): Promise<void> {
     checkId(id);
-    await this.runc(['start', id], `start container "${id}"`);
+    if ((await this.state(id))?.status !== 'created') {
+      await this.runc(['start', id], `start container "${id}"`);
+      return;
+    }
+    await releaseCreatedInit(this.opts.root, id, async () => (await this.state(id))?.status);
   }
 
   /** runc's view of the container, or undefined when runc does not know it. */

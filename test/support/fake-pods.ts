@@ -90,9 +90,9 @@ export function fakePods(): FakePods {
     unstageUserns: async () => {},
   };
   const network: PodNetwork = {
-    setUpPod: () => step('cni', {
+    setUpPod: () => { journal.push('begin:cni'); return step('cni', {
       ips: ['10.99.0.2'], results: [], networkStatus: [], steps: [{ step: 'cni-add', plugin: 'bridge', network: 'pods', ms: 1.5 }],
-    }),
+    }); },
     tearDownPod: async () => undo('cni'),
     checkPod: async () => {},
     checkPodNetworks: () => {},
@@ -102,7 +102,8 @@ export function fakePods(): FakePods {
     deviceStatus: async () => undefined,
   };
   const runtime: ContainerRuntime = {
-    create: () => step('create', { pid: 4242 }),
+    // conmon is started (and its creation's caller told) before runc create can fail.
+    create: (c) => { journal.push('launched:create'); c.launched?.(); return step('create', { pid: 4242 }); },
     restore: async () => ({ pid: 4243 }),
     start: () => step('start', undefined),
     state: async () => undefined,

@@ -69,6 +69,16 @@ describe('RunPodSandbox orchestration', () => {
     assert.ok(record.timeline!.every((e) => e.ms >= 0));
   });
 
+  it('runs CNI ADD only once the pause\'s conmon is started, and not at all when the pause failed before that', async () => {
+    await runSandbox(f.ctx, podConfig(f), '', silentLogger);
+    assert.ok(f.journal.indexOf('launched:create') < f.journal.indexOf('begin:cni'), f.journal.join(' '));
+    f.journal.length = 0;
+    f.failing.add('rootfs');
+    const other = { ...podConfig(f), metadata: { ...podConfig(f).metadata!, name: 'other' } };
+    await assert.rejects(runSandbox(f.ctx, other, '', silentLogger), /injected failure at rootfs/);
+    assert.ok(!f.journal.includes('begin:cni') && !f.journal.includes('launched:create'), f.journal.join(' '));
+  });
+
   for (const failed of STEPS) {
     it(`a failure at ${failed} undoes exactly the steps done before it and leaves no record`, async () => {
       f.failing.add(failed);
