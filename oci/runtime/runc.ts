@@ -196,10 +196,16 @@ export class OciRuntime {
     }
   }
 
-  /** What `runc start` does, done in the daemon (exec-fifo.ts); runc itself answers for a container not created. */
+  /**
+   * What `runc start` does, done in the daemon (exec-fifo.ts). runc itself starts a container that is not
+   * created (its errors are the ones to give) and one whose spec has poststart hooks (a CDI spec may add them),
+   * so that they run wherever the runc in use runs them.
+   */
   async start(id: string): Promise<void> {
     checkId(id);
-    if ((await this.state(id))?.status !== 'created') {
+    const st = await this.state(id);
+    const spec = st?.status === 'created' ? (await readBundleSpec(st.bundle).catch(() => undefined))?.spec : undefined;
+    if (!spec || (spec.hooks?.poststart?.length ?? 0) > 0) {
       await this.runc(['start', id], `start container "${id}"`);
       return;
     }

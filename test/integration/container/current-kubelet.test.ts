@@ -188,6 +188,25 @@ describe('the CRI of current kubelets', () => {
     assert.deepEqual(out.split('\n').map((l) => l.trim()), ['node', 'minicri null0', 'from the vendor', 'writable', '4711', '00 00 00', 'data-ro']);
   });
 
+  it('runs the poststart hooks of a CDI device, with the container\'s state on their stdin', async (t) => {
+    const dir = await tempDir(t, 'cdi-hook');
+    await writeFile(join(cdiDir, 'hook.yaml'), [
+      'cdiVersion: "0.7.0"',
+      'kind: minicri.test/hook',
+      'devices:',
+      '  - name: started',
+      '    containerEdits:',
+      `      hooks: [{hookName: poststart, path: /bin/sh, args: [sh, -c, "cat > ${dir}/state.json"]}]`,
+      '',
+    ].join('\n'));
+    const pod = await env.runPod(t, 'cdi-hook');
+    const out = await env.output(pod, 'cdi-hook', 'echo ran', (c) => { c.CDI_devices = [{ name: 'minicri.test/hook=started' }]; });
+    assert.equal(out.trim(), 'ran');
+    const state = JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as { id: string; status: string };
+    const [container] = (await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: pod.id } })).containers;
+    assert.equal(state.id, container?.id);
+  });
+
   it('refuses unknown, relative and conflicting CDI devices and broken spec files by name, leaving nothing behind', async (t) => {
     await writeFile(join(cdiDir, 'clash-a.json'), JSON.stringify({ cdiVersion: '0.5.0', kind: 'minicri.test/clash', devices: [{ name: 'a', containerEdits: { env: ['WHO=a'] } }] }));
     await writeFile(join(cdiDir, 'clash-b.json'), JSON.stringify({ cdiVersion: '0.5.0', kind: 'minicri.test/other', devices: [{ name: 'b', containerEdits: { env: ['WHO=b'] } }] }));
