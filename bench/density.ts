@@ -44,6 +44,8 @@ export interface DensityResult {
   events: { supported: boolean | string; idleCpuPercent: number; stoppedLatency: Summary };
   relist: { whole: Summary; lists: Summary; statusCalls: Summary; changedPerRelist: number };
   teardownSeconds: number;
+  /** Seconds each step of the bench took, for sizing a run. */
+  stepSeconds: Record<string, number>;
   errors: string[];
 }
 
@@ -83,15 +85,18 @@ export async function densityBench(target: Target, image: string, logRoot: strin
     const [loaded, addedMem] = await Promise.all([memoryOf(target.pid), sumMemory([...helpers, ...pauses])]);
     const per = (k: keyof Memory) => round((loaded[k] - idle[k] + addedMem[k]) / opts.pods, 1);
 
+    const e0 = now();
     const events = await evented(target, containers.slice(0, opts.kills).map((c) => c.id), opts.idleSeconds, errors);
+    const r0 = now();
     const relist = await relists(target, containers, opts.relists, errors);
     const d0 = now();
     await drain(target.client, KUBELET_POD_WORKERS);
+    const stepSeconds = { start: startAllSeconds, evented: round(Number(r0 - e0) / 1e9), relist: round(Number(d0 - r0) / 1e9), teardown: round(since(d0) / 1000) };
     return {
       pods: opts.pods, startAllSeconds, perPodStart: summarize(perPod),
       daemon: { idle, loaded }, added: { helpers: helpers.length, pauses: pauses.length, ...addedMem },
       perPodPssKiB: per('pssKiB'), perPodRssKiB: per('rssKiB'),
-      events, relist, teardownSeconds: round(since(d0) / 1000), errors,
+      events, relist, teardownSeconds: stepSeconds.teardown, stepSeconds, errors,
     };
   } catch (err) {
     await drain(target.client, KUBELET_POD_WORKERS).catch(() => undefined);

@@ -49,7 +49,7 @@ const MINICRI_ONLY = new Set(['multinet', 'dranet', 'hostile', 'checkpoint']);
 const { values: args } = parseArgs({
   options: {
     rounds: { type: 'string', default: '3' },
-    lifecycle: { type: 'string', default: '30' },
+    lifecycle: { type: 'string', default: '100' },
     storm: { type: 'string', default: '50,110' },
     restart: { type: 'string', default: '20,110' },
     'rpc-samples': { type: 'string', default: '100' },
@@ -68,7 +68,7 @@ const { values: args } = parseArgs({
     only: { type: 'string', default: BENCHES.join(',') },
     targets: { type: 'string', default: 'minicri,containerd,minicri-runc115,floor' },
     reference: { type: 'string', default: DEFAULT_REFERENCE_DIR },
-    'load-wait': { type: 'string', default: '180' },
+    'load-wait': { type: 'string', default: '120' },
     'cpu-prof': { type: 'boolean', default: false },
     'no-md': { type: 'boolean', default: false },
   },
@@ -93,7 +93,9 @@ const only = new Set(args.only.split(','));
 // The whole pod is the rpc bench's headline: asking for the RPCs asks for it too.
 if (only.has('rpc')) only.add('lifecycle');
 const wanted = new Set(args.targets.split(','));
-const daemons = TARGET_NAMES.filter((t) => wanted.has(t));
+/** The daemons a chosen bench runs on: minicri on runc 1.1.5 only for the runc-bound benches, density only its pair. */
+const daemons = TARGET_NAMES.filter((t) => wanted.has(t)).filter((t) => [...only].some((b) =>
+  BENCHES.includes(b as (typeof BENCHES)[number]) && (b === 'density' ? DENSITY_TARGETS.has(t) : t !== 'minicri-runc115' || RUNC_BENCHES.has(b))));
 
 const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
