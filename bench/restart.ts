@@ -42,7 +42,8 @@ async function relist(target: Target): Promise<Map<string, PodView>> {
   const [{ items }, { containers }] = await Promise.all([rt.call('ListPodSandbox', {}), rt.call('ListContainers', {})]);
   const seen = new Map<string, PodView>();
   for (const s of items) {
-    const status = (await rt.call('PodSandboxStatus', { pod_sandbox_id: s.id })).status;
+    // A sandbox the daemon's recovery removes between the list and its status is gone, as kubelet would take it.
+    const status = (await rt.call('PodSandboxStatus', { pod_sandbox_id: s.id }).catch(() => undefined))?.status;
     if (status?.state !== 'SANDBOX_READY' || !s.metadata) continue;
     const running = containers.some((c) => c.pod_sandbox_id === s.id && c.state === 'CONTAINER_RUNNING');
     const prior = seen.get(s.metadata.uid ?? '');
