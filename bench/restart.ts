@@ -20,6 +20,11 @@ export interface RestartResult {
   podsBeforeKill: number;
   /** From the restarted daemon's start to its first answer (Version). */
   firstAnswerMs: number;
+  /**
+   * From its start to its first answer to ListPodSandbox, asked right after that Version: a daemon that answers
+   * Version before its recovery ends answers this one after it.
+   */
+  firstListMs: number;
   /** From that first answer until a full relist shows every pod READY with its container running. */
   allReadySeconds: number;
   /** Pods kubelet had to make again (sandbox or container) after the restart. */
@@ -88,6 +93,8 @@ export async function restartBench(target: Target, image: string, logRoot: strin
   const podsBeforeKill = sandboxes;
   const firstAnswerMs = await target.killAndRestart();
   const answered = now();
+  await target.client.runtime.call('ListPodSandbox', {}, { timeoutMs: 60_000 });
+  const firstListMs = round(firstAnswerMs + since(answered), 1);
   const daemonStart = target.lastStart();
   // The storm's calls still under way fail with the kill: they are what the crash cut off.
   await storm;
@@ -108,5 +115,5 @@ export async function restartBench(target: Target, image: string, logRoot: strin
   }
   const c0 = now();
   await drain(target.client).catch((err: Error) => { errors.push(err.message); });
-  return { pods, podsBeforeKill, firstAnswerMs, allReadySeconds, remade, teardownSeconds: round(since(c0) / 1000), daemonStart, errors };
+  return { pods, podsBeforeKill, firstAnswerMs, firstListMs, allReadySeconds, remade, teardownSeconds: round(since(c0) / 1000), daemonStart, errors };
 }

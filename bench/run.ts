@@ -304,6 +304,7 @@ function rows(): Row[] {
   }
   for (const n of restartSizes) {
     r.push({ metric: `restart mid-storm of ${n} pods: first answer after kill -9 (ms)`, bench: `restart${n}`, path: 'firstAnswerMs' });
+    r.push({ metric: `restart mid-storm of ${n} pods: first ListPodSandbox answer after kill -9 (ms)`, bench: `restart${n}`, path: 'firstListMs' });
     r.push({ metric: `restart mid-storm of ${n} pods: every pod READY in a relist, after the first answer (s)`, bench: `restart${n}`, path: 'allReadySeconds' });
     r.push({ metric: `restart mid-storm of ${n} pods: pods kubelet made again`, bench: `restart${n}`, path: 'remade' });
     r.push({ metric: `restart mid-storm of ${n} pods: teardown after (s)`, bench: `restart${n}`, path: 'teardownSeconds' });
