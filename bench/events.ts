@@ -36,7 +36,7 @@ export interface EventsResult {
   errors: string[];
 }
 
-interface Subscription {
+export interface Subscription {
   /** The status it ended with, if it did. */
   ended: grpc.StatusObject | undefined;
   /** How many events it got. */
@@ -47,7 +47,7 @@ interface Subscription {
 }
 
 /** Subscribes; resolves once the stream is in place (its headers) or has ended (a runtime that does not serve it). */
-async function subscribe(target: Target): Promise<Subscription> {
+export async function subscribe(target: Target): Promise<Subscription> {
   type Events = grpc.ClientReadableStream<ContainerEventResponse__Output>;
   const call = target.client.runtime.stream('GetContainerEvents', {}) as unknown as Events;
   const waiting = new Map<string, (at: number) => void>();
@@ -73,7 +73,7 @@ async function subscribe(target: Target): Promise<Subscription> {
 }
 
 /** The pid of a container's process, from ContainerStatus' verbose info (minicri and containerd both give "pid"). */
-async function pidOf(target: Target, id: string): Promise<number> {
+export async function pidOf(target: Target, id: string): Promise<number> {
   const info = (await target.client.runtime.call('ContainerStatus', { container_id: id, verbose: true })).info.info ?? '{}';
   return (JSON.parse(info) as { pid?: number }).pid ?? 0;
 }

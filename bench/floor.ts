@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { PAUSE_BINARY } from '../pod/pause-image.js';
 import { makeBusyboxRootfs } from '../test/support/rootfs.js';
-import { CGROUP_PARENT, CNI_BIN, FLOOR_NETNS_PREFIX, NETWORK, RUNC, type BenchEnv } from './lib/env.js';
+import { CGROUP_PARENT, CNI_BIN, FLOOR_NETNS_PREFIX, NETWORK, type BenchEnv } from './lib/env.js';
 import { lifecycleSummary, type LifecycleResult, type LifecycleSamples } from './lifecycle.js';
 import { SLEEPER } from './lib/pods.js';
 import { exited } from './lib/proc.js';
@@ -50,6 +50,8 @@ function ociConfig(id: string, args: string[], rootfs: string, namespaces: Ns[],
 
 export interface FloorDirs {
   dir: string;
+  /** The reference's runc, the one minicri's goal figures run on. */
+  runc: string;
   runcRoot: string;
   pauseRootfs: string;
   busybox: string;
@@ -58,7 +60,7 @@ export interface FloorDirs {
 export async function runc(d: FloorDirs, args: string[]): Promise<void> {
   const logFile = join(d.dir, 'runc.log');
   // stdio to /dev/null: the container's init inherits it, and a pipe would keep execa waiting.
-  const r = await execa(RUNC, ['--root', d.runcRoot, '--log', logFile, ...args], { stdio: 'ignore', reject: false });
+  const r = await execa(d.runc, ['--root', d.runcRoot, '--log', logFile, ...args], { stdio: 'ignore', reject: false });
   if (r.exitCode !== 0) throw new Error(`runc ${args.join(' ')} failed (${r.exitCode}): ${(await readFile(logFile, 'utf8').catch(() => '')).slice(-500)}`);
 }
 
@@ -151,8 +153,8 @@ async function oneFloor(env: BenchEnv, d: FloorDirs, i: number, into: LifecycleS
     });
     for (const [k, v] of Object.entries(local)) (into[k] ??= []).push(...v);
   } finally {
-    await execa(RUNC, ['--root', d.runcRoot, 'delete', '--force', ctr], { reject: false });
-    await execa(RUNC, ['--root', d.runcRoot, 'delete', '--force', pod], { reject: false });
+    await execa(d.runc, ['--root', d.runcRoot, 'delete', '--force', ctr], { reject: false });
+    await execa(d.runc, ['--root', d.runcRoot, 'delete', '--force', pod], { reject: false });
     if (mounted) await execa('umount', ['-l', merged], { reject: false });
     if (cniResult) await cni(env, 'DEL', pod, nsPath, cniResult).catch(() => undefined);
     if (netnsMade) await execa('ip', ['netns', 'del', pod], { reject: false });
@@ -164,7 +166,7 @@ async function oneFloor(env: BenchEnv, d: FloorDirs, i: number, into: LifecycleS
 /** Fresh floor directories: the pause's root filesystem and a busybox one (the caller removes `dir`). */
 export async function floorDirs(env: BenchEnv): Promise<FloorDirs> {
   const dir = join(env.base, 'floor');
-  const d: FloorDirs = { dir, runcRoot: join(dir, 'runc'), pauseRootfs: join(dir, 'pause-rootfs'), busybox: join(dir, 'busybox') };
+  const d: FloorDirs = { dir, runc: env.reference.runc, runcRoot: join(dir, 'runc'), pauseRootfs: join(dir, 'pause-rootfs'), busybox: join(dir, 'busybox') };
   await rm(dir, { recursive: true, force: true });
   await mkdir(d.pauseRootfs, { recursive: true });
   for (const sub of ['proc', 'sys', 'dev']) await mkdir(join(d.pauseRootfs, sub));

@@ -5,7 +5,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { CriClient } from '../test/support/cri-client.js';
-import { FLOOR_NETNS_PREFIX, NETWORK, RUNC, SECONDARY_NETWORKS, type BenchEnv } from './lib/env.js';
+import { FLOOR_NETNS_PREFIX, NETWORK, SECONDARY_NETWORKS, type BenchEnv } from './lib/env.js';
 import { podRunBench } from './lib/pod-runs.js';
 import { summarize, timed, type Summary } from './lib/stats.js';
 import { bridgePlugin, floorDirs, runc, startPause, waitExited, type FloorDirs } from './floor.js';
@@ -47,7 +47,7 @@ async function oneFloorPod(env: BenchEnv, d: FloorDirs, id: string, count: numbe
     await runc(d, ['kill', id, 'KILL']);
     await waitExited(pausePid);
   } finally {
-    await execa(RUNC, ['--root', d.runcRoot, 'delete', '--force', id], { reject: false });
+    await execa(d.runc, ['--root', d.runcRoot, 'delete', '--force', id], { reject: false });
     for (const a of attached.reverse()) await bridgePlugin(a.name, a.conf, 'DEL', id, nsPath, a.ifName, a.result).catch(() => undefined);
     if (netnsMade) await execa('ip', ['netns', 'del', id], { reject: false });
     await rm(podDir, { recursive: true, force: true });

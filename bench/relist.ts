@@ -103,3 +103,30 @@ export async function relistBench(
     await drain(target.client);
   }
 }
+
+/** What one relist saw: each sandbox's state, and each container's pod and state, by id. */
+export interface RelistSnapshot {
+  pods: Map<string, string>;
+  containers: Map<string, { pod: string; state: string }>;
+}
+
+export function snapshotOf(
+  sandboxes: ReadonlyArray<{ id: string; state: string }>, containers: ReadonlyArray<{ id: string; pod_sandbox_id: string; state: string }>,
+): RelistSnapshot {
+  return {
+    pods: new Map(sandboxes.map((s) => [s.id, s.state])),
+    containers: new Map(containers.map((c) => [c.id, { pod: c.pod_sandbox_id, state: c.state }])),
+  };
+}
+
+/**
+ * The pods kubelet's generic PLEG asks the status of after a relist: those still listed whose sandbox is new or
+ * changed state, or one of whose containers appeared, changed state or went away since the last relist. Pure.
+ */
+export function changedPods(prev: RelistSnapshot | undefined, next: RelistSnapshot): string[] {
+  const changed = new Set<string>();
+  for (const [id, state] of next.pods) if (prev?.pods.get(id) !== state) changed.add(id);
+  for (const [id, c] of next.containers) if (prev?.containers.get(id)?.state !== c.state) changed.add(c.pod);
+  for (const [id, c] of prev?.containers ?? []) if (!next.containers.has(id)) changed.add(c.pod);
+  return [...changed].filter((id) => next.pods.has(id));
+}

@@ -1,11 +1,13 @@
-// The bench environment shared by every target: a temp dir on a fresh filesystem, a local registry holding
-// busybox, minicri's pause, a ~100 MB image and one of many small files, a private CNI bridge network
+// The bench environment shared by every target: a temp dir on a fresh filesystem, the reference containerd 2.1.5
+// and runc 1.3.6 unpacked into it, the PATH the daemons get, a local registry holding busybox, minicri's pause,
+// a ~100 MB image, one of many small files and (when the pulls are run) one of 1 GB, a private CNI bridge network
 // (mcri-bench0 on 10.235.0.0/16, no route out), and two secondary ones defined as NetworkAttachmentDefinitions
 // (mcri-bench1 and 2 on 10.241 and 10.242.0.0/16).
 // `cleanup` removes all of it, plus whatever a crashed target left under the temp dir (mounts, cgroups).
-import { mkdir, mkdtemp, readFile, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, delimiter, join } from 'node:path';
 import { execa } from 'execa';
 import { PAUSE_BINARY } from '../../pod/pause-image.js';
 import { describeCriu, testCriu } from '../../test/support/criu.js';
@@ -15,13 +17,15 @@ import { mountFreshExt4 } from '../../test/support/loop-fs.js';
 import { startRegistry, type TestRegistry } from '../../test/support/registry.js';
 import { buildImage, pushImage, type TarEntry } from '../../test/support/test-images.js';
 import { DRANET_LINK, writeDranetConfig } from '../dranet.js';
-import { pushBigImage, pushManyFilesImage, type BigImage } from '../pull.js';
+import { pushBigImage, pushHugeImage, pushManyFilesImage, type BigImage } from '../pull.js';
+import { unpackReference, type Reference } from './reference.js';
 
 export const BRIDGE = 'mcri-bench0';
 export const SUBNET = '10.235.0.0/16';
 export const NETWORK = 'mcri-bench';
 export const CNI_BIN = '/usr/lib/cni';
-export const RUNC = '/usr/sbin/runc';
+/** Debian's runc 1.1.5: minicri-runc115's, and containerd 1.6's. */
+export const DEBIAN_RUNC = '/usr/sbin/runc';
 /** The secondary networks pods of the multinet bench ask for, each a bridge of its own (namespace minicri-bench). */
 export const SECONDARY_NETWORKS = [
   { name: 'mcri-sec1', bridge: 'mcri-bench1', subnet: '10.241.0.0/16' },
@@ -35,6 +39,10 @@ export const FLOOR_NETNS_PREFIX = `mcb-floor-${process.pid}-`;
 
 export interface BenchEnv {
   base: string;
+  /** containerd 2.1.5 and runc 1.3.6, unpacked under `base` and checked. */
+  reference: Reference;
+  /** PATH of every daemon: the bench's own without `unpigz`, and the directories that had it (replaced). */
+  daemonPath: { path: string; replaced: string[] };
   registry: TestRegistry;
   confDir: string;
   ipamDir: string;
@@ -49,6 +57,8 @@ export interface BenchEnv {
   big: BigImage;
   /** 5 layers of 2,000 small files each. */
   files: BigImage;
+  /** 8 layers of incompressible data, 1 GB; only when `huge` was asked for. */
+  huge?: BigImage;
   /** The bridge plugin's configuration as the conflist holds it (the floor runs it by hand). */
   bridgeConf: Record<string, unknown>;
   /** The same for each secondary network, by name. */
@@ -90,7 +100,14 @@ function freshFilesystem(dir: string, image: string): Promise<void> {
   return mountFreshExt4(dir, image, '20G');
 }
 
-export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv> {
+export interface EnvOptions {
+  /** The directory holding the reference's tarball and README. */
+  referenceDir: string;
+  /** Whether to build and push the 1 GB image (the pull bench's). */
+  huge: boolean;
+}
+
+export async function makeBenchEnv(log: (msg: string) => void, opts: EnvOptions): Promise<BenchEnv> {
   const base = await mkdtemp(join(tmpdir(), 'minicri-bench-'));
   const image = join('/var/tmp', `${basename(base)}.ext4`);
   let registry: TestRegistry | undefined;
@@ -101,10 +118,11 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
   const podResourcesPods: FakePod[] = [];
   let podResources: PodResourcesServer | undefined;
   const checkpointDir = join(base, 'checkpoints');
+  let reference: Reference | undefined;
   const cleanup = async () => {
     try {
       // What an interrupted floor run left: its containers and namespaces.
-      await removeRuncState(join(base, 'floor', 'runc'));
+      if (reference) await removeRuncState(reference.runc, join(base, 'floor', 'runc'));
       for (const ns of await readdir('/var/run/netns').catch(() => [] as string[])) {
         if (ns.startsWith(FLOOR_NETNS_PREFIX)) await execa('ip', ['netns', 'del', ns], { reject: false });
       }
@@ -122,6 +140,10 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
   };
   try {
     await freshFilesystem(base, image);
+    reference = await unpackReference(opts.referenceDir, join(base, 'containerd-2.1'));
+    log(`reference unpacked from ${opts.referenceDir}, sha256 as its README gives them`);
+    const path = await daemonPath(join(base, 'path'));
+    if (path.replaced.length) log(`daemons' PATH: ${path.replaced.join(', ')} replaced by links without unpigz`);
     registry = await startRegistry();
     const host = registry.host;
     log(`registry at ${registry.url}; pushing busybox, pause, a ~100 MB image and one of many small files`);
@@ -134,6 +156,11 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
     await pushImage(registry, 'minicri/pause', ['bench'], pause);
     const big = await pushBigImage(registry);
     const files = await pushManyFilesImage(registry);
+    let huge: BigImage | undefined;
+    if (opts.huge) {
+      log('pushing a 1 GB image of 8 layers');
+      huge = await pushHugeImage(registry, base);
+    }
     await mkdir(confDir, { recursive: true });
     await mkdir(checkpointDir, { recursive: true });
     const criu = await testCriu();
@@ -157,8 +184,8 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
     await execa('ip', ['link', 'add', DRANET_LINK, 'type', 'ifb']);
     podResources = await startPodResourcesServer(podResourcesPods);
     return {
-      base, registry, confDir, ipamDir, networksDir, checkpointDir, criuPath: criu.path,
-      busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, files, bridgeConf,
+      base, reference, daemonPath: path, registry, confDir, ipamDir, networksDir, checkpointDir, criuPath: criu.path,
+      busybox: `${host}/bench/busybox:bench`, pause: `${host}/minicri/pause:bench`, big, files, huge, bridgeConf,
       secondaryConfs, podResources, podResourcesPods, cdiDir, cleanup,
     };
   } catch (err) {
@@ -167,10 +194,29 @@ export async function makeBenchEnv(log: (msg: string) => void): Promise<BenchEnv
   }
 }
 
-/** Force-deletes every container runc knows under `root`. */
-export async function removeRuncState(root: string): Promise<void> {
-  const out = await execa(RUNC, ['--root', root, 'list', '-q'], { reject: false });
-  for (const id of String(out.stdout).split('\n').filter(Boolean)) await execa(RUNC, ['--root', root, 'delete', '--force', id], { reject: false });
+/**
+ * The PATH the daemons get: the bench's own, where a directory holding `unpigz` is replaced by a directory of
+ * links to everything else in it, so no daemon hands gunzip to it (containerd would, minicri does not look).
+ * Returns the PATH and the directories it replaced.
+ */
+export async function daemonPath(linkDir: string, path = process.env.PATH ?? ''): Promise<{ path: string; replaced: string[] }> {
+  const replaced: string[] = [];
+  const dirs: string[] = [];
+  for (const dir of path.split(delimiter).filter(Boolean)) {
+    if (!existsSync(join(dir, 'unpigz'))) { dirs.push(dir); continue; }
+    const copy = join(linkDir, `${replaced.length}`);
+    await mkdir(copy, { recursive: true });
+    for (const f of await readdir(dir)) if (f !== 'unpigz') await symlink(join(dir, f), join(copy, f)).catch(() => undefined);
+    replaced.push(dir);
+    dirs.push(copy);
+  }
+  return { path: dirs.join(delimiter), replaced };
+}
+
+/** Force-deletes every container `runc` knows under `root`. */
+export async function removeRuncState(runc: string, root: string): Promise<void> {
+  const out = await execa(runc, ['--root', root, 'list', '-q'], { reject: false });
+  for (const id of String(out.stdout).split('\n').filter(Boolean)) await execa(runc, ['--root', root, 'delete', '--force', id], { reject: false });
 }
 
 /** Removes the cgroup `path` and everything below it in every v1 controller (they must be empty of tasks). */

@@ -35,19 +35,32 @@ export interface Row {
 const fmt = (n: number | undefined) => n === undefined || !Number.isFinite(n) ? '–' : n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2);
 const ratio = (a: number | undefined, b: number | undefined) => a === undefined || b === undefined || !b ? '–' : `${(a / b).toFixed(2)}x`;
 
-/** summaries[bench][target] = median result. */
-export function table(rows: Row[], summaries: Record<string, Record<string, Json>>): string {
+/** Column titles of the targets, in table order: the reference right after minicri. */
+export const COLUMNS: Record<string, string> = {
+  minicri: 'minicri',
+  containerd: 'containerd 2.1.5',
+  'minicri-runc115': 'minicri, runc 1.1.5',
+  containerd16: 'containerd 1.6',
+  floor: 'floor',
+};
+
+/**
+ * summaries[bench][target] = median result. A column per target of `targets` (COLUMNS' order), then minicri over
+ * the reference (containerd 2.1.5) and over the floor.
+ */
+export function table(rows: Row[], summaries: Record<string, Record<string, Json>>, targets: readonly string[] = ['minicri', 'containerd', 'floor']): string {
+  const cols = Object.keys(COLUMNS).filter((t) => targets.includes(t));
   const lines = [
-    '| metric | minicri | containerd | floor | minicri / containerd | minicri / floor |',
-    '|---|--:|--:|--:|--:|--:|',
+    `| metric | ${cols.map((c) => COLUMNS[c]).join(' | ')} | minicri / containerd 2.1.5 | minicri / floor |`,
+    `|---|${cols.map(() => '--:|').join('')}--:|--:|`,
   ];
   for (const r of rows) {
     const get = (target: string) => {
       const v = pick(summaries[r.bench]?.[target], r.path);
       return v === undefined ? undefined : v / (r.scale ?? 1);
     };
-    const [m, c, f] = [get('minicri'), get('containerd'), get('floor')];
-    lines.push(`| ${r.metric} | ${fmt(m)} | ${fmt(c)} | ${fmt(f)} | ${ratio(m, c)} | ${ratio(m, f)} |`);
+    const cells = cols.map((c) => fmt(get(c)));
+    lines.push(`| ${r.metric} | ${cells.join(' | ')} | ${ratio(get('minicri'), get('containerd'))} | ${ratio(get('minicri'), get('floor'))} |`);
   }
   return lines.join('\n');
 }

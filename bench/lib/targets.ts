@@ -1,5 +1,7 @@
 // The CRI endpoints under test, each started fresh by the bench with its own config, root, state and socket
-// under the bench dir and the bench's CNI network, and stopped after: minicri (this checkout) and Debian's containerd.
+// under the bench dir and the bench's CNI network, and stopped after: minicri (this checkout) on the reference's
+// runc 1.3.6 and on Debian's runc 1.1.5, containerd 2.1.5 (the reference, bench/lib/reference.ts) and Debian's
+// containerd 1.6. None of them finds `unpigz` on its PATH (daemonPath).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -7,14 +9,21 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { CriClient } from '../../test/support/cri-client.js';
 import { MAIN, unmountUnder } from '../../test/support/daemon.js';
-import { CNI_BIN, RUNC, removeRuncState, type BenchEnv } from './env.js';
+import { CNI_BIN, DEBIAN_RUNC, removeRuncState, type BenchEnv } from './env.js';
 import { liveProcesses } from '../../oci/runtime/processes.js';
 import { pool } from '../../core/locks.js';
 
-export type TargetName = 'minicri' | 'containerd';
+/**
+ * minicri on the reference's runc; minicri on Debian's runc 1.1.5 (reported apart, in no goal ratio); containerd
+ * 2.1.5, the reference every ratio is against; Debian's containerd 1.6.
+ */
+export const TARGET_NAMES = ['minicri', 'containerd', 'minicri-runc115', 'containerd16'] as const;
+export type TargetName = (typeof TARGET_NAMES)[number];
 
 export interface Target {
   name: TargetName;
+  /** The runc it runs containers with. */
+  runc: string;
   /** A client of the daemon running now (a new one after a restart). */
   readonly client: CriClient;
   /** The daemon's pid, for its memory and CPU. */
@@ -35,6 +44,14 @@ export interface Target {
 export interface StartOptions {
   /** Directory for a V8 CPU profile of the daemon (minicri only), written when it exits. */
   cpuProfDir?: string;
+}
+
+/** Starts the named target on the bench environment. */
+export function startTarget(name: TargetName, env: BenchEnv, opts: StartOptions = {}): Promise<Target> {
+  if (name === 'minicri') return startMinicri(env, name, env.reference.runc, opts);
+  if (name === 'minicri-runc115') return startMinicri(env, name, DEBIAN_RUNC, opts);
+  if (name === 'containerd') return startContainerd(env, name, containerd21Config, env.reference.containerd, env.reference.runc);
+  return startContainerd(env, name, containerd16Config, 'containerd', DEBIAN_RUNC);
 }
 
 /** Waits for the daemon's first answer to Version; resolves with the milliseconds since `started`. */
@@ -154,8 +171,8 @@ async function killAll(pids: number[]): Promise<void> {
   if (pids.length) await new Promise((r) => setTimeout(r, 200));
 }
 
-export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Promise<Target> {
-  const dir = join(env.base, 'minicri');
+async function startMinicri(env: BenchEnv, name: TargetName, runc: string, opts: StartOptions): Promise<Target> {
+  const dir = join(env.base, name);
   await mkdir(dir, { recursive: true });
   const socket = join(dir, 'run', 'minicri.sock');
   const configPath = join(dir, 'minicri.toml');
@@ -168,7 +185,7 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
     'cgroup_driver = "cgroupfs"',
     `criu_path = "${env.criuPath}"`,
     `[runtimes.runc]`,
-    `path = "${RUNC}"`,
+    `path = "${runc}"`,
     `root = "${runcRoot}"`,
     '[cni]',
     `conf_dir = "${env.confDir}"`,
@@ -191,19 +208,19 @@ export async function startMinicri(env: BenchEnv, opts: StartOptions = {}): Prom
   const shebang = shebangNodeCommand(readFileSync(MAIN, 'utf8'));
   const daemon = new Daemon(() => (opts.cpuProfDir
     ? spawnLogged(process.execPath, [...shebang.nodeFlags, '--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, MAIN, ...serve], logFile,
-      { ...process.env, ...shebang.env })
-    : spawnLogged(MAIN, serve, logFile)), socket, 'minicri', logFile);
+      { ...process.env, PATH: env.daemonPath.path, ...shebang.env })
+    : spawnLogged(MAIN, serve, logFile, { ...process.env, PATH: env.daemonPath.path })), socket, name, logFile);
   // The conmons, and the daemon's one mount helper: memory minicri adds to the host either way.
   const helpers = async () => {
     const mounters = (await liveProcesses('minicri-mounter')).filter((p) => p.ppid === daemon.child.pid);
     return [...(await liveProcesses('conmon', `${dir}/`)), ...mounters].map((p) => p.pid);
   };
-  return startTarget('minicri', daemon, helpers, stopper({ daemon, helpers, runcRoot, dir }), () => pullAll(daemon.client, [env.busybox]));
+  return readyTarget(name, runc, daemon, helpers, stopper({ daemon, helpers, runc, runcRoot, dir }), () => pullAll(daemon.client, [env.busybox]));
 }
 
 /** Waits for the daemon, readies it, and hands it out as a Target; stops it if it cannot be readied. */
-async function startTarget(
-  name: TargetName, daemon: Daemon, helpers: () => Promise<number[]>, stop: () => Promise<void>, ready: () => Promise<void>,
+async function readyTarget(
+  name: TargetName, runc: string, daemon: Daemon, helpers: () => Promise<number[]>, stop: () => Promise<void>, ready: () => Promise<void>,
 ): Promise<Target> {
   try {
     await daemon.waitServing();
@@ -213,7 +230,7 @@ async function startTarget(
     throw err;
   }
   return {
-    name, helpers, stop,
+    name, runc, helpers, stop,
     get client() { return daemon.client; },
     get pid() { return daemon.child.pid!; },
     killAndRestart: () => daemon.killAndRestart(),
@@ -221,8 +238,65 @@ async function startTarget(
   };
 }
 
+/**
+ * containerd 2.1's config (version 3), as the reference's README gives it, on the bench's network, runc root and
+ * registry (a hosts.toml under certs.d for the local registry over HTTP). NRI is off: its socket is a fixed path
+ * on the host, and no bench uses it.
+ */
+function containerd21Config(env: BenchEnv, dir: string, socket: string): string {
+  return `version = 3
+root = "${join(dir, 'root')}"
+state = "${join(dir, 'state')}"
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs", "io.containerd.nri.v1.nri",
+]
+
+[grpc]
+  address = "${socket}"
+[ttrpc]
+  address = "${socket}.ttrpc"
+[debug]
+  level = "info"
+[plugins]
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = '${env.pause}'
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = '${join(dir, 'certs.d')}'
+  [plugins.'io.containerd.cri.v1.runtime']
+    # The bound set here lacks CAP_SYS_RESOURCE: the pause's default -998 would fail in runc; clamp to our own.
+    restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = 'runc'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = 'io.containerd.runc.v2'
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          BinaryName = '${env.reference.runc}'
+          Root = '${join(dir, 'runc')}'
+          SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['${CNI_BIN}']
+      conf_dir = '${env.confDir}'
+      max_conf_num = 1
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = '127.0.0.1'
+    stream_server_port = '0'
+`;
+}
+
+/** The hosts.toml that sends containerd 2's pulls from `host` over plain HTTP. */
+function hostsToml(host: string): string {
+  return `server = "http://${host}"
+
+[host."http://${host}"]
+  capabilities = ["pull", "resolve"]
+`;
+}
+
 /** containerd 1.6's own config: CRI plugin on the bench network, runc v2 shims, the local registry over HTTP. */
-function containerdConfig(env: BenchEnv, dir: string, socket: string): string {
+function containerd16Config(env: BenchEnv, dir: string, socket: string): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
   const registryHost = env.registry.host;
   return `version = 2
@@ -254,7 +328,7 @@ disabled_plugins = [
 [${cri}.containerd.runtimes.runc]
   runtime_type = "io.containerd.runc.v2"
 [${cri}.containerd.runtimes.runc.options]
-  BinaryName = "${RUNC}"
+  BinaryName = "${DEBIAN_RUNC}"
   Root = "${join(dir, 'runc')}"
   SystemdCgroup = false
 [${cri}.cni]
@@ -293,7 +367,7 @@ const SHIM_SOCKET_DIR = '/run/containerd';
 
 /** Stops a runtime under test: drains its pods, ends it and its helpers, removes what they left. */
 function stopper(t: {
-  daemon: Daemon; helpers: () => Promise<number[]>; runcRoot: string; dir: string; after?: () => Promise<void>;
+  daemon: Daemon; helpers: () => Promise<number[]>; runc: string; runcRoot: string; dir: string; after?: () => Promise<void>;
 }): () => Promise<void> {
   return async () => {
     try {
@@ -302,26 +376,36 @@ function stopper(t: {
       t.daemon.client.close();
       await terminate(t.daemon.child);
       await killAll(await t.helpers());
-      await removeRuncState(t.runcRoot);
+      await removeRuncState(t.runc, t.runcRoot);
       await unmountUnder(t.dir);
       await t.after?.();
     }
   };
 }
 
-export async function startContainerd(env: BenchEnv): Promise<Target> {
-  const dir = join(env.base, 'containerd');
+/** Whether the shim socket dir was there before the first containerd started; how many containerds run now. */
+const shimDir = { hadIt: false, users: 0 };
+
+async function startContainerd(
+  env: BenchEnv, name: TargetName, config: (env: BenchEnv, dir: string, socket: string) => string, binary: string, runc: string,
+): Promise<Target> {
+  const dir = join(env.base, name);
   await mkdir(dir, { recursive: true });
   const socket = join(dir, 'containerd.sock');
   const configPath = join(dir, 'config.toml');
-  await writeFile(configPath, containerdConfig(env, dir, socket));
-  const hadShimDir = existsSync(SHIM_SOCKET_DIR);
+  await writeFile(configPath, config(env, dir, socket));
+  const hostDir = join(dir, 'certs.d', env.registry.host);
+  await mkdir(hostDir, { recursive: true });
+  await writeFile(join(hostDir, 'hosts.toml'), hostsToml(env.registry.host));
+  if (shimDir.users++ === 0) shimDir.hadIt = existsSync(SHIM_SOCKET_DIR);
   const logFile = join(dir, 'containerd.log');
-  const daemon = new Daemon(() => spawnLogged('containerd', ['--config', configPath], logFile), socket, 'containerd', logFile);
+  // The reference's bin/ first: containerd finds its shim on its PATH.
+  const path = binary === 'containerd' ? env.daemonPath.path : `${join(env.reference.dir, 'bin')}:${env.daemonPath.path}`;
+  const daemon = new Daemon(() => spawnLogged(binary, ['--config', configPath], logFile, { ...process.env, PATH: path }), socket, name, logFile);
   const helpers = async () => (await liveProcesses('containerd-shim-runc-v2', socket)).map((p) => p.pid);
   const stop = stopper({
-    daemon, helpers, runcRoot: join(dir, 'runc', 'k8s.io'), dir,
-    after: async () => { if (!hadShimDir) await rm(SHIM_SOCKET_DIR, { recursive: true, force: true }); },
+    daemon, helpers, runc, runcRoot: join(dir, 'runc', 'k8s.io'), dir,
+    after: async () => { if (--shimDir.users === 0 && !shimDir.hadIt) await rm(SHIM_SOCKET_DIR, { recursive: true, force: true }); },
   });
-  return startTarget('containerd', daemon, helpers, stop, () => pullAll(daemon.client, [env.pause, env.busybox]));
+  return readyTarget(name, runc, daemon, helpers, stop, () => pullAll(daemon.client, [env.pause, env.busybox]));
 }

@@ -1,0 +1,171 @@
+// density: P pods of one container each (the bench's pause and busybox, both present), made 10 at a time as
+// kubelet's pod workers make them. With them running: the time to start them all; the daemon's memory and what
+// the runtime adds per pod (minicri: a conmon per container and per pause, and the pause; containerd: a shim per
+// pod and the pause), in PSS and RSS; the evented case (one GetContainerEvents subscriber: the daemon's idle CPU,
+// and the delay from a container's SIGKILL from outside to its STOPPED event); and kubelet's generic relist
+// (ListPodSandbox, ListContainers, then PodSandboxStatus and ContainerStatus of each pod that changed), sampled
+// after one pod changed each time (its container stopped, or removed once stopped). Everything goes after.
+import { pool } from '../core/locks.js';
+import { pidOf, subscribe } from './events.js';
+import { benchContainer, benchPod } from './lib/pods.js';
+import { cpuPercent, memoryOf, sumMemory, type Memory } from './lib/proc.js';
+import { drain, type Target } from './lib/targets.js';
+import { now, round, since, summarize, type Summary } from './lib/stats.js';
+import { changedPods, snapshotOf, type RelistSnapshot } from './relist.js';
+import { KUBELET_POD_WORKERS } from './restart.js';
+import { liveProcesses } from '../oci/runtime/processes.js';
+
+/** After the pods are made: V8 and Go collect some seconds after a burst of work, which is the burst's cost. */
+const SETTLE_MS = 10_000;
+const EVENT_WAIT_MS = 10_000;
+
+export interface DensityOptions {
+  pods: number;
+  /** Relists timed. */
+  relists: number;
+  /** Containers killed from outside for the event delay. */
+  kills: number;
+  /** Seconds the idle CPU is read over. */
+  idleSeconds: number;
+}
+
+export interface DensityResult {
+  pods: number;
+  /** Seconds from the first RunPodSandbox to the last StartContainer's answer. */
+  startAllSeconds: number;
+  /** Milliseconds from a pod's RunPodSandbox to its StartContainer's answer. */
+  perPodStart: Summary;
+  daemon: { idle: Memory; loaded: Memory };
+  /** The runtime's processes besides the daemon: conmon or shims, and the pauses. */
+  added: { helpers: number; pauses: number } & Memory;
+  /** KiB per pod: the daemon's growth plus `added`, over the pods. */
+  perPodPssKiB: number;
+  perPodRssKiB: number;
+  events: { supported: boolean | string; idleCpuPercent: number; stoppedLatency: Summary };
+  relist: { whole: Summary; lists: Summary; statusCalls: Summary; changedPerRelist: number };
+  teardownSeconds: number;
+  /** Seconds each step of the bench took, for sizing a run. */
+  stepSeconds: Record<string, number>;
+  errors: string[];
+}
+
+/** The pauses: children of the runtime's helper processes (conmon or the shim reaps its pod's processes). */
+async function pausesOf(helpers: number[]): Promise<number[]> {
+  const parents = new Set(helpers);
+  return (await liveProcesses('pause')).filter((p) => parents.has(p.ppid)).map((p) => p.pid);
+}
+
+export async function densityBench(target: Target, image: string, logRoot: string, opts: DensityOptions): Promise<DensityResult> {
+  const rt = target.client.runtime;
+  const errors: string[] = [];
+  const idle = await memoryOf(target.pid);
+  const containers: Array<{ pod: string; id: string }> = [];
+  const perPod: number[] = [];
+  try {
+    const t0 = now();
+    await pool(Array.from({ length: opts.pods }), KUBELET_POD_WORKERS, async () => {
+      const p0 = now();
+      try {
+        const config = benchPod('density', logRoot);
+        const { pod_sandbox_id: pod } = await rt.call('RunPodSandbox', { config }, { timeoutMs: 300_000 });
+        const create = { pod_sandbox_id: pod, config: benchContainer('app', image), sandbox_config: config };
+        const { container_id: id } = await rt.call('CreateContainer', create, { timeoutMs: 300_000 });
+        await rt.call('StartContainer', { container_id: id }, { timeoutMs: 300_000 });
+        containers.push({ pod, id });
+        perPod.push(since(p0));
+      } catch (err) {
+        errors.push((err as Error).message);
+      }
+    });
+    const startAllSeconds = round(since(t0) / 1000);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+
+    const helpers = await target.helpers();
+    const pauses = await pausesOf(helpers);
+    const [loaded, addedMem] = await Promise.all([memoryOf(target.pid), sumMemory([...helpers, ...pauses])]);
+    const per = (k: keyof Memory) => round((loaded[k] - idle[k] + addedMem[k]) / opts.pods, 1);
+
+    const e0 = now();
+    const events = await evented(target, containers.slice(0, opts.kills).map((c) => c.id), opts.idleSeconds, errors);
+    const r0 = now();
+    const relist = await relists(target, containers, opts.relists, errors);
+    const d0 = now();
+    await drain(target.client, KUBELET_POD_WORKERS);
+    const stepSeconds = { start: startAllSeconds, evented: round(Number(r0 - e0) / 1e9), relist: round(Number(d0 - r0) / 1e9), teardown: round(since(d0) / 1000) };
+    return {
+      pods: opts.pods, startAllSeconds, perPodStart: summarize(perPod),
+      daemon: { idle, loaded }, added: { helpers: helpers.length, pauses: pauses.length, ...addedMem },
+      perPodPssKiB: per('pssKiB'), perPodRssKiB: per('rssKiB'),
+      events, relist, teardownSeconds: stepSeconds.teardown, stepSeconds, errors,
+    };
+  } catch (err) {
+    await drain(target.client, KUBELET_POD_WORKERS).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** One subscriber: the daemon's CPU while the pods idle, then each of `kill` SIGKILLed and its STOPPED event awaited. */
+async function evented(target: Target, kill: string[], idleSeconds: number, errors: string[]): Promise<DensityResult['events']> {
+  const sub = await subscribe(target);
+  try {
+    const idleCpuPercent = round(await cpuPercent(target.pid, idleSeconds * 1000), 2);
+    if (sub.ended) return { supported: `GetContainerEvents: ${sub.ended.code} ${sub.ended.details}`, idleCpuPercent, stoppedLatency: summarize([]) };
+    const latencies: number[] = [];
+    for (const id of kill) {
+      const pid = await pidOf(target, id);
+      if (!pid) { errors.push(`no pid for container ${id}`); continue; }
+      const arrived = sub.stopped(id);
+      const killedAt = performance.now();
+      process.kill(pid, 'SIGKILL');
+      const at = await Promise.race([arrived, new Promise<undefined>((r) => setTimeout(() => r(undefined), EVENT_WAIT_MS))]);
+      if (at === undefined) errors.push(`no STOPPED event for ${id} within ${EVENT_WAIT_MS} ms`);
+      else latencies.push(at - killedAt);
+    }
+    return { supported: true, idleCpuPercent, stoppedLatency: summarize(latencies) };
+  } finally {
+    sub.cancel();
+  }
+}
+
+/**
+ * `n` timed relists (after an untimed one), each after one pod changed: its container stopped, or removed when
+ * it had stopped already. The status calls are those kubelet makes for the pods that changed.
+ */
+async function relists(target: Target, containers: Array<{ pod: string; id: string }>, n: number, errors: string[]): Promise<DensityResult['relist']> {
+  const rt = target.client.runtime;
+  const times: Record<string, number[]> = {};
+  let prev: RelistSnapshot | undefined;
+  let changedTotal = 0;
+  const once = async (into: Record<string, number[]>) => {
+    const t0 = now();
+    const [{ items }, { containers: listed }] = await Promise.all([rt.call('ListPodSandbox', {}), rt.call('ListContainers', {})]);
+    (into.lists ??= []).push(since(t0));
+    const next = snapshotOf(items, listed);
+    const changed = changedPods(prev, next);
+    prev = next;
+    const s0 = now();
+    for (const pod of changed) {
+      await rt.call('PodSandboxStatus', { pod_sandbox_id: pod });
+      for (const [id, c] of next.containers) if (c.pod === pod) await rt.call('ContainerStatus', { container_id: id });
+    }
+    (into.statusCalls ??= []).push(since(s0));
+    (into.whole ??= []).push(since(t0));
+    return changed.length;
+  };
+  await once({});
+  for (let i = 0; i < n && containers.length; i++) {
+    const c = containers[i % containers.length]!;
+    try {
+      const state = (await rt.call('ContainerStatus', { container_id: c.id })).status?.state;
+      if (state === 'CONTAINER_RUNNING') await rt.call('StopContainer', { container_id: c.id, timeout: '10' });
+      else await rt.call('RemoveContainer', { container_id: c.id });
+    } catch (err) {
+      errors.push(`changing ${c.id}: ${(err as Error).message}`);
+    }
+    changedTotal += await once(times);
+  }
+  return {
+    whole: summarize(times.whole ?? []), lists: summarize(times.lists ?? []), statusCalls: summarize(times.statusCalls ?? []),
+    changedPerRelist: round(changedTotal / Math.max(1, n), 2),
+  };
+}
