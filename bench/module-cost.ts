@@ -19,7 +19,7 @@ const dist = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.u
 const SETS: { name: string; specifiers: string[]; then?: string }[] = [
   { name: 'grpc-js and the CRI proto loaded: what any Node CRI server holds', specifiers: ['@grpc/grpc-js', dist('server/proto.js')], then: 'm.loadCri()' },
   { name: 'plus the store, logger, exec and config libraries', specifiers: ['@grpc/grpc-js', 'better-sqlite3', 'pino', 'execa', 'zod', 'smol-toml', dist('server/proto.js')], then: 'm.loadCri()' },
-  { name: 'everything the daemon imports (streaming, images, CNI, CDI included)', specifiers: [dist('server/daemon.js'), dist('server/proto.js')], then: 'm.loadCri()' },
+  { name: 'everything the daemon imports (streaming, images, CNI, CDI included)', specifiers: [dist('server/daemon.js'), dist('server/assemble.js'), dist('server/proto.js')], then: 'm.loadCri()' },
 ];
 
 const { env, nodeFlags } = shebangNodeCommand(readFileSync(MAIN, 'utf8'));
