@@ -11,6 +11,8 @@ import { readBundleSpec } from '../oci/runtime/bundle.js';
 import { CHECKPOINT_DIR } from '../oci/runtime/checkpoint-layout.js';
 import { containerNow, handlerOf, runtimeOf } from './container-refresh.js';
 import type { PodContext } from './context.js';
+import type { ContainerRuntime } from './interfaces.js';
+import type { ContainerRecord } from './records.js';
 import { exists } from '../core/fs.js';
 
 /** What a checkpoint may take when the request leaves it to the runtime (kubelet's own CRI timeout is 2 minutes). */
@@ -50,36 +52,63 @@ export async function checkpointContainer(
     if (record.state !== 'CONTAINER_RUNNING') {
       throw new FailedPrecondition(`container ${id} is ${record.state}, not running: only a running container can be checkpointed`);
     }
-    const runtime = runtimeOf(ctx, record);
     const signal = AbortSignal.timeout(timeoutMs);
-    const bundle = await readBundleSpec(record.dir);
-    const work = await mkdtemp(join(record.dir, CHECKPOINT_WORK_PREFIX));
+    const w = await beginCheckpoint(ctx, record);
     try {
-      await runtime.checkpoint(id, {
-        imagePath: join(work, CHECKPOINT_DIR),
-        workPath: work,
-        signal,
-        whileFrozen: async () => {
-          if (record.rootfsUpper) await writeRootfsDiff(record.rootfsUpper, work, bundle.spec.mounts ?? [], signal);
-        },
-      });
-      await writeCheckpointFiles(work, {
-        id, name: record.config.metadata.name, image: { id: record.image.id, name: record.image.name },
-        runtimeHandler: handlerOf(ctx, record), createdAt: record.createdAt, pod: podOf(ctx, record.sandboxId),
-      }, bundle, new Date());
-      await writeArchive(work, location, signal);
+      await w.runtime.checkpoint(id, { ...dumpTarget(w), signal, whileFrozen: () => copyRootfsChanges(w, signal) });
+      await archiveCheckpoint(ctx, w, location, signal);
     } catch (err) {
-      // A step that failed because time ran out says so, whatever its own error was.
-      if (signal.aborted && !(err instanceof DeadlineExceeded)) {
-        throw new DeadlineExceeded(
-          `checkpoint of container ${id} did not finish within ${timeoutMs / 1000} s; nothing was written`, { cause: err });
-      }
-      throw err;
+      throw lateAsDeadline(err, signal, `checkpoint of container ${id} did not finish within ${timeoutMs / 1000} s; nothing was written`);
     } finally {
-      await rm(work, { recursive: true, force: true });
+      await endCheckpoint(w);
     }
     log.info({ location }, 'container checkpointed');
   });
+}
+
+/** One container's checkpoint under way: its record, runtime and bundle, and the work dir it is assembled in. */
+export interface CheckpointWork {
+  record: ContainerRecord;
+  runtime: ContainerRuntime;
+  bundle: Awaited<ReturnType<typeof readBundleSpec>>;
+  /** In the container's directory, named with CHECKPOINT_WORK_PREFIX: recovery removes one a crash left. */
+  work: string;
+}
+
+/** The work dir of a running container's checkpoint; endCheckpoint removes it. */
+export async function beginCheckpoint(ctx: PodContext, record: ContainerRecord): Promise<CheckpointWork> {
+  const runtime = runtimeOf(ctx, record);
+  const bundle = await readBundleSpec(record.dir);
+  return { record, runtime, bundle, work: await mkdtemp(join(record.dir, CHECKPOINT_WORK_PREFIX)) };
+}
+
+export async function endCheckpoint(w: CheckpointWork): Promise<void> {
+  await rm(w.work, { recursive: true, force: true });
+}
+
+/** Where the dump writes CRIU's images and its log. */
+export function dumpTarget(w: CheckpointWork): { imagePath: string; workPath: string } {
+  return { imagePath: join(w.work, CHECKPOINT_DIR), workPath: w.work };
+}
+
+/** The container's root filesystem changes, copied while it is frozen so that they match its dumped memory. */
+export async function copyRootfsChanges(w: CheckpointWork, signal: AbortSignal): Promise<void> {
+  if (w.record.rootfsUpper) await writeRootfsDiff(w.record.rootfsUpper, w.work, w.bundle.spec.mounts ?? [], signal);
+}
+
+/** Once dumped: the layout's other files beside CRIU's, and the whole as one archive at `location`. */
+export async function archiveCheckpoint(ctx: PodContext, w: CheckpointWork, location: string, signal: AbortSignal): Promise<void> {
+  const { record } = w;
+  await writeCheckpointFiles(w.work, {
+    id: record.id, name: record.config.metadata.name, image: { id: record.image.id, name: record.image.name },
+    runtimeHandler: handlerOf(ctx, record), createdAt: record.createdAt, pod: podOf(ctx, record.sandboxId),
+  }, w.bundle, new Date());
+  await writeArchive(w.work, location, signal);
+}
+
+/** A step that failed because time ran out says so, whatever its own error was. */
+export function lateAsDeadline(err: unknown, signal: AbortSignal, message: string): unknown {
+  return signal.aborted && !(err instanceof DeadlineExceeded) ? new DeadlineExceeded(message, { cause: err }) : err;
 }
 
 /** The pod's metadata, which the archive records so that it restores only into the same namespace. */

@@ -14,6 +14,8 @@ export interface CallContext {
    * (a pull: nothing is left half done by stopping it). Its reason is a DeadlineExceeded.
    */
   signal: AbortSignal;
+  /** When the client's deadline passes (Unix ms), undefined for a call without one (a few RPCs require one). */
+  readonly deadline?: number | undefined;
 }
 
 export type Unary<Req, Res> = (request: Req, ctx: CallContext) => Promise<Res> | Res;
@@ -83,7 +85,14 @@ function callContext(
   return {
     get log() { return child ??= log.child({ rpc: name, req: randomBytes(4).toString('hex'), ...idsOf(call.request) }); },
     get signal() { return signal ??= callSignal(name, call); },
+    get deadline() { return deadlineOf(call); },
   };
+}
+
+function deadlineOf(call: grpc.ServerUnaryCall<unknown, unknown>): number | undefined {
+  const deadline = call.getDeadline();
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  return Number.isFinite(at) ? at : undefined;
 }
 
 // A streaming call is a unary call's surface and more: typed as the one, it takes both (their union's event methods
