@@ -17,6 +17,7 @@ import { refreshContainer, runtimeFor } from './container-refresh.js';
 import { finishContainerCleanupLocked, removeContainerLocked } from './container-remove.js';
 import type { PodContext } from './context.js';
 import { inventory, repairOrphans } from './inventory.js';
+import { undoPodCheckpoint } from './pod-checkpoint.js';
 import { tearDownNetwork } from './network.js';
 import { attemptRemoval } from './removal.js';
 import { removeSandboxLocked } from './sandbox-remove.js';
@@ -72,6 +73,13 @@ function leftovers(ctx: PodContext, log: Logger): Leftover[] {
     ...sandboxes.list().filter((s) => s.creating).map((s) => ({
       id: s.id, locks: [sandboxReservation(s), s.id], finish: undo('sandbox', s.id, () => removeSandboxLocked(ctx, s.id, log)),
     })),
+    // A RestorePod cut off after its sandbox was made: the pod goes whole, with the containers made in it.
+    ...sandboxes.list().filter((s) => s.restoring && !s.creating).map((s) => ({
+      id: s.id, locks: [s.id], finish: async () => {
+        log.warn({ sandboxId: s.id }, 'a pod restore was cut off: removing the pod it made');
+        await removeSandboxLocked(ctx, s.id, log);
+      },
+    })),
     ...sandboxes.list().filter((s) => s.removing && !s.creating).map((s) => ({
       id: s.id, locks: [s.id], finish: () => attemptRemoval(sandboxes, s.id, () => removeSandboxLocked(ctx, s.id, log)),
     })),
@@ -101,6 +109,10 @@ export async function recover(ctx: PodContext, log: Logger): Promise<Recovered> 
   const claims = pending.map((p) => Promise.all(p.locks.map((key) => ctx.locks.hold(key))));
   const later = new Set(pending.map((p) => p.id));
   const current = (r: { id: string; sandboxId?: string }) => !later.has(r.id) && !(r.sandboxId && later.has(r.sandboxId));
+
+  // A CheckpointPod cut off left its containers frozen and its output half written: thawed and removed before serving.
+  await t.step('pod checkpoints cut off', () =>
+    each(ctx.tables.podCheckpoints.list(), log, (c) => c.id, (c) => undoPodCheckpoint(ctx, c, log)));
 
   // A start cut off after `runc start` left a running container recorded as created.
   await t.step('record cut-off starts', () =>
