@@ -201,10 +201,13 @@ export async function undoPodCheckpoint(ctx: PodContext, intent: PodCheckpointIn
   for (const id of intent.containerIds) {
     const record = ctx.tables.containers.get(id);
     const runtime = record && runtimeFor(ctx, record);
-    if (runtime && (await runtime.state(id))?.status === 'paused') {
-      log.warn({ containerId: id }, 'container was left frozen by a pod checkpoint cut off: thawing it');
-      await runtime.resume(id);
-    }
+    if (!runtime || (await runtime.state(id))?.status !== 'running') continue;
+    // The state files do not tell frozen from running: resumed, and "not paused" is the answer for one the cut came before.
+    const thawed = await runtime.resume(id).then(() => true, (err: Error) => {
+      if (/not paused/.test(err.message)) return false;
+      throw err;
+    });
+    if (thawed) log.warn({ containerId: id }, 'container was left frozen by a pod checkpoint cut off: thawed it');
   }
   await removeOutput(intent.outputPath);
   ctx.tables.podCheckpoints.delete(intent.id);
