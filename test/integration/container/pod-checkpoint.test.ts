@@ -226,7 +226,8 @@ describe('CheckpointPod and RestorePod', () => {
       for (let k = 1; k < after.length; k++) assert.equal(after[k], after[k - 1]! + 1, `counts on by one: ${after.join(' ')}`);
     }
     const target = await networkStatus(second.client, podId);
-    assert.ok(target.ip.startsWith(`10.233.${B}.`), `the default address is the new node's: ${target.ip}`);
+    t.diagnostic(`default ${source.ip} -> ${target.ip}, secondary ${sourceSec.join(' ')} -> ${target.status.find((e) => e.interface === 'net1')?.ips?.join(' ')}`);
+    assert.ok(source.ip.startsWith(`10.233.${A}.`) && target.ip.startsWith(`10.233.${B}.`), `the default address is the new node's: ${source.ip} -> ${target.ip}`);
     assert.deepEqual(target.status.find((e) => e.interface === 'net1')?.ips, sourceSec, 'the secondary address is kept');
     const inside = await second.client.runtime.call('ExecSync', {
       container_id: restored.restored_containers[0]!.container_id, cmd: ['ip', '-4', 'addr', 'show', 'net1'], timeout: 10,
