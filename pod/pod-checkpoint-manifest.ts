@@ -55,6 +55,11 @@ export interface PodCheckpointManifest {
   containers: CheckpointedContainer[];
 }
 
+/** The first entry `list` holds twice, if any. Pure. */
+export function firstRepeated(list: readonly string[]): string | undefined {
+  return list.find((x, i) => list.indexOf(x) !== i);
+}
+
 /** A container's archive in the directory: named by its id, which is hex. */
 export function containerArchive(id: string): string {
   return `${CONTAINERS_DIR}/${id}.tar`;
@@ -130,8 +135,7 @@ export function parsePodManifest(text: string, what: string): PodCheckpointManif
       command: c.command as string[], args: c.args as string[], workingDir: c.workingDir,
     };
   });
-  const names = containers.map((c) => c.name);
-  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  const twice = firstRepeated(containers.map((c) => c.name));
   if (twice !== undefined) throw bad(`lists container "${twice}" twice`);
   const networks = Array.isArray(m.networks) ? m.networks : [];
   return {

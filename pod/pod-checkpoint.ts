@@ -19,7 +19,7 @@ import {
 import { containerNow, runtimeFor } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import {
-  attachmentsOf, containerArchive, CONTAINERS_DIR, MANIFEST_VERSION, POD_MANIFEST, type PodCheckpointManifest,
+  attachmentsOf, containerArchive, CONTAINERS_DIR, firstRepeated, MANIFEST_VERSION, POD_MANIFEST, type PodCheckpointManifest,
 } from './pod-checkpoint-manifest.js';
 import type { ContainerRecord, PodCheckpointIntent, SandboxRecord } from './records.js';
 import { sandboxNow } from './sandbox-refresh.js';
@@ -48,10 +48,9 @@ export function checkCheckpointPodRequest(req: CheckpointPodRequest, deadline: n
     throw new InvalidArgument(`output_path "${req.outputPath}" is not an absolute path: give an existing empty directory`);
   }
   if (req.containerIds.length === 0) throw new InvalidArgument('container_ids is empty: name the pod\'s running containers to checkpoint');
-  const twice = req.containerIds.find((id, i) => !id || req.containerIds.indexOf(id) !== i);
-  if (twice !== undefined) {
-    throw new InvalidArgument(twice ? `container_ids names "${twice}" twice: name each container once` : 'container_ids has an empty id');
-  }
+  if (req.containerIds.includes('')) throw new InvalidArgument('container_ids has an empty id');
+  const twice = firstRepeated(req.containerIds);
+  if (twice !== undefined) throw new InvalidArgument(`container_ids names "${twice}" twice: name each container once`);
 }
 
 /** Options are runtime-specific and minicri has none: each given one is refused, not ignored. Pure. */
@@ -75,10 +74,11 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
     }
     const records = await Promise.all(req.containerIds.map((id) => runningInPod(ctx, id, sandboxId)));
     const names = records.map((r) => r.config.metadata.name);
-    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    const twice = firstRepeated(names);
     if (twice !== undefined) {
       throw new FailedPrecondition(`two containers named "${twice}" are listed: a restore matches containers by name; list one of them`);
     }
+    // Again: the directory may have changed while the locks were waited for.
     await checkOutputDir(req.outputPath);
     const intent: PodCheckpointIntent = { id: randomBytes(16).toString('hex'), sandboxId, containerIds: req.containerIds, outputPath: req.outputPath };
     ctx.tables.podCheckpoints.put(intent);

@@ -25,7 +25,7 @@ import { planArchiveRestore, realPathInArchiveDir, type RestorePlan } from './co
 import type { PodContext } from './context.js';
 import { checkNoOptions, type CallLimits } from './pod-checkpoint.js';
 import {
-  checkAddressesFree, attachmentsOf, checkKeptAddresses, checkSameProcess, matchContainers, MAX_MANIFEST_BYTES,
+  attachmentsOf, checkAddressesFree, firstRepeated, checkKeptAddresses, checkSameProcess, matchContainers, MAX_MANIFEST_BYTES,
   parsePodManifest, planSecondaryAddresses, POD_MANIFEST, type CheckpointedContainer, type PodCheckpointManifest,
 } from './pod-checkpoint-manifest.js';
 import { removeSandbox } from './sandbox-remove.js';
@@ -58,8 +58,7 @@ export function checkRestorePodRequest(req: RestorePodRequest, deadline: number 
   }
   if (req.containerConfigs.length === 0) throw new InvalidArgument('container_configs is empty: give one config per checkpointed container');
   const configs = req.containerConfigs.map((c) => { checkContainerConfig(c); return c; });
-  const names = configs.map((c) => c.metadata.name);
-  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  const twice = firstRepeated(configs.map((c) => c.metadata.name));
   if (twice !== undefined) throw new InvalidArgument(`container_configs names "${twice}" twice: names match the checkpoint's, one each`);
   return configs;
 }

@@ -153,6 +153,8 @@ describe('CheckpointPod and RestorePod', () => {
     for (const id of ids) await counting(env.rt, id, 5);
     return { pod, ids };
   }
+  /** runc's own word on a container (its state files do not tell paused from running). */
+  const runcStatus = async (id: string) => (JSON.parse((await execa('runc', ['--root', env.runcRoot, 'state', id])).stdout) as { status: string }).status;
   const checkpointPod = (client: TestDaemon['client'], r: { pod_sandbox_id: string; output_path: string; container_ids: string[]; options?: Record<string, string> }, timeoutMs = 60_000) =>
     client.runtime.call('CheckpointPod', r, { timeoutMs });
   const restoreConfigs = (digest: string, data: string) =>
@@ -272,9 +274,17 @@ describe('CheckpointPod and RestorePod', () => {
     await refused({}, grpc.status.INVALID_ARGUMENT, /is not empty/);
     assert.deepEqual(await readdir(out), ['mine'], 'only the caller\'s file is there');
     await rm(join(out, 'mine'));
+    for (const id of ids) assert.equal(await runcStatus(id), 'running', 'nothing was frozen');
+    // Past its deadline mid-way: DEADLINE_EXCEEDED; the next checkpoint of the pod waits for the cut one's end, after
+    // which its containers run thawed and nothing of it is left.
+    await refused({}, grpc.status.DEADLINE_EXCEEDED, /./, 250);
+    const next = join(dir, 'out-next');
+    await mkdir(next);
+    await checkpointPod(env.rt, { pod_sandbox_id: pod.id, output_path: next, container_ids: ids });
+    assert.deepEqual(await readdir(out), [], 'nothing of the cut checkpoint is left');
     for (const id of ids) {
-      const state = JSON.parse((await execa('runc', ['--root', env.runcRoot, 'state', id])).stdout) as { status: string };
-      assert.equal(state.status, 'running', 'nothing was frozen');
+      assert.equal(await runcStatus(id), 'running', 'thawed');
+      assert.deepEqual((await readdir(join(env.dirs.rootDir, 'containers', id))).filter((f) => f.startsWith('checkpoint')), [], 'no work dir is left');
     }
 
     // RestorePod refusals in the second daemon; one pod there holds the checkpointed secondary address.
@@ -330,15 +340,11 @@ describe('CheckpointPod and RestorePod', () => {
     await assert.rejects(checkpointPod(env.rt, { pod_sandbox_id: pod.id, output_path: out, container_ids: ids }),
       (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.INTERNAL);
     await env.daemon.exited;
-    for (const id of ids) {
-      const state = JSON.parse((await execa('runc', ['--root', env.runcRoot, 'state', id])).stdout) as { status: string };
-      assert.equal(state.status, 'paused', 'the crash came while the pod was frozen');
-    }
+    for (const id of ids) assert.equal(await runcStatus(id), 'paused', 'the crash came while the pod was frozen');
     env.daemon = await TestDaemon.start(env.dirs);
     assert.deepEqual(await readdir(out), [], 'recovery removed what the cut-off checkpoint wrote');
     for (const id of ids) {
-      const state = JSON.parse((await execa('runc', ['--root', env.runcRoot, 'state', id])).stdout) as { status: string };
-      assert.equal(state.status, 'running', 'recovery thawed it');
+      assert.equal(await runcStatus(id), 'running', 'recovery thawed it');
       await counting(env.rt, id, (await countedIn(env.rt, id)).length + 3);
     }
     assert.deepEqual((await readdir(join(env.dirs.rootDir, 'containers', ids[0]!))).filter((f) => f.startsWith('checkpoint')), [], 'no work dir is left');
