@@ -82,7 +82,8 @@ interface StatusEntry {
 export function checkpointedAttachments(networkStatus: readonly unknown[], cniResults: readonly unknown[]): CheckpointedAttachment[] {
   const cidrs = cniResults.flatMap((r) => {
     const ips = (r as { ips?: unknown } | null)?.ips;
-    return Array.isArray(ips) ? ips.flatMap((ip) => (typeof (ip as { address?: unknown })?.address === 'string' ? [(ip as { address: string }).address] : [])) : [];
+    const address = (ip: unknown) => (ip as { address?: unknown } | null)?.address;
+    return Array.isArray(ips) ? ips.flatMap((ip) => { const a = address(ip); return typeof a === 'string' ? [a] : []; }) : [];
   });
   return networkStatus.flatMap((raw) => {
     const e = raw as StatusEntry;
@@ -129,7 +130,9 @@ export function parsePodManifest(text: string, what: string): PodCheckpointManif
       || typeof c.workingDir !== 'string') {
       throw bad(`has a malformed container entry #${i + 1}`);
     }
-    if (!ARCHIVE_NAME.test(c.archive)) throw bad(`names archive "${c.archive}" for container "${c.name}", not one of ${CONTAINERS_DIR}/<id>.tar`);
+    if (!ARCHIVE_NAME.test(c.archive)) {
+      throw bad(`names archive "${c.archive}" for container "${c.name}", not one of ${CONTAINERS_DIR}/<id>.tar`);
+    }
     return {
       name: c.name, id: c.id, archive: c.archive, image: { id: image.id, name: image.name },
       command: c.command as string[], args: c.args as string[], workingDir: c.workingDir,
@@ -186,8 +189,11 @@ export function matchContainers(checkpointed: readonly CheckpointedContainer[], 
 export function checkSameProcess(container: CheckpointedContainer, config: NamedConfig): void {
   const differs = [
     ['command', container.command, config.command], ['args', container.args, config.args],
-  ].filter(([, a, b]) => JSON.stringify(a) !== JSON.stringify(b)).map(([k, a, b]) => `${k} ${JSON.stringify(b)} (checkpointed: ${JSON.stringify(a)})`);
-  if (container.workingDir !== config.working_dir) differs.push(`working_dir "${config.working_dir}" (checkpointed: "${container.workingDir}")`);
+  ].filter(([, a, b]) => JSON.stringify(a) !== JSON.stringify(b))
+    .map(([k, a, b]) => `${k} ${JSON.stringify(b)} (checkpointed: ${JSON.stringify(a)})`);
+  if (container.workingDir !== config.working_dir) {
+    differs.push(`working_dir "${config.working_dir}" (checkpointed: "${container.workingDir}")`);
+  }
   if (differs.length > 0) {
     throw new FailedPrecondition(`container "${container.name}": the request describes another process than the checkpointed one: `
       + `${differs.join('; ')}; restore it with the config it was checkpointed with`);

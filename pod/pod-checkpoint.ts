@@ -80,7 +80,9 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
     }
     // Again: the directory may have changed while the locks were waited for.
     await checkOutputDir(req.outputPath);
-    const intent: PodCheckpointIntent = { id: randomBytes(16).toString('hex'), sandboxId, containerIds: req.containerIds, outputPath: req.outputPath };
+    const intent: PodCheckpointIntent = {
+      id: randomBytes(16).toString('hex'), sandboxId, containerIds: req.containerIds, outputPath: req.outputPath,
+    };
     ctx.tables.podCheckpoints.put(intent);
     try {
       await takeCheckpoint(ctx, sandbox, records, req.outputPath, call);
@@ -143,7 +145,9 @@ async function frozenTogether(works: CheckpointWork[], { signal, log }: CallLimi
   }
 }
 
-function podManifest(sandbox: SandboxRecord, records: ContainerRecord[], devices: { devices: unknown[] } | undefined): PodCheckpointManifest {
+function podManifest(
+  sandbox: SandboxRecord, records: ContainerRecord[], devices: { devices: unknown[] } | undefined,
+): PodCheckpointManifest {
   const m = sandbox.config.metadata;
   return {
     version: MANIFEST_VERSION,
@@ -183,7 +187,8 @@ async function checkOutputDir(path: string): Promise<void> {
   if (!st.isDirectory()) throw new InvalidArgument(`output_path ${path} is not a directory`);
   const inside = await readdir(path);
   if (inside.length > 0) {
-    throw new InvalidArgument(`output_path ${path} is not empty (${inside.slice(0, 3).join(', ')}${inside.length > 3 ? ', ...' : ''}): give an empty directory`);
+    const some = `${inside.slice(0, 3).join(', ')}${inside.length > 3 ? ', ...' : ''}`;
+    throw new InvalidArgument(`output_path ${path} is not empty (${some}): give an empty directory`);
   }
 }
 

@@ -56,7 +56,9 @@ export function checkRestorePodRequest(req: RestorePodRequest, deadline: number 
   if (!req.checkpointPath || !isAbsolute(req.checkpointPath)) {
     throw new InvalidArgument(`checkpoint_path "${req.checkpointPath}" is not an absolute path: give the directory CheckpointPod wrote`);
   }
-  if (req.containerConfigs.length === 0) throw new InvalidArgument('container_configs is empty: give one config per checkpointed container');
+  if (req.containerConfigs.length === 0) {
+    throw new InvalidArgument('container_configs is empty: give one config per checkpointed container');
+  }
   const configs = req.containerConfigs.map((c) => { checkContainerConfig(c); return c; });
   const twice = firstRepeated(configs.map((c) => c.metadata.name));
   if (twice !== undefined) throw new InvalidArgument(`container_configs names "${twice}" twice: names match the checkpoint's, one each`);
@@ -120,7 +122,8 @@ export async function restorePod(ctx: PodContext, req: RestorePodRequest, call: 
   } catch (err) {
     // All or nothing: the sandbox goes with every container made in it (a removal that fails is retried in the background).
     await removeSandbox(ctx, podSandboxId, log).catch((e: unknown) => log.error({ err: e }, 'removing the half-restored pod failed'));
-    throw lateAsDeadline(err, call.signal, `restore of ${what} did not finish before the call's deadline: nothing of it was left; give it more time`);
+    throw lateAsDeadline(err, call.signal,
+      `restore of ${what} did not finish before the call's deadline: nothing of it was left; give it more time`);
   }
 }
 
@@ -129,7 +132,9 @@ async function readManifest(dir: string, named: string): Promise<PodCheckpointMa
   const st = await lstat(file).catch(() => undefined);
   if (!st) throw new NotFound(`checkpoint ${named} has no ${POD_MANIFEST}: it is not a finished CheckpointPod directory`);
   if (!st.isFile()) throw new InvalidArgument(`checkpoint ${named}: ${POD_MANIFEST} is not a regular file`);
-  if (st.size > MAX_MANIFEST_BYTES) throw new InvalidArgument(`checkpoint ${named}: ${POD_MANIFEST} is ${st.size} bytes, too big to be one`);
+  if (st.size > MAX_MANIFEST_BYTES) {
+    throw new InvalidArgument(`checkpoint ${named}: ${POD_MANIFEST} is ${st.size} bytes, too big to be one`);
+  }
   return parsePodManifest(await readFile(file, 'utf8'), `checkpoint ${named}`);
 }
 

@@ -99,8 +99,7 @@ function deadlineOf(call: grpc.ServerUnaryCall<unknown, unknown>): number | unde
 // are not callable).
 function callSignal(name: string, call: grpc.ServerUnaryCall<unknown, unknown>): AbortSignal {
   const controller = new AbortController();
-  const deadline = call.getDeadline();
-  const deadlineAt = deadline instanceof Date ? deadline.getTime() : deadline;
+  const deadlineAt = deadlineOf(call) ?? Infinity;
   const ms = deadlineAt - Date.now();
   // grpc-js says 'cancelled' for both: a call whose deadline has come is over its time, any other was given up.
   const cancelled = () => controller.abort(Date.now() >= deadlineAt

@@ -11,7 +11,8 @@ export function RestorePod(edge: Edge): RuntimeRpc<'RestorePod'> {
   return async (request, call) => {
     const { podSandboxId, restored } = await restorePod(edge.pods, {
       checkpointPath: request.checkpoint_path, config: request.config, runtimeHandler: request.runtime_handler, options: request.options,
-      containerConfigs: request.container_configs, stopSignals: request.container_configs.map((c) => criSignalNumberOf(c.stop_signal, signals)),
+      containerConfigs: request.container_configs,
+      stopSignals: request.container_configs.map((c) => criSignalNumberOf(c.stop_signal, signals)),
     }, { log: call.log, signal: call.signal, deadline: call.deadline });
     return {
       pod_sandbox_id: podSandboxId,
