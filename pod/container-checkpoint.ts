@@ -14,6 +14,7 @@ import type { PodContext } from './context.js';
 import type { ContainerRuntime } from './interfaces.js';
 import type { ContainerRecord } from './records.js';
 import { exists } from '../core/fs.js';
+import { faultPoint } from '../core/faults.js';
 
 /** What a checkpoint may take when the request leaves it to the runtime (kubelet's own CRI timeout is 2 minutes). */
 export const DEFAULT_CHECKPOINT_TIMEOUT_SEC = 120;
@@ -55,7 +56,9 @@ export async function checkpointContainer(
     const signal = AbortSignal.timeout(timeoutMs);
     const w = await beginCheckpoint(ctx, record);
     try {
-      await w.runtime.checkpoint(id, { ...dumpTarget(w), signal, whileFrozen: () => copyRootfsChanges(w, signal) });
+      await w.runtime.checkpoint(id, {
+        ...dumpTarget(w), signal, whileFrozen: () => { faultPoint('container-checkpoint-dumped'); return copyRootfsChanges(w, signal); },
+      });
       await archiveCheckpoint(ctx, w, location, signal);
     } catch (err) {
       throw lateAsDeadline(err, signal, `checkpoint of container ${id} did not finish within ${timeoutMs / 1000} s; nothing was written`);
@@ -104,6 +107,17 @@ export async function archiveCheckpoint(ctx: PodContext, w: CheckpointWork, loca
     runtimeHandler: handlerOf(ctx, record), createdAt: record.createdAt, pod: podOf(ctx, record.sandboxId),
   }, w.bundle, new Date());
   await writeArchive(w.work, location, signal);
+}
+
+/**
+ * Thaws a container a cut-off checkpoint may have left frozen; true when it was. runc's state files do not tell
+ * frozen from running, so it is resumed, and runc's "not paused" means it was not.
+ */
+export async function thawIfFrozen(runtime: ContainerRuntime, id: string): Promise<boolean> {
+  return runtime.resume(id).then(() => true, (err: Error) => {
+    if (/not paused/.test(err.message)) return false;
+    throw err;
+  });
 }
 
 /** A step that failed because time ran out says so, whatever its own error was. */

@@ -14,7 +14,7 @@ import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument } from 
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import {
-  archiveCheckpoint, beginCheckpoint, copyRootfsChanges, dumpTarget, endCheckpoint, lateAsDeadline, type CheckpointWork,
+  archiveCheckpoint, beginCheckpoint, copyRootfsChanges, dumpTarget, endCheckpoint, lateAsDeadline, thawIfFrozen, type CheckpointWork,
 } from './container-checkpoint.js';
 import { containerNow, runtimeFor } from './container-refresh.js';
 import type { PodContext } from './context.js';
@@ -207,12 +207,7 @@ export async function undoPodCheckpoint(ctx: PodContext, intent: PodCheckpointIn
     const record = ctx.tables.containers.get(id);
     const runtime = record && runtimeFor(ctx, record);
     if (!runtime || (await runtime.state(id))?.status !== 'running') continue;
-    // The state files do not tell frozen from running: resumed, and "not paused" is the answer for one the cut came before.
-    const thawed = await runtime.resume(id).then(() => true, (err: Error) => {
-      if (/not paused/.test(err.message)) return false;
-      throw err;
-    });
-    if (thawed) log.warn({ containerId: id }, 'container was left frozen by a pod checkpoint cut off: thawed it');
+    if (await thawIfFrozen(runtime, id)) log.warn({ containerId: id }, 'container was left frozen by a pod checkpoint cut off: thawed it');
   }
   await removeOutput(intent.outputPath);
   ctx.tables.podCheckpoints.delete(intent.id);
