@@ -310,6 +310,8 @@ describe('CheckpointPod and RestorePod', () => {
       grpc.status.INVALID_ARGUMENT, /no container named "three" in the checkpoint/);
     await restoreRefused({ container_configs: [configs[0]!, { ...configs[1]!, command: ['sleep', '1'] }] },
       grpc.status.FAILED_PRECONDITION, /another process than the checkpointed one/);
+    await restoreRefused({ config: podConfig('pcforeign', (c) => { c.metadata!.namespace = 'minicri-test-other'; c.log_directory = join(dirs2.base, 'logs', 'f'); }) },
+      grpc.status.PERMISSION_DENIED, /taken in namespace "minicri-test" \(pod "pcsource"\): it restores only into a pod of that namespace/);
     const outside = join(dir, 'outside');
     await cp(checkpointDir, outside, { recursive: true });
     await restoreRefused({ checkpoint_path: outside }, grpc.status.INVALID_ARGUMENT, /outside .* \(restore\.archive_dir\)/);

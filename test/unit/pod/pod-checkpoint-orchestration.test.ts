@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { createContainer } from '../../../pod/container-create.js';
 import { checkpointPod, type CallLimits } from '../../../pod/pod-checkpoint.js';
@@ -87,6 +88,15 @@ describe('CheckpointPod and RestorePod orchestration', () => {
     await checkpointPod(f.ctx, { podSandboxId: pod, outputPath: out, containerIds: ids, options: {} }, call());
     const configs = ['one', 'two'].map((n) => containerConfig({ metadata: { name: n, attempt: 0 }, image, log_path: `${n}/0.log` }));
     const request = { checkpointPath: out, runtimeHandler: '', options: {}, containerConfigs: configs, stopSignals: [0, 0] };
+    const settings = f.ctx.settings.restore;
+    f.ctx.settings.restore = undefined;
+    await assert.rejects(restorePod(f.ctx, { ...request, config: podConfig('moved') }, call()),
+      (e: Error) => e instanceof FailedPrecondition && /restoring pods is off on this node: set restore.enabled = true/.test(e.message));
+    f.ctx.settings.restore = { ...settings!, archive_dir: join(f.dir, 'elsewhere') };
+    await assert.rejects(restorePod(f.ctx, { ...request, config: podConfig('moved') }, call()),
+      (e: Error) => e instanceof InvalidArgument && /outside .*elsewhere \(restore\.archive_dir\)/.test(e.message));
+    f.ctx.settings.restore = settings;
+    assert.equal(f.ctx.tables.sandboxes.list().length, 1, 'refusals make nothing');
     const restored = await restorePod(f.ctx, { ...request, config: podConfig('moved') }, call());
     assert.notEqual(restored.podSandboxId, pod);
     assert.deepEqual(restored.restored.map((r) => r.name), ['one', 'two']);
