@@ -4,7 +4,8 @@
 // whole or not at all.
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
-import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from '../core/errors.js';
+import { DeadlineExceeded, FailedPrecondition, InvalidArgument, Unavailable } from '../core/errors.js';
+import { retry } from '../core/retry.js';
 import type { Logger } from '../core/log.js';
 import { writeArchive, writeCheckpointFiles, writeRootfsDiff } from '../oci/runtime/checkpoint-archive.js';
 import { readBundleSpec } from '../oci/runtime/bundle.js';
@@ -54,14 +55,23 @@ export async function checkpointContainer(
       throw new FailedPrecondition(`container ${id} is ${record.state}, not running: only a running container can be checkpointed`);
     }
     const signal = AbortSignal.timeout(timeoutMs);
-    const w = await beginCheckpoint(ctx, record);
+    const late = `checkpoint of container ${id} did not finish within ${timeoutMs / 1000} s; nothing was written`;
+    const w = await againOnFreezeRace(async () => {
+      const w = await beginCheckpoint(ctx, record);
+      try {
+        await w.runtime.checkpoint(id, {
+          ...dumpTarget(w), signal, whileFrozen: () => { faultPoint('container-checkpoint-dumped'); return copyRootfsChanges(w, signal); },
+        });
+        return w;
+      } catch (err) {
+        await endCheckpoint(w);
+        throw err;
+      }
+    }, signal, log).catch((err: unknown) => { throw lateAsDeadline(err, signal, late); });
     try {
-      await w.runtime.checkpoint(id, {
-        ...dumpTarget(w), signal, whileFrozen: () => { faultPoint('container-checkpoint-dumped'); return copyRootfsChanges(w, signal); },
-      });
       await archiveCheckpoint(ctx, w, location, signal);
     } catch (err) {
-      throw lateAsDeadline(err, signal, `checkpoint of container ${id} did not finish within ${timeoutMs / 1000} s; nothing was written`);
+      throw lateAsDeadline(err, signal, late);
     } finally {
       await endCheckpoint(w);
     }
@@ -117,6 +127,20 @@ export async function thawIfFrozen(runtime: ContainerRuntime, id: string): Promi
   return runtime.resume(id).then(() => true, (err: Error) => {
     if (/not paused/.test(err.message)) return false;
     throw err;
+  });
+}
+
+/** Tries of a freeze and dump in all: more than one only when the freeze caught a process mid-exit. */
+const FREEZE_ATTEMPTS = 3;
+
+/**
+ * `freezeAndDump` (which leaves nothing behind when it fails) again while its failure is a freeze that caught a
+ * process mid-exit (runcDump's UNAVAILABLE): the process is gone by the next freeze.
+ */
+export function againOnFreezeRace<T>(freezeAndDump: () => Promise<T>, signal: AbortSignal, log: Logger): Promise<T> {
+  return retry(freezeAndDump, {
+    attempts: FREEZE_ATTEMPTS, signal, backoffMs: 50, retryable: (err) => err instanceof Unavailable,
+    onRetry: (err, attempt) => log.info({ attempt, err: (err as Error).message }, 'a freeze caught a process mid-exit: checkpoint again'),
   });
 }
 

@@ -14,7 +14,8 @@ import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument } from 
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import {
-  archiveCheckpoint, beginCheckpoint, copyRootfsChanges, dumpTarget, endCheckpoint, lateAsDeadline, thawIfFrozen, type CheckpointWork,
+  againOnFreezeRace, archiveCheckpoint, beginCheckpoint, copyRootfsChanges, dumpTarget, endCheckpoint, lateAsDeadline, thawIfFrozen,
+  type CheckpointWork,
 } from './container-checkpoint.js';
 import { containerNow, runtimeFor } from './container-refresh.js';
 import type { PodContext } from './context.js';
@@ -97,14 +98,22 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
   }));
 }
 
-/** The steps: work dirs → freeze all → dump each → thaw all → archives → pod.json. */
+/** The steps: work dirs → freeze all → dump each → thaw all (again if the freeze caught a process mid-exit) → archives → pod.json. */
 async function takeCheckpoint(
   ctx: PodContext, sandbox: SandboxRecord, records: ContainerRecord[], out: string, call: CallLimits,
 ): Promise<void> {
-  const works: CheckpointWork[] = [];
+  const works = await againOnFreezeRace(async () => {
+    const made: CheckpointWork[] = [];
+    try {
+      for (const r of records) made.push(await beginCheckpoint(ctx, r));
+      await frozenTogether(made, call);
+      return made;
+    } catch (err) {
+      await Promise.all(made.map(endCheckpoint));
+      throw err;
+    }
+  }, call.signal, call.log);
   try {
-    for (const r of records) works.push(await beginCheckpoint(ctx, r));
-    await frozenTogether(works, call);
     await mkdir(join(out, CONTAINERS_DIR), { mode: 0o700 });
     for (const w of works) await archiveCheckpoint(ctx, w, join(out, containerArchive(w.record.id)), call.signal);
     faultPoint('pod-checkpoint-archived');

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
+import { FailedPrecondition, InvalidArgument, Unavailable } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { createContainer } from '../../../pod/container-create.js';
 import { checkpointPod, type CallLimits } from '../../../pod/pod-checkpoint.js';
@@ -81,6 +81,26 @@ describe('CheckpointPod and RestorePod orchestration', () => {
     assert.deepEqual(readdirSync(out), []);
     assert.deepEqual(workDirs(), []);
     assert.deepEqual(f.ctx.tables.podCheckpoints.list(), []);
+  });
+
+  it('a freeze that caught a process mid-exit: all thawed, and the whole cut taken again', async () => {
+    const runtime = f.ctx.runtimes.get('runc')!;
+    const dump = runtime.dump;
+    let raced = false;
+    runtime.dump = async (id, r) => {
+      if (name(id) === 'two' && !raced) {
+        raced = true;
+        calls.push('dump:two');
+        throw new Unavailable('one of its processes was exiting when it was frozen');
+      }
+      return dump(id, r);
+    };
+    const out = outDir('again');
+    await checkpointPod(f.ctx, { podSandboxId: pod, outputPath: out, containerIds: ids, options: {} }, call());
+    const round = ['pause:one', 'pause:two', 'dump:one', 'dump:two', 'resume:one', 'resume:two'];
+    assert.deepEqual(calls, [...round, ...round]);
+    assert.deepEqual(readdirSync(join(out, 'containers')).sort(), ids.map((id) => `${id}.tar`).sort());
+    assert.deepEqual(workDirs(), []);
   });
 
   it('restores into a new sandbox with every container CREATED and restoring; a failure half-way leaves nothing', async () => {
