@@ -125,20 +125,32 @@ async function takeCheckpoint(
   }
 }
 
-/** Every container frozen, each dumped with its root filesystem changes while all are, then every one thawed. */
-async function frozenTogether(works: CheckpointWork[], { signal, log }: CallLimits): Promise<void> {
+/**
+ * How long past the call's deadline a dump under way may run to its own end before runc is stopped: a runc killed
+ * mid-dump can leave a CRIU behind that freezes its container again once this call has thawed it.
+ */
+const DUMP_GRACE_MS = 30_000;
+
+/**
+ * Every container frozen, each dumped with its root filesystem changes while all are, then every one thawed. At
+ * the deadline no new step begins; a dump under way ends first (within DUMP_GRACE_MS).
+ */
+async function frozenTogether(works: CheckpointWork[], { signal, log, deadline }: CallLimits): Promise<void> {
   const frozen: CheckpointWork[] = [];
+  const late = (what: string) => new DeadlineExceeded(`the call's deadline passed before every container was ${what}`);
+  const dumpSignal = AbortSignal.timeout(Math.max(0, (deadline ?? Date.now()) - Date.now()) + DUMP_GRACE_MS);
   let failure: unknown;
   try {
     for (const w of works) {
-      if (signal.aborted) throw new DeadlineExceeded('the call\'s deadline passed before every container was frozen');
+      if (signal.aborted) throw late('frozen');
       await w.runtime.pause(w.record.id);
       frozen.push(w);
     }
     faultPoint('pod-checkpoint-frozen');
     for (const w of works) {
-      await w.runtime.dump(w.record.id, { ...dumpTarget(w), signal });
-      await copyRootfsChanges(w, signal);
+      if (signal.aborted) throw late('dumped');
+      await w.runtime.dump(w.record.id, { ...dumpTarget(w), signal: dumpSignal });
+      await copyRootfsChanges(w, dumpSignal);
     }
     faultPoint('pod-checkpoint-dumped');
   } catch (err) {

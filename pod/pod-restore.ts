@@ -26,7 +26,7 @@ import type { PodContext } from './context.js';
 import { checkNoOptions, type CallLimits } from './pod-checkpoint.js';
 import {
   attachmentsOf, checkAddressesFree, firstRepeated, checkKeptAddresses, checkSameProcess, matchContainers, MAX_MANIFEST_BYTES,
-  parsePodManifest, planSecondaryAddresses, POD_MANIFEST, type CheckpointedContainer, type PodCheckpointManifest,
+  parsePodManifest, planSecondaryAddresses, POD_MANIFEST, type AddressPlan, type CheckpointedContainer, type PodCheckpointManifest,
 } from './pod-checkpoint-manifest.js';
 import { removeSandbox } from './sandbox-remove.js';
 import { runSandbox } from './sandbox-run.js';
@@ -66,6 +66,36 @@ export function checkRestorePodRequest(req: RestorePodRequest, deadline: number 
 }
 
 export async function restorePod(ctx: PodContext, req: RestorePodRequest, call: CallLimits): Promise<RestoredPod> {
+  const plan = await planPodRestore(ctx, req, call);
+  // Planned: the sandbox (marked until the restore is done), then each container from its archive; a failure undoes all.
+  const podSandboxId = await runSandbox(ctx, plan.config, plan.handler, call.log, { restoring: true });
+  const log = call.log.child({ sandboxId: podSandboxId });
+  try {
+    checkKeptAddresses(plan.addresses.kept, attachmentsOf(ctx.tables.sandboxes.find(podSandboxId)));
+    faultPoint('pod-restore-sandbox-ready');
+    const restored: RestoredPod['restored'] = [];
+    for (const [i, { config, archive }] of plan.containers.entries()) {
+      if (call.signal.aborted) throw new DeadlineExceeded('the call\'s deadline passed');
+      const containerId = await createContainer(ctx, podSandboxId, config, plan.config, log, req.stopSignals[i] ?? 0, archive);
+      restored.push({ name: config.metadata.name, containerId });
+    }
+    faultPoint('pod-restore-containers-created');
+    ctx.tables.sandboxes.update(podSandboxId, (r) => { delete r.restoring; });
+    log.info({ checkpoint: req.checkpointPath, containers: restored.map((r) => r.name), renewed: plan.addresses.renewed }, 'pod restored');
+    return { podSandboxId, restored };
+  } catch (err) {
+    // All or nothing: the sandbox goes with every container made in it (a removal that fails is retried in the background).
+    await removeSandbox(ctx, podSandboxId, log).catch((e: unknown) => log.error({ err: e }, 'removing the half-restored pod failed'));
+    throw lateAsDeadline(err, call.signal,
+      `restore of ${plan.what} did not finish before the call's deadline: nothing of it was left; give it more time`);
+  }
+}
+
+/** Everything decided before anything is made: a refused restore costs nothing and leaves nothing. */
+async function planPodRestore(ctx: PodContext, req: RestorePodRequest, call: CallLimits): Promise<{
+  what: string; handler: string; config: PodSandboxConfig__Output; addresses: AddressPlan;
+  containers: { config: NamedConfig; archive: RestorePlan }[];
+}> {
   const configs = checkRestorePodRequest(req, call.deadline);
   const settings = ctx.settings.restore;
   if (!settings?.enabled) {
@@ -74,18 +104,17 @@ export async function restorePod(ctx: PodContext, req: RestorePodRequest, call: 
   const { config } = req;
   checkPodSandboxConfig(config);
   const handler = runtimeHandlerNamed(req.runtimeHandler, ctx.settings.default_runtime, ctx.runtimes.keys());
-  const dir = await realPathInArchiveDir(req.checkpointPath, settings, `checkpoint ${req.checkpointPath}`);
+  const what = `checkpoint ${req.checkpointPath}`;
+  const dir = await realPathInArchiveDir(req.checkpointPath, settings, what);
   if (!(await stat(dir)).isDirectory()) throw new InvalidArgument(`checkpoint_path ${req.checkpointPath} is not a directory`);
   const manifest = await readManifest(dir, req.checkpointPath);
   const { namespace } = config.metadata;
   if (manifest.pod.namespace !== namespace) {
-    throw new PermissionDenied(`checkpoint ${req.checkpointPath} was taken in namespace "${manifest.pod.namespace}" `
+    throw new PermissionDenied(`${what} was taken in namespace "${manifest.pod.namespace}" `
       + `(pod "${manifest.pod.name}"): it restores only into a pod of that namespace, not of "${namespace}"`);
   }
-  const what = `checkpoint ${req.checkpointPath}`;
-  const pairs = matchContainers(manifest.containers, configs, what);
-  const plans: RestorePlan[] = [];
-  for (const { config: c, container } of pairs) {
+  const containers: { config: NamedConfig; archive: RestorePlan }[] = [];
+  for (const { config: c, container } of matchContainers(manifest.containers, configs, what)) {
     checkSameProcess(container, c);
     const archive = join(dir, container.archive);
     if (!(await lstat(archive).catch(() => undefined))?.isFile()) {
@@ -93,7 +122,7 @@ export async function restorePod(ctx: PodContext, req: RestorePodRequest, call: 
     }
     const plan = await planArchiveRestore(ctx, archive, namespace);
     checkSameImage(ctx, c, plan, container);
-    plans.push(plan);
+    containers.push({ config: c, archive: plan });
   }
   const hostNetwork = podNamespaceModes(config).network === 'NODE';
   const addresses = planSecondaryAddresses(config.annotations, namespace, manifest.networks,
@@ -102,29 +131,7 @@ export async function restorePod(ctx: PodContext, req: RestorePodRequest, call: 
     id: s.id, pod: `${s.config.metadata.namespace}/${s.config.metadata.name}`, networkStatus: s.networkStatus,
   })));
   if (call.signal.aborted) throw new DeadlineExceeded('RestorePod: the call\'s deadline passed before the restore began');
-  const restoredConfig = { ...config, annotations: addresses.annotations };
-
-  const podSandboxId = await runSandbox(ctx, restoredConfig, handler, call.log, { restoring: true });
-  const log = call.log.child({ sandboxId: podSandboxId });
-  try {
-    checkKeptAddresses(addresses.kept, attachmentsOf(ctx.tables.sandboxes.find(podSandboxId)));
-    faultPoint('pod-restore-sandbox-ready');
-    const restored: RestoredPod['restored'] = [];
-    for (const [i, { config: c }] of pairs.entries()) {
-      if (call.signal.aborted) throw new DeadlineExceeded('the call\'s deadline passed');
-      const containerId = await createContainer(ctx, podSandboxId, c, restoredConfig, log, req.stopSignals[i] ?? 0, plans[i]);
-      restored.push({ name: c.metadata.name, containerId });
-    }
-    faultPoint('pod-restore-containers-created');
-    ctx.tables.sandboxes.update(podSandboxId, (r) => { delete r.restoring; });
-    log.info({ checkpoint: req.checkpointPath, containers: restored.map((r) => r.name), renewed: addresses.renewed }, 'pod restored');
-    return { podSandboxId, restored };
-  } catch (err) {
-    // All or nothing: the sandbox goes with every container made in it (a removal that fails is retried in the background).
-    await removeSandbox(ctx, podSandboxId, log).catch((e: unknown) => log.error({ err: e }, 'removing the half-restored pod failed'));
-    throw lateAsDeadline(err, call.signal,
-      `restore of ${what} did not finish before the call's deadline: nothing of it was left; give it more time`);
-  }
+  return { what, handler, config: { ...config, annotations: addresses.annotations }, addresses, containers };
 }
 
 async function readManifest(dir: string, named: string): Promise<PodCheckpointManifest> {
