@@ -37,7 +37,7 @@ import {
 import { NetworkCatalogue } from './network-catalogue.js';
 import { POD_IFNAME } from './network-selection.js';
 import { attachmentAddresses, networkStatusEntry, type NetworkStatusEntry } from './network-status.js';
-import type { PodPlan } from './pod-plan.js';
+import { addressKeeping, type AddressKeeping, type PodPlan } from './pod-plan.js';
 import type { PodDeviceSource } from './pod-resources.js';
 import { PluginChain } from './plugin-chain.js';
 import { podIps, type CniResult } from './result.js';
@@ -96,6 +96,13 @@ export interface PodNetworkStatus {
   steps?: TimelineEntry[];
   /** Each DRA-backed attachment's device status (also in the pod's device status file). */
   deviceStatus?: DraAttachmentStatus[];
+}
+
+/** A secondary network of a pod: its name in the network status ("namespace/name"), its interface, how it keeps an address. */
+export interface SecondaryNetwork {
+  key: string;
+  ifName: string;
+  keeping: AddressKeeping;
 }
 
 /** The device each secondary attachment of a plan gets (undefined: none), and where a DRA one came from. */
@@ -293,6 +300,11 @@ export class CniManager {
    */
   checkPodNetworks(pod: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): void {
     this.catalogue.plan(pod);
+  }
+
+  /** The secondary networks a pod asks for, each with its interface and how it can keep an address. */
+  secondaryNetworks(pod: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): SecondaryNetwork[] {
+    return this.catalogue.plan(pod).secondaries.map((s) => ({ key: s.key, ifName: s.ifName, keeping: addressKeeping(s.list) }));
   }
 
   close(): void {

@@ -182,3 +182,18 @@ export function assignInterfaces(selections: NetworkSelection[]): PlannedAttachm
     return { selection, ifName };
   });
 }
+
+/** A selection as an element of the annotation's JSON form, which parseNetworkSelections reads back as it was. Pure. */
+export function selectionElement(s: NetworkSelection): Record<string, unknown> {
+  return {
+    name: s.name,
+    namespace: s.namespace,
+    ...(s.interface !== undefined ? { interface: s.interface } : {}),
+    ...(s.ips ? { ips: s.ips } : {}),
+    ...(s.mac ? { mac: s.mac } : {}),
+    ...(s.defaultRoute ? { 'default-route': s.defaultRoute } : {}),
+    ...(s.portMappings ? { portMappings: s.portMappings } : {}),
+    ...(s.bandwidth ? { bandwidth: s.bandwidth } : {}),
+    ...(s.cniArgs ? { 'cni-args': s.cniArgs } : {}),
+  };
+}

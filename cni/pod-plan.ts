@@ -3,7 +3,7 @@
 // `k8s.v1.cni.cncf.io/networks` on its own interface. Pure: a bad request fails here with nothing to undo.
 import { InvalidArgument } from '../core/errors.js';
 import { definitionKey, type AttachmentDefinition } from './attachment-definitions.js';
-import type { NetworkList } from './config.js';
+import { isObject, type NetworkList } from './config.js';
 import type { DraSelector } from './dra.js';
 import {
   assignInterfaces,
@@ -105,4 +105,16 @@ function listOf(def: AttachmentDefinition, c: KnownNetworks): NetworkList {
     );
   }
   return list;
+}
+
+/**
+ * How an attachment of `list` can get a given address again (a restored pod's): through the `ips` capability a
+ * plugin of it declares, or because its static IPAM fixes the address in the definition; else it cannot.
+ */
+export type AddressKeeping = 'ips-capability' | 'static-ipam' | 'none';
+
+export function addressKeeping(list: NetworkList): AddressKeeping {
+  if (list.plugins.some((p) => p.capabilities.includes('ips'))) return 'ips-capability';
+  if (list.plugins.some((p) => isObject(p.raw.ipam) && p.raw.ipam.type === 'static')) return 'static-ipam';
+  return 'none';
 }

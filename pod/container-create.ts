@@ -16,7 +16,7 @@ import {
   containerHostFacts, createRuncContainer, finishContainer, makeVolumeDirs, mountVolumes, prepareContainerRootfs, recordContainer,
   writeContainerSpec, type ContainerBuild,
 } from './container-steps.js';
-import { planRestore, unpackRestore } from './container-restore.js';
+import { planRestore, unpackRestore, type RestorePlan } from './container-restore.js';
 import type { PodContext } from './context.js';
 import { specImageConfig } from './image-config.js';
 import { imageVolumeUses } from './image-volumes.js';
@@ -32,21 +32,21 @@ import { checkContainerConfig } from './validation.js';
  */
 export async function createContainer(
   ctx: PodContext, sandboxIdOrPrefix: string, config: ContainerConfig__Output | null, sandboxConfig: PodSandboxConfig__Output | null,
-  log: Logger, stopSignal = 0,
+  log: Logger, stopSignal = 0, from?: RestorePlan,
 ): Promise<string> {
   checkContainerConfig(config);
   // Under the sandbox's lock: a pod being stopped or removed meanwhile would miss this container.
   const sandboxId = ctx.tables.sandboxes.find(sandboxIdOrPrefix).id;
-  return ctx.locks.run(sandboxId, () => createInSandbox(ctx, sandboxId, config, sandboxConfig, log, stopSignal));
+  return ctx.locks.run(sandboxId, () => createInSandbox(ctx, sandboxId, config, sandboxConfig, log, stopSignal, from));
 }
 
 type CheckedConfig = ContainerRecord['config'];
 
 async function createInSandbox(
   ctx: PodContext, sandboxId: string, config: CheckedConfig, requestSandboxConfig: PodSandboxConfig__Output | null, parentLog: Logger,
-  stopSignal: number,
+  stopSignal: number, from: RestorePlan | undefined,
 ): Promise<string> {
-  const plan = await planContainer(ctx, sandboxId, config, requestSandboxConfig, parentLog, stopSignal);
+  const plan = await planContainer(ctx, sandboxId, config, requestSandboxConfig, parentLog, stopSignal, from);
   const { id, t } = plan;
   // Under the sandbox's lock already (so no two creations in a pod overlap); the id lock makes a
   // Stop or Remove of the container (listed as soon as its record exists) wait for the creation.
@@ -72,7 +72,7 @@ async function createInSandbox(
 /** Everything decided before anything is made: a bad request, or a sandbox not ready, costs nothing. */
 async function planContainer(
   ctx: PodContext, sandboxId: string, config: CheckedConfig, requestSandboxConfig: PodSandboxConfig__Output | null, parentLog: Logger,
-  stopSignal: number,
+  stopSignal: number, from: RestorePlan | undefined,
 ): Promise<Omit<ContainerBuild, 'undo'>> {
   const t = new Timeline();
   const begun = performance.now();
@@ -89,8 +89,9 @@ async function planContainer(
   const sandboxConfig = userns || requested.linux?.security_context?.namespace_options?.userns_options?.mode === 'POD'
     ? { ...requested, linux: sandbox.config.linux } : requested;
   // CRI-O's restore: an image that is a path names a checkpoint archive (no image reference starts with '/').
-  const restore = isAbsolute(config.image!.image)
-    ? await t.step('restore-archive', () => planRestore(ctx, config.image!.image, sandbox.config.metadata.namespace)) : undefined;
+  // RestorePod gives the plan of each of its containers' archives (`from`), its config naming the base image.
+  const restore = from ?? (isAbsolute(config.image!.image)
+    ? await t.step('restore-archive', () => planRestore(ctx, config.image!.image, sandbox.config.metadata.namespace)) : undefined);
   if (restore && userns) {
     throw new FailedPrecondition(
       `container "${config.metadata.name}": restoring a checkpoint into a user-namespaced pod is not supported`);

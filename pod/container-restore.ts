@@ -86,14 +86,24 @@ export async function planRestore(ctx: PodContext, image: string, namespace: str
   const settings = ctx.settings.restore;
   const named = restoreArchivePath(image, settings);
   if (!named || !settings) return undefined;
-  // Symlinks followed: the file itself must lie in the directory too.
-  const [archive, dir] = await Promise.all([
-    realpath(named).catch(() => { throw new NotFound(`checkpoint archive ${named} does not exist`); }),
+  return planArchiveRestore(ctx, await realPathInArchiveDir(named, settings, `checkpoint archive ${named}`), namespace);
+}
+
+/** The real path of `named`, which must lie in restore.archive_dir with symlinks followed, as the file itself. */
+export async function realPathInArchiveDir(named: string, settings: RestoreSettings, what: string): Promise<string> {
+  const [real, dir] = await Promise.all([
+    realpath(named).catch(() => { throw new NotFound(`${what} does not exist`); }),
     realpath(settings.archive_dir).catch(() => settings.archive_dir),
   ]);
-  if (!archive.startsWith(`${dir}/`)) {
-    throw new InvalidArgument(`checkpoint archive "${named}" leads to ${archive}, outside ${settings.archive_dir} (restore.archive_dir)`);
+  if (!real.startsWith(`${dir}/`)) {
+    throw new InvalidArgument(`${what} leads to ${real}, outside ${settings.archive_dir} (restore.archive_dir)`);
   }
+  return real;
+}
+
+/** A restore from the archive at the real path `archive`, checked against the restoring pod's `namespace`. */
+export async function planArchiveRestore(ctx: PodContext, archive: string, namespace: string): Promise<RestorePlan> {
+  const settings = ctx.settings.restore!;
   const dump = await peekCheckpointImage(archive, settings.max_archive_bytes);
   checkArchiveNamespace(dump, namespace, settings, archive);
   return { archive, namespace, image: baseImage(ctx, dump, archive) };

@@ -2,7 +2,7 @@
 // wires the real modules in (server/daemon.ts); unit tests wire fakes and drive the orchestration alone.
 import type { CdiInventory } from '../cdi/registry.js';
 import type { PodDeviceStatusFile } from '../cni/dra.js';
-import type { PodNetworkRequest, PodNetworkStatus } from '../cni/manager.js';
+import type { PodNetworkRequest, PodNetworkStatus, SecondaryNetwork } from '../cni/manager.js';
 import type { PodNetns } from '../netns/netns.js';
 import type { Rootfs, RootfsOptions } from '../oci/image/snapshot.js';
 import type { ImageRecord } from '../oci/image/types.js';
@@ -20,6 +20,8 @@ export interface PodNetwork {
   checkPod(r: PodNetworkRequest): Promise<void>;
   /** Throws when the networks a pod asks for (its annotations) cannot be resolved; nothing is made. */
   checkPodNetworks(pod: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): void;
+  /** The secondary networks a pod asks for and how each can keep an address (a restored pod's). */
+  secondaryNetworks(pod: Pick<PodNetworkRequest, 'name' | 'namespace' | 'annotations'>): SecondaryNetwork[];
   status(): Promise<{ ready: boolean; reason: string; message: string }>;
   /** Releases every cached attachment whose sandbox is not in the list. */
   gc(validSandboxIds: string[]): Promise<void>;
@@ -46,6 +48,10 @@ export interface ContainerRuntime {
   update(id: string, resources: object): Promise<void>;
   /** A CRIU dump of a running container, which keeps running; whileFrozen runs before it resumes. */
   checkpoint(id: string, r: CheckpointRequest): Promise<void>;
+  /** Freezes a running container for a checkpoint of several at once (CheckpointPod); resume() thaws it. */
+  pause(id: string): Promise<void>;
+  /** The CRIU dump of a container pause() froze, which stays frozen. */
+  dump(id: string, r: Omit<CheckpointRequest, 'whileFrozen'>): Promise<void>;
   /** Thaws a paused container (one a checkpoint cut off by a crash left frozen). */
   resume(id: string): Promise<void>;
   /** Ids of the containers the runtime holds. */

@@ -13,6 +13,8 @@ export interface SandboxRecord {
   state: SandboxState;
   /** Set until RunPodSandbox finished: a sandbox found so at start was cut off mid-way and is undone. */
   creating?: boolean;
+  /** Made by a RestorePod that has not answered yet: found so at start, it was cut off and is removed whole. */
+  restoring?: true;
   /** Set once its removal began; a removal that failed or was cut off is finished in the background. */
   removing?: PendingRemoval;
   /** Unix time in nanoseconds, as a decimal string (CRI int64). */
@@ -141,6 +143,17 @@ export interface CreatedHostPath {
   createdAt: number;
 }
 
+/**
+ * A CheckpointPod under way, written before its containers are frozen: one found at start was cut off, so
+ * its containers are thawed and what it wrote in the output directory goes.
+ */
+export interface PodCheckpointIntent {
+  id: string;
+  sandboxId: string;
+  containerIds: string[];
+  outputPath: string;
+}
+
 export interface Tables {
   sandboxes: RecordTable<SandboxRecord>;
   containers: RecordTable<ContainerRecord>;
@@ -150,6 +163,7 @@ export interface Tables {
   teardowns: RecordTable<PendingTeardown>;
   cgroupParents: RecordTable<CgroupParent>;
   hostPaths: RecordTable<CreatedHostPath>;
+  podCheckpoints: RecordTable<PodCheckpointIntent>;
 }
 
 export function openTables(store: Store): Tables {
@@ -160,5 +174,6 @@ export function openTables(store: Store): Tables {
     teardowns: store.table<PendingTeardown>('teardown'),
     cgroupParents: store.table<CgroupParent>('cgroup-parent'),
     hostPaths: store.table<CreatedHostPath>('host-path'),
+    podCheckpoints: store.table<PodCheckpointIntent>('pod-checkpoint'),
   };
 }

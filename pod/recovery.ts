@@ -12,11 +12,12 @@ import { Timeline } from '../core/timeline.js';
 import { nowNanos } from '../core/time.js';
 import { cgroupExists, podCgroupParentDir } from '../oci/runtime/cgroups.js';
 import { listStagingEntries, usernsStagingEntry } from '../oci/runtime/userns.js';
-import { CHECKPOINT_WORK_PREFIX } from './container-checkpoint.js';
+import { CHECKPOINT_WORK_PREFIX, thawIfFrozen } from './container-checkpoint.js';
 import { refreshContainer, runtimeFor } from './container-refresh.js';
 import { finishContainerCleanupLocked, removeContainerLocked } from './container-remove.js';
 import type { PodContext } from './context.js';
 import { inventory, repairOrphans } from './inventory.js';
+import { undoPodCheckpoint } from './pod-checkpoint.js';
 import { tearDownNetwork } from './network.js';
 import { attemptRemoval } from './removal.js';
 import { removeSandboxLocked } from './sandbox-remove.js';
@@ -72,6 +73,13 @@ function leftovers(ctx: PodContext, log: Logger): Leftover[] {
     ...sandboxes.list().filter((s) => s.creating).map((s) => ({
       id: s.id, locks: [sandboxReservation(s), s.id], finish: undo('sandbox', s.id, () => removeSandboxLocked(ctx, s.id, log)),
     })),
+    // A RestorePod cut off after its sandbox was made: the pod goes whole, with the containers made in it.
+    ...sandboxes.list().filter((s) => s.restoring && !s.creating).map((s) => ({
+      id: s.id, locks: [s.id], finish: async () => {
+        log.warn({ sandboxId: s.id }, 'a pod restore was cut off: removing the pod it made');
+        await removeSandboxLocked(ctx, s.id, log);
+      },
+    })),
     ...sandboxes.list().filter((s) => s.removing && !s.creating).map((s) => ({
       id: s.id, locks: [s.id], finish: () => attemptRemoval(sandboxes, s.id, () => removeSandboxLocked(ctx, s.id, log)),
     })),
@@ -102,6 +110,10 @@ export async function recover(ctx: PodContext, log: Logger): Promise<Recovered> 
   const later = new Set(pending.map((p) => p.id));
   const current = (r: { id: string; sandboxId?: string }) => !later.has(r.id) && !(r.sandboxId && later.has(r.sandboxId));
 
+  // A CheckpointPod cut off left its containers frozen and its output half written: thawed and removed before serving.
+  await t.step('pod checkpoints cut off', () =>
+    each(ctx.tables.podCheckpoints.list(), log, (c) => c.id, (c) => undoPodCheckpoint(ctx, c, log)));
+
   // A start cut off after `runc start` left a running container recorded as created.
   await t.step('record cut-off starts', () =>
     each(containers.list().filter((c) => c.state === 'CONTAINER_CREATED' && current(c)), log, (c) => c.id, async (c) => {
@@ -125,16 +137,17 @@ export async function recover(ctx: PodContext, log: Logger): Promise<Recovered> 
       if (fresh.state === 'CONTAINER_RUNNING' && runtime && !state) {
         // No exit file and no runc state: the host lost it (a reboot emptied /run).
         containers.update(c.id, (r) => markContainerLost(r, 'the container was lost while minicri was down (host reboot?)'));
-      } else if (state?.status === 'paused') {
-        // Only a checkpoint pauses a container: one cut off by the crash left it frozen.
-        log.warn({ containerId: c.id }, 'container was left paused by a checkpoint cut off: resuming it');
-        await runtime!.resume(c.id);
       }
     }));
 
   // A checkpoint's work dir holds every memory page of its container: one a crash cut off goes now, not at removal.
+  // It is made before the container is frozen and goes after the thaw, so its container may be frozen still: thawed.
   await t.step('checkpoint work dirs', () => each(containers.list().filter((c) => current(c)), log, (c) => c.id, async (c) => {
     const left = (await readdir(c.dir).catch(() => [] as string[])).filter((name) => name.startsWith(CHECKPOINT_WORK_PREFIX));
+    const runtime = left.length > 0 && c.state === 'CONTAINER_RUNNING' ? runtimeFor(ctx, c) : undefined;
+    if (runtime && await thawIfFrozen(runtime, c.id)) {
+      log.warn({ containerId: c.id }, 'container was left frozen by a checkpoint cut off: thawed it');
+    }
     for (const name of left) await rm(join(c.dir, name), { recursive: true, force: true });
     if (left.length > 0) log.warn({ containerId: c.id, removed: left }, 'removed the work dir of a checkpoint cut off');
   }));

@@ -20,11 +20,15 @@ import {
 import { readSeccompProfiles } from './seccomp-profile.js';
 import { checkPodSandboxConfig, runtimeHandlerNamed } from './validation.js';
 
-/** Makes a sandbox for `config` under `runtimeHandler` (empty: the default one); returns its id. */
+/**
+ * Makes a sandbox for `config` under `runtimeHandler` (empty: the default one); returns its id. RestorePod's
+ * sandbox is marked `restoring` until the restore is done (pod-restore.ts).
+ */
 export async function runSandbox(
-  ctx: PodContext, config: PodSandboxConfig__Output | null, runtimeHandler: string, parentLog: Logger,
+  ctx: PodContext, config: PodSandboxConfig__Output | null, runtimeHandler: string, parentLog: Logger, mark: { restoring?: true } = {},
 ): Promise<string> {
   const { plan, record } = await planSandbox(ctx, config, runtimeHandler, parentLog);
+  Object.assign(record, mark);
   // The reservation lock orders creations of one pod name; the id lock makes a Stop or Remove of
   // the sandbox (listed as soon as its record exists) wait until the creation is done or undone.
   return ctx.locks.run(sandboxReservation(record), () => ctx.locks.run(plan.id, () => withUndo(plan.log, async (undo) => {

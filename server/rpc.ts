@@ -14,6 +14,8 @@ export interface CallContext {
    * (a pull: nothing is left half done by stopping it). Its reason is a DeadlineExceeded.
    */
   signal: AbortSignal;
+  /** When the client's deadline passes (Unix ms), undefined for a call without one (a few RPCs require one). */
+  readonly deadline?: number | undefined;
 }
 
 export type Unary<Req, Res> = (request: Req, ctx: CallContext) => Promise<Res> | Res;
@@ -83,15 +85,21 @@ function callContext(
   return {
     get log() { return child ??= log.child({ rpc: name, req: randomBytes(4).toString('hex'), ...idsOf(call.request) }); },
     get signal() { return signal ??= callSignal(name, call); },
+    get deadline() { return deadlineOf(call); },
   };
+}
+
+function deadlineOf(call: grpc.ServerUnaryCall<unknown, unknown>): number | undefined {
+  const deadline = call.getDeadline();
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  return Number.isFinite(at) ? at : undefined;
 }
 
 // A streaming call is a unary call's surface and more: typed as the one, it takes both (their union's event methods
 // are not callable).
 function callSignal(name: string, call: grpc.ServerUnaryCall<unknown, unknown>): AbortSignal {
   const controller = new AbortController();
-  const deadline = call.getDeadline();
-  const deadlineAt = deadline instanceof Date ? deadline.getTime() : deadline;
+  const deadlineAt = deadlineOf(call) ?? Infinity;
   const ms = deadlineAt - Date.now();
   // grpc-js says 'cancelled' for both: a call whose deadline has come is over its time, any other was given up.
   const cancelled = () => controller.abort(Date.now() >= deadlineAt

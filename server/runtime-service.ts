@@ -2,6 +2,7 @@
 import type { Edge } from './edge.js';
 import { Attach } from './handlers/attach.js';
 import { CheckpointContainer } from './handlers/checkpoint-container.js';
+import { CheckpointPod } from './handlers/checkpoint-pod.js';
 import { ContainerStats } from './handlers/container-stats.js';
 import { ContainerStatus } from './handlers/container-status.js';
 import { CreateContainer } from './handlers/create-container.js';
@@ -20,6 +21,7 @@ import { PortForward } from './handlers/port-forward.js';
 import { RemoveContainer } from './handlers/remove-container.js';
 import { RemovePodSandbox } from './handlers/remove-pod-sandbox.js';
 import { ReopenContainerLog } from './handlers/reopen-container-log.js';
+import { RestorePod } from './handlers/restore-pod.js';
 import { RunPodSandbox } from './handlers/run-pod-sandbox.js';
 import { RuntimeConfig } from './handlers/runtime-config.js';
 import { StartContainer } from './handlers/start-container.js';
@@ -41,6 +43,7 @@ export function runtimeService(edge: Edge): RuntimeHandlers {
   return {
     Attach: Attach(edge),
     CheckpointContainer: CheckpointContainer(edge),
+    CheckpointPod: CheckpointPod(edge),
     ContainerStats: ContainerStats(edge),
     ContainerStatus: ContainerStatus(edge),
     CreateContainer: CreateContainer(edge),
@@ -59,6 +62,7 @@ export function runtimeService(edge: Edge): RuntimeHandlers {
     RemoveContainer: RemoveContainer(edge),
     RemovePodSandbox: RemovePodSandbox(edge),
     ReopenContainerLog: ReopenContainerLog(edge),
+    RestorePod: RestorePod(edge),
     RunPodSandbox: RunPodSandbox(edge),
     RuntimeConfig: RuntimeConfig(edge),
     StartContainer: StartContainer(edge),

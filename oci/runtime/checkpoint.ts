@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { Logger } from '../../core/log.js';
-import { DeadlineExceeded, FailedPrecondition, NotFound } from '../../core/errors.js';
+import { DeadlineExceeded, FailedPrecondition, NotFound, Unavailable } from '../../core/errors.js';
 import { DUMP_LOG } from './checkpoint-layout.js';
 import { liveProcesses } from './processes.js';
 import { isNotExist, isNotRunning, runcErrorText } from './runc-errors.js';
@@ -34,6 +34,14 @@ export function checkpointArgs(id: string, r: Pick<CheckpointRequest, 'imagePath
 /** CRIU's own error lines in its dump log (the cause runc's message leaves out). Pure. */
 export function criuErrors(log: string, max = 5): string[] {
   return log.split('\n').filter((l) => /\bError \(/.test(l)).map((l) => l.replace(/^\(\s*[\d.]+\)\s*/, '').trim()).slice(-max);
+}
+
+/**
+ * Whether CRIU's errors say the freeze caught a process mid-exit: a frozen cgroup keeps it so, and CRIU cannot
+ * seize it. Thawed and frozen again, the process is gone: such a dump is worth another try. Pure.
+ */
+export function isFreezeRace(criuErrorLines: readonly string[]): boolean {
+  return criuErrorLines.some((l) => /zombie \d+ .*found while seizing/.test(l));
 }
 
 // How long a CRIU left running by a killed runc may take to notice and exit.
@@ -76,6 +84,10 @@ export async function runcDump(
   if (isNotRunning(text)) throw new FailedPrecondition(`cannot checkpoint container "${id}": it is not running (runc: ${text})`);
   const criuLog = await readFile(join(r.workPath, DUMP_LOG), 'utf8').catch(() => '');
   const cause = criuErrors(criuLog);
+  if (isFreezeRace(cause)) {
+    throw new Unavailable(`checkpoint of container "${id}" failed: one of its processes was exiting when it was frozen, `
+      + `which CRIU cannot dump (CRIU: ${cause.join('; ')}); the container was resumed: try again`);
+  }
   // CRIU refuses what it cannot dump (a kernel it does not know, a resource it cannot save): the node or the
   // container is not fit for a checkpoint, which no retry changes.
   const fromCriu = cause.length > 0 ? `; CRIU: ${cause.join('; ')}` : '';

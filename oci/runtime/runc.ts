@@ -383,15 +383,10 @@ export class OciRuntime {
    * whileFrozen copies of its root filesystem matches the dumped memory, dumped, and resumed whatever failed.
    */
   async checkpoint(id: string, r: CheckpointRequest): Promise<void> {
-    checkId(id);
-    const st = await this.state(id);
-    if (!st) throw new NotFound(`cannot checkpoint container "${id}": it does not exist`);
-    // runc would pause (and CRIU dump) a created container too, whose process never ran.
-    if (st.status !== 'running') throw new FailedPrecondition(`cannot checkpoint container "${id}": it is ${st.status}, not running`);
-    await this.runc(['pause', id], `pause container "${id}" for its checkpoint`);
+    await this.pause(id);
     const resume = () => this.resume(id);
     try {
-      await runcDump(this.commandLine(), id, r, this.log);
+      await this.dump(id, r);
       await r.whileFrozen();
     } catch (err) {
       // The checkpoint's failure is the answer; a resume that fails too is logged beside it.
@@ -399,6 +394,22 @@ export class OciRuntime {
       throw err;
     }
     await resume();
+  }
+
+  /** Freezes a running container (`runc pause`: the cgroup freezer, v1 or v2) for a checkpoint; resume() thaws it. */
+  async pause(id: string): Promise<void> {
+    checkId(id);
+    const st = await this.state(id);
+    if (!st) throw new NotFound(`cannot checkpoint container "${id}": it does not exist`);
+    // runc would pause (and CRIU dump) a created container too, whose process never ran.
+    if (st.status !== 'running') throw new FailedPrecondition(`cannot checkpoint container "${id}": it is ${st.status}, not running`);
+    await this.runc(['pause', id], `pause container "${id}" for its checkpoint`);
+  }
+
+  /** The CRIU dump of a container pause() froze; it stays frozen (CRIU leaves the freezer as it found it). */
+  async dump(id: string, r: Omit<CheckpointRequest, 'whileFrozen'>): Promise<void> {
+    checkId(id);
+    await runcDump(this.commandLine(), id, r, this.log);
   }
 
   async resume(id: string): Promise<void> {

@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
 import { describeCriu, testCriu, type TestCriu } from '../../support/criu.js';
+import { TestDaemon } from '../../support/daemon.js';
 import { ContainerEnv, sleep, type Pod } from './env.js';
 
 const RUNC = '/usr/sbin/runc';
@@ -150,6 +151,24 @@ describe('CheckpointContainer', () => {
     await assert.rejects(env.create({ id: podId, config: pod.config }, 'restored', [], undefined, location),
       grpcCode(grpc.status.FAILED_PRECONDITION, /restoring containers is off on this node: set restore.enabled/));
     assert.equal((await env.rt.runtime.call('ListContainers', { filter: { pod_sandbox_id: podId } })).containers.length, 1);
+  });
+
+  it('a daemon killed while a container is frozen for its checkpoint: after the restart it runs thawed, no work dir left', async (t) => {
+    t.diagnostic(describeCriu(criu));
+    if (!criu.works) return t.skip(`NO CRIU CAN WORK ON THIS NODE (${describeCriu(criu)}): the frozen instant is never reached`);
+    const pod = await env.runPod(t, 'ckptcrash');
+    const id = await startCounter(pod, 'counter');
+    assert.equal(await env.daemon.stop(), 0);
+    env.daemon = await TestDaemon.start(env.dirs, { MINICRI_TEST_CRASH_AT: 'container-checkpoint-dumped' });
+    await assert.rejects(checkpoint(id, join(out, 'crash.tar'), 60),
+      (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.INTERNAL);
+    await env.daemon.exited;
+    const runcStatus = async () => (JSON.parse((await execa('runc', ['--root', env.runcRoot, 'state', id])).stdout) as { status: string }).status;
+    assert.equal(await runcStatus(), 'paused', 'the crash came while the container was frozen');
+    env.daemon = await TestDaemon.start(env.dirs);
+    assert.equal(await runcStatus(), 'running', 'recovery thawed it');
+    await nothingLeft(id);
+    await keepsCounting(id, await counter(id));
   });
 
   it('checkpoints with the real CRIU, or fails with its reason where it cannot work, and the container counts on', async (t) => {

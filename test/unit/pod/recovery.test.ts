@@ -93,16 +93,20 @@ describe('recovery of cut-off creations', () => {
     assert.equal(f.ctx.locks.busy, false);
   });
 
-  it('resumes a running container a checkpoint cut off by the crash left paused, and no other', async () => {
+  it('thaws a running container a checkpoint cut off by the crash left frozen (its work dir tells), and no other', async () => {
     const pod = await runSandbox(f.ctx, podConfig(), '', silentLogger);
     const image = { image: 'example.test/app:1', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' };
     const frozen = await createContainer(f.ctx, pod, containerConfig({ metadata: { name: 'frozen', attempt: 0 }, image }), null, silentLogger);
     const running = await createContainer(f.ctx, pod, containerConfig({ metadata: { name: 'running', attempt: 0 }, image }), null, silentLogger);
     for (const id of [frozen, running]) f.ctx.tables.containers.update(id, (r) => { r.state = 'CONTAINER_RUNNING'; });
     const runtime = f.ctx.runtimes.get('runc')!;
-    runtime.state = async (id) => ({ status: id === frozen ? 'paused' : 'running', pid: 4242, bundle: join(f.dir, id) });
+    // runc's state files say running for a frozen container too: only runc resume tells (see thawIfFrozen).
+    runtime.state = async (id) => ({ status: 'running', pid: 4242, bundle: join(f.dir, id) });
     const resumed: string[] = [];
-    runtime.resume = async (id) => { resumed.push(id); };
+    runtime.resume = async (id) => {
+      if (id !== frozen) throw new Error(`cannot resume container "${id}": runc: container not paused`);
+      resumed.push(id);
+    };
     // The cut-off checkpoint's work dir (CRIU's memory images) is left in the container's dir, beside its own files.
     const dir = f.ctx.tables.containers.get(frozen)!.dir;
     mkdirSync(join(dir, 'checkpoint-x1Y2z3'), { recursive: true });
