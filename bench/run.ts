@@ -365,6 +365,10 @@ function rows(): Row[] {
   r.push({ metric: `checkpoint archive, ${ANON_MIB} MiB anonymous memory (MiB)`, bench: 'checkpoint', path: 'archiveMiB' });
   r.push({ metric: 'restore: CreateContainer from the archive (ms)', bench: 'checkpoint', path: 'restoreCreateMs' });
   r.push({ metric: 'restore: StartContainer, runc restore (ms)', bench: 'checkpoint', path: 'restoreStartMs' });
+  r.push({ metric: `CheckpointPod, one container of ${ANON_MIB} MiB anonymous memory (ms)`, bench: 'checkpoint', path: 'podCheckpointMs' });
+  r.push({ metric: 'CheckpointPod: checkpoint directory (MiB)', bench: 'checkpoint', path: 'podCheckpointMiB' });
+  r.push({ metric: 'RestorePod: sandbox and container CREATED (ms)', bench: 'checkpoint', path: 'podRestoreMs' });
+  r.push({ metric: 'RestorePod: StartContainer, runc restore (ms)', bench: 'checkpoint', path: 'podRestoreStartMs' });
   for (const [image, what] of [['big', '~100 MB image, 4 layers'], ['files', '5 layers of small files'], ['huge', '1 GB image, 8 layers']] as const) {
     r.push({ metric: `pull ${what}, cold (s)`, bench: 'pull', path: `${image}.cold.seconds` });
     r.push({ metric: `pull ${what}, cold (MB/s)`, bench: 'pull', path: `${image}.cold.mbPerSecond` });
