@@ -23,10 +23,15 @@ export type FromWorker =
   | { type: 'error'; id: number; code?: string; message: string; errno?: string; path?: string };
 
 
-/** Bytes the main thread gathers before it hands them to the worker in one message. */
-const BATCH = 1 << 20;
-/** Bytes sent for one layer and not yet taken by its unpack: the source pauses past this. */
-const IN_FLIGHT = 4 << 20;
+/**
+ * Bytes the main thread gathers before it hands them to the worker in one message, and bytes sent for one layer
+ * and not yet taken by its unpack (the source pauses past this). The socket's pieces are freed only once the
+ * worker collects them, so every MiB queued here is daemon memory for each layer under way: 2 MiB in flight
+ * in messages of 512 KiB took a 100 MB pull's peak RSS about 23 MiB lower than 4 MiB in MiB messages, for the
+ * same CPU time; 1 MiB in 256 KiB messages was 16 MiB lower still but took a tenth more CPU.
+ */
+const BATCH = 512 << 10;
+const IN_FLIGHT = 2 << 20;
 /** The worker is ended after this long without a layer: between pulls the daemon stays as small as it was. */
 const IDLE_MS = 5000;
 
@@ -134,7 +139,7 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
       },
     });
     post({ type: 'start', id, dest, what, blob });
-    // The socket's pieces (tens of KiB, each its own memory) are gathered up to a MiB and moved to the worker in
+    // The socket's pieces (tens of KiB, each its own memory) are gathered up to BATCH and moved to the worker in
     // one message, not copied: per piece, a message and a gunzip call cost more than the inflating itself, and
     // a copy into batches doubled what the event loop allocates (and collects) per byte downloaded.
     let pieces: Uint8Array[] = [];
