@@ -2,7 +2,8 @@
 // The `minicri` command (server/cli.ts), started as fast as Node allows: a restarted daemon is only useful once it
 // answers, and most of a start used to go to finding, reading and compiling several hundred modules. So the
 // command runs bundled (dist/bundle/minicri.js, made by scripts/bundle.mjs), and V8's compiled code for it
-// is kept on disk between starts (Node's module compile cache), in a root-only directory since V8 trusts it.
+// is kept on disk between starts (Node's module compile cache), in a directory only root can write to, since V8
+// runs what it finds there (compile-cache.ts).
 // The flags on the first line: a small young generation keeps the daemon's RSS down, and with it the cost of
 // every fork it makes to run runc, conmon or a CNI plugin; the daemon's allocations are small and short-lived. V8 would
 // otherwise let the old generation grow to about four times what is live before collecting it: with
@@ -17,15 +18,14 @@
 // cores the helpers took as much CPU from a pull as one of its unpack workers (full marking of the daemon's
 // heap, set off by the pull's buffers), and a 100 MB pull takes about a sixth less CPU without them; RPC times
 // measured the same either way.
-import { mkdirSync } from 'node:fs';
 import { enableCompileCache } from 'node:module';
-
-const COMPILE_CACHE_DIR = '/var/cache/minicri/compile';
+import { prepareCompileCacheDir } from './compile-cache.js';
 
 if (process.getuid?.() === 0) {
   try {
-    mkdirSync(COMPILE_CACHE_DIR, { recursive: true, mode: 0o700 });
-    enableCompileCache(COMPILE_CACHE_DIR);
+    const distrusted = prepareCompileCacheDir('/var/cache', 'minicri', 'compile');
+    if (distrusted) process.stderr.write(`minicri: running without the compile cache: ${distrusted}\n`);
+    else enableCompileCache('/var/cache/minicri/compile');
   } catch {
     // A read-only /var/cache: start without the cache, only slower.
   }

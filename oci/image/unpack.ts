@@ -3,7 +3,8 @@
 // final component is never followed. OCI whiteouts become overlayfs whiteouts (0/0 char devices, opaque xattr).
 import { createHash } from 'node:crypto';
 import {
-  chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync,
+  chmodSync, lchownSync, linkSync, lstatSync, lutimesSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -180,6 +181,28 @@ export async function unpackLayer(source: Readable, dest: string, what: string, 
   return { diffId, bytes };
 }
 
+/**
+ * Whether a directory made in `root` (a fresh, empty layer dir) takes its parent's group rather than `gid`, as on
+ * a filesystem mounted grpid: asked of the filesystem itself, with a probe of a few system calls, rather than
+ * by finding the mount and its options. When the probe cannot tell, it says yes: chown'ing every entry is
+ * only slower.
+ */
+function groupFromDirectory(root: string, gid: number | undefined): boolean {
+  if (gid === undefined) return true;
+  const other = gid === 0 ? 1 : 0;
+  let probe: string | undefined;
+  try {
+    probe = mkdtempSync(join(root, '.gid-probe-'));
+    lchownSync(probe, -1, other);
+    mkdirSync(join(probe, 'd'));
+    return lstatSync(join(probe, 'd')).gid === other;
+  } catch {
+    return true;
+  } finally {
+    if (probe) rmSync(probe, { recursive: true, force: true });
+  }
+}
+
 /** tar-stream puts PAX records (xattrs among them) on the header; its types leave them out. */
 type Header = Omit<tar.Header, 'pax'> & { pax?: Record<string, string> | null };
 
@@ -199,12 +222,15 @@ class Unpacker {
   private readonly umask = currentUmask();
   private readonly uid = process.geteuid?.();
   private readonly gid = process.getegid?.();
-  /** A setgid directory (the root's parent's, or one of the layer's): new entries may then not have our group. */
+  /**
+   * Whether new entries may take their directory's group rather than ours: under a setgid directory (the root's
+   * parent's, or one of the layer's), or on a filesystem mounted grpid (bsdgroups), where every directory acts so.
+   */
   private setgid: boolean;
 
   constructor(private readonly root: string, private readonly what: string) {
     // The root itself inherits setgid from the directory it was made in.
-    this.setgid = (lstatSync(root).mode & 0o2000) !== 0;
+    this.setgid = (lstatSync(root).mode & 0o2000) !== 0 || groupFromDirectory(root, this.gid);
   }
 
   async apply(h: Header, body: AsyncIterable<Buffer>): Promise<void> {

@@ -8,10 +8,13 @@ import { closeSync, constants, openSync, readSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
-import { FailedPrecondition } from '../../core/errors.js';
+import { FailedPrecondition, NotFound, type MinicriError } from '../../core/errors.js';
+import { sleep } from '../../core/time.js';
 
 /** How often the wait for the init's byte asks whether the init still lives (it may die before it opens the fifo). */
 const LIVENESS_POLL_MS = 50;
+/** How long a fifo's end without a byte may leave the container `created` (the init exiting, another start's unlink). */
+const SETTLE_MS = 2_000;
 
 /**
  * Lets a created container's init run its process, as `runc start` would. `status` reads runc's view of the
@@ -23,8 +26,21 @@ export async function releaseCreatedInit(root: string, id: string, status: () =>
   // Non-blocking: the open returns at once, and the init's blocked open for writing completes with it. The
   // pipe's readiness comes through the event loop, so no thread waits on a fifo nobody may ever write.
   // (Node opens every file close-on-exec.)
-  const fd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
-  const pipe = new Socket({ fd, readable: true, writable: false });
+  let fd: number;
+  try {
+    fd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    // Gone since the caller's look: removed with its container, or taken by another start (which unlinks it).
+    throw refusal(id, await status());
+  }
+  let pipe: Socket;
+  try {
+    pipe = new Socket({ fd, readable: true, writable: false });
+  } catch (err) {
+    closeSync(fd); // the socket never owned it (not a fifo, say)
+    throw err;
+  }
   let bytes = 0;
   let timer: NodeJS.Timeout | undefined;
   let waiting = true;
@@ -35,15 +51,19 @@ export async function releaseCreatedInit(root: string, id: string, status: () =>
       pipe.once('end', resolve);
       pipe.once('error', reject);
       const check = async () => {
-        const now = await status().catch(() => undefined);
+        let now: string | undefined;
+        try {
+          now = await status();
+        } catch (err) {
+          reject(err);
+          return;
+        }
         if (!waiting) return;
         if (now === 'created') { timer = setTimeout(() => void check(), LIVENESS_POLL_MS); return; }
         // The init may have written and exec'd (and its process exited) with the byte still in the pipe, unread
         // by the event loop: a second reader sees it, as runc's own last look does.
         if (bytes > 0 || pendingByte(fifo)) { bytes ||= 1; resolve(); return; }
-        reject(new FailedPrecondition(now === 'running'
-          ? `cannot start container "${id}": it is already running`
-          : `cannot start container "${id}": its process is already dead`));
+        reject(refusal(id, now));
       };
       timer = setTimeout(() => void check(), LIVENESS_POLL_MS);
     });
@@ -52,8 +72,28 @@ export async function releaseCreatedInit(root: string, id: string, status: () =>
     clearTimeout(timer);
     pipe.destroy();
   }
-  if (bytes === 0) throw new FailedPrecondition(`cannot start container "${id}": it is already running`);
+  // A writer came and went without a byte for us: the init died before writing, or another start read it.
+  // Which one, its liveness tells, once it settles.
+  if (bytes === 0) throw refusal(id, await settled(status));
   await unlink(fifo).catch((err: NodeJS.ErrnoException) => { if (err.code !== 'ENOENT') throw err; });
+}
+
+/** runc start's refusal for a container whose status is `now` (undefined: runc does not know it). */
+function refusal(id: string, now: string | undefined): MinicriError {
+  if (now === undefined) return new NotFound(`cannot start container "${id}": it does not exist`);
+  return new FailedPrecondition(now === 'running'
+    ? `cannot start container "${id}": it is already running`
+    : `cannot start container "${id}": its process is already dead`);
+}
+
+/** The status once it is no longer `created`; `running` if it stays so (another start between its read and its unlink). */
+async function settled(status: () => Promise<string | undefined>): Promise<string | undefined> {
+  for (let waited = 0; waited < SETTLE_MS; waited += LIVENESS_POLL_MS) {
+    const now = await status();
+    if (now !== 'created') return now;
+    await sleep(LIVENESS_POLL_MS);
+  }
+  return 'running';
 }
 
 /** Whether the fifo holds an unread byte (a non-blocking look, for the init that came and went). */

@@ -5,6 +5,9 @@
 // A snapshot is taken before, and what differs after (a new object, a link that did not come back, a
 // sysctl with another value) is a leak. Where a kind is open-ended (processes), only the kinds tests make
 // are listed, so another user of the machine does not fail the run and a difference names the leak.
+// Caches under /var/cache are not objects a test leaves: the daemons tests and the bench start run as root
+// through dist/server/main.js and so share the installed daemon's compile cache (/var/cache/minicri/compile),
+// whose entries Node keys by each file's path and content, as the node tests keep theirs in minicri-test.
 import type { Dirent } from 'node:fs';
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

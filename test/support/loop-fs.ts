@@ -4,12 +4,15 @@
 import { rm } from 'node:fs/promises';
 import { execa } from 'execa';
 
-/** Makes `image` a sparse file of `size` (truncate's syntax: "256M", "20G") holding ext4, mounted on `dir`. */
-export async function mountFreshExt4(dir: string, image: string, size: string): Promise<void> {
+/**
+ * Makes `image` a sparse file of `size` (truncate's syntax: "256M", "20G") holding ext4, mounted on `dir` with
+ * `options` beside loop.
+ */
+export async function mountFreshExt4(dir: string, image: string, size: string, options: string[] = []): Promise<void> {
   try {
     await execa('truncate', ['-s', size, image]);
     await execa('mkfs.ext4', ['-q', '-F', image]);
-    await execa('mount', ['-o', 'loop', image, dir]);
+    await execa('mount', ['-o', ['loop', ...options].join(','), image, dir]);
   } catch (err) {
     await rm(image, { force: true });
     throw err;

@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict';
-import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat } from 'node:fs/promises';
+import { chown, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { getAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
 import { InvalidArgument } from '../../../core/errors.js';
+import { unpackLayer } from '../../../oci/image/unpack.js';
+import { unmountUnder } from '../../support/daemon.js';
 import { imageEnv } from '../../support/image-env.js';
+import { mountFreshExt4 } from '../../support/loop-fs.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
 import { buildImage, pushImage, tarball, type TarEntry } from '../../support/test-images.js';
 
@@ -195,6 +199,38 @@ describe('layer unpacking and overlay root filesystems', () => {
     assert.deepEqual(await ids('became-dir'), [0o711, 0, 0]);
     assert.deepEqual(await ids('again'), [0o755, 0, 0]);
     assert.equal(await readlink(join(l, 'ln')), 'dup');
+  });
+
+  test('entries keep their own group on a filesystem mounted grpid, where new ones take their directory\'s', async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'minicri-grpid-'));
+    const fs = join(dir, 'fs');
+    t.after(async () => {
+      await unmountUnder(fs);
+      await rm(dir, { recursive: true, force: true });
+    });
+    await mkdir(fs);
+    await mountFreshExt4(fs, join(dir, 'fs.img'), '32M', ['grpid']);
+    const layers = join(fs, 'layers');
+    await mkdir(layers);
+    await chown(layers, 0, 77); // no setgid bit: only the mount makes new entries take this group
+    const l = join(layers, 'l');
+    await unpackLayer(Readable.from(await tarball([
+      { name: 'f', data: 'f' },
+      { name: 'd/', type: 'directory' },
+      { name: 'd/f', data: 'f' },
+      { name: 'g/', type: 'directory', gid: 88 },
+      { name: 'g/f', data: 'f' },
+    ])), l, 'test layer');
+    const ids = async (p: string) => {
+      const st = await lstat(join(l, p));
+      return [st.mode & 0o7777, st.uid, st.gid];
+    };
+    assert.deepEqual(await ids('f'), [0o644, 0, 0]);
+    assert.deepEqual(await ids('d'), [0o755, 0, 0]);
+    assert.deepEqual(await ids('d/f'), [0o644, 0, 0]);
+    assert.deepEqual(await ids('g'), [0o755, 0, 88]);
+    assert.deepEqual(await ids('g/f'), [0o644, 0, 0], 'not its directory\'s group');
+    assert.deepEqual((await readdir(l)).sort(), ['d', 'f', 'g'], 'the probe is gone');
   });
 
   test('an image repeating a layer mounts', async (t) => {

@@ -3,6 +3,7 @@
 // that waited with its error.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { DeadlineExceeded } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import type { RuntimeServiceHandlers } from '../../../gen/runtime/v1/RuntimeService.js';
 import { loadCri } from '../../../server/proto.js';
@@ -57,4 +58,31 @@ test('a failed start fails the waiting calls, streams included, with its own err
   ready.reject(new Error('cannot serve metrics'));
   await assert.rejects(status, /cannot serve metrics/);
   await assert.rejects(events, /cannot serve metrics/);
+});
+
+test('a waiting caller that gives up leaves at once, and the started handler never runs for it', { timeout: 10_000 }, async () => {
+  const ready = deferred();
+  const h = afterStart<RuntimeServiceHandlers>(definition, ready.promise, {});
+  const caller = new AbortController();
+  let ran = 0;
+  const run = Promise.resolve((h.RunPodSandbox as Unary<unknown, unknown>)({}, { log: silentLogger, signal: caller.signal }));
+  caller.abort(new DeadlineExceeded('RunPodSandbox: the client\'s deadline passed'));
+  await assert.rejects(run, (err: Error) => err instanceof DeadlineExceeded);
+  ready.resolve({ RunPodSandbox: () => { ran++; return {}; } } as Handlers);
+  await ready.promise;
+  assert.equal(ran, 0);
+});
+
+test('a caller whose deadline passed during the start is refused once it ends, before its signal fires', { timeout: 10_000 }, async () => {
+  const ready = deferred();
+  const h = afterStart<RuntimeServiceHandlers>(definition, ready.promise, {});
+  let ran = 0;
+  const late: CallContext = { log: silentLogger, signal: new AbortController().signal, deadline: Date.now() - 1 };
+  const run = Promise.resolve((h.RunPodSandbox as Unary<unknown, unknown>)({}, late));
+  ready.resolve({ RunPodSandbox: () => { ran++; return {}; } } as Handlers);
+  await assert.rejects(run, (err: Error) => err instanceof DeadlineExceeded && /deadline passed while minicri was starting/.test(err.message));
+  assert.equal(ran, 0);
+  // Once started, the handlers answer directly: the deadline is theirs to judge.
+  await call(h, 'RunPodSandbox');
+  assert.equal(ran, 1);
 });
