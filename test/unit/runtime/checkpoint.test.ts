@@ -10,7 +10,7 @@ import { execa } from 'execa';
 import { DeadlineExceeded, InvalidArgument } from '../../../core/errors.js';
 import { scanUpper, writeArchive, writeRootfsDiff } from '../../../oci/runtime/checkpoint-archive.js';
 import { archiveMembers, bindMountsDump, configDump, rfc3339Nano, rootfsDiff } from '../../../oci/runtime/checkpoint-layout.js';
-import { checkpointArgs, criuErrors, isFreezeRace } from '../../../oci/runtime/checkpoint.js';
+import { checkpointArgs, criuErrors, isDumpOf, isFreezeRace } from '../../../oci/runtime/checkpoint.js';
 import { checkpointLocation, checkpointTimeoutMs, DEFAULT_CHECKPOINT_TIMEOUT_SEC } from '../../../pod/container-checkpoint.js';
 
 test('the archive holds what CRI-O puts in it, in its order, and only what was made', () => {
@@ -76,6 +76,17 @@ test('the rootfs diff takes the container\'s changes, lists its deletions, and l
 test('runc is asked for a dump that leaves the container running, into the given dirs', () => {
   assert.deepEqual(checkpointArgs('c1', { imagePath: '/w/checkpoint', workPath: '/w' }),
     ['checkpoint', '--leave-running', '--file-locks', '--image-path', '/w/checkpoint', '--work-path', '/w', 'c1']);
+});
+
+test('a cut-off dump is found by runc\'s global flags, the checkpoint command and the container id, whatever runs it', () => {
+  const runc = { path: '/usr/sbin/runc', args: ['--root=/run/minicri/runc', '--criu=/opt/criu'] };
+  const dump = (id: string, ...global: string[]) => [...global, 'checkpoint', ...checkpointArgs(id, { imagePath: '/w/i', workPath: '/w' }).slice(1)];
+  assert.equal(isDumpOf(['/usr/sbin/runc', ...dump('c1', ...runc.args)], runc, 'c1'), true);
+  assert.equal(isDumpOf(['/bin/sh', '/t/stand-in-runc', ...dump('c1', ...runc.args)], runc, 'c1'), true, 'a stand-in run by its interpreter');
+  assert.equal(isDumpOf(['/usr/sbin/runc', ...dump('c2', ...runc.args)], runc, 'c1'), false, 'another container');
+  assert.equal(isDumpOf(['/usr/sbin/runc', ...dump('c1', '--root=/run/other', '--criu=/opt/criu')], runc, 'c1'), false, 'another root');
+  assert.equal(isDumpOf(['/usr/sbin/runc', ...runc.args, 'restore', 'c1'], runc, 'c1'), false, 'not a dump');
+  assert.equal(isDumpOf(['checkpoint', 'c1'], { path: 'runc', args: [] }, 'c1'), false, 'no program');
 });
 
 test('CRIU\'s error lines are picked from its log, without their timestamps', () => {
