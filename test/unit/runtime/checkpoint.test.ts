@@ -2,12 +2,13 @@
 // CRIU's log, the request checks, and the archive writer on a temp dir with overlayfs's whiteout and opaque marks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { renameSync, symlinkSync, watch } from 'node:fs';
+import { lstat, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
-import { DeadlineExceeded, InvalidArgument } from '../../../core/errors.js';
+import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
 import { scanUpper, writeArchive, writeRootfsDiff } from '../../../oci/runtime/checkpoint-archive.js';
 import { archiveMembers, bindMountsDump, configDump, rfc3339Nano, rootfsDiff } from '../../../oci/runtime/checkpoint-layout.js';
 import { checkpointArgs, criuErrors, isDumpOf, isFreezeRace } from '../../../oci/runtime/checkpoint.js';
@@ -156,4 +157,28 @@ test('the writer turns an overlay upper dir into rootfs-diff.tar and deleted.fil
   const aborted = AbortSignal.abort();
   await assert.rejects(writeArchive(work, join(dir, 'out', 'd.tar'), aborted), DeadlineExceeded);
   assert.deepEqual((await execa('ls', ['-A', join(dir, 'out')])).stdout.split('\n'), ['c.tar']);
+
+  // Whoever writes in the directory swaps the temporary file for a symlink to another file as soon as it appears:
+  // tar writes to the file created, not through the name, and nothing is linked into place.
+  const victim = join(dir, 'victim');
+  await writeFile(victim, 'untouched');
+  let swapped = false;
+  const watcher = watch(join(dir, 'out'), (_event, name) => {
+    if (swapped || !name?.endsWith('.partial')) return;
+    swapped = true;
+    const partial = join(dir, 'out', name);
+    try {
+      renameSync(partial, `${partial}.moved`);
+      symlinkSync(victim, partial);
+    } catch {
+      // our own removal of it
+    }
+  });
+  try {
+    await assert.rejects(writeArchive(work, join(dir, 'out', 'e.tar'), AbortSignal.timeout(10_000)), FailedPrecondition);
+  } finally {
+    watcher.close();
+  }
+  assert.equal(await readFile(victim, 'utf8'), 'untouched', 'nothing written through the swapped name');
+  await assert.rejects(lstat(join(dir, 'out', 'e.tar')), { code: 'ENOENT' });
 });
