@@ -4,12 +4,12 @@
 // whatever happened, and keep running. Each container's checkpoint is the archive CheckpointContainer writes
 // (container-checkpoint.ts), assembled in a work dir of its own; pod.json goes last (pod-checkpoint-manifest.ts).
 //
-// The output directory is the caller's: only pod.json and containers/ are ever written there, and only they are
-// removed on a failure. An intent record, written before the first freeze, lets recovery finish the job of a
-// call the daemon's death cut off: thaw its containers and remove what it wrote (undoPodCheckpoint).
+// The output directory is the caller's: only pod.json and containers/ are ever written there, through the
+// directory held open, and only what the call made is removed on a failure (pod-checkpoint-output.ts). An intent
+// record, written before the first freeze, lets recovery finish the job of a call the daemon's death cut off:
+// thaw its containers and remove what it wrote (undoPodCheckpoint).
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
-import { isAbsolute, join } from 'node:path';
+import { basename, isAbsolute } from 'node:path';
 import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
@@ -20,8 +20,11 @@ import {
 import { containerNow, runtimeFor } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import {
-  attachmentsOf, containerArchive, CONTAINERS_DIR, firstRepeated, MANIFEST_VERSION, POD_MANIFEST, type PodCheckpointManifest,
+  attachmentsOf, containerArchive, firstRepeated, MANIFEST_VERSION, type PodCheckpointManifest,
 } from './pod-checkpoint-manifest.js';
+import {
+  claimOutputDir, identityOf, openOutputDir, reclaimOutput, releaseClaimed, removeClaimed, writeManifest, type ClaimedOutput,
+} from './pod-checkpoint-output.js';
 import type { ContainerRecord, PodCheckpointIntent, SandboxRecord } from './records.js';
 import { sandboxNow } from './sandbox-refresh.js';
 
@@ -66,7 +69,7 @@ export function checkNoOptions(rpc: string, options: Record<string, string>): vo
 export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, call: CallLimits): Promise<void> {
   checkCheckpointPodRequest(req, call.deadline);
   const sandboxId = ctx.tables.sandboxes.find(req.podSandboxId).id;
-  await checkOutputDir(req.outputPath);
+  await (await openOutputDir(req.outputPath)).close();
   // The pod's lock, then each container's (sorted, as a pod's removal takes them): none changes meanwhile.
   await ctx.locks.run(sandboxId, () => withLocks(ctx, [...req.containerIds].sort(), async () => {
     const sandbox = await sandboxNow(ctx, sandboxId);
@@ -79,19 +82,20 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
     if (twice !== undefined) {
       throw new FailedPrecondition(`two containers named "${twice}" are listed: a restore matches containers by name; list one of them`);
     }
-    // Again: the directory may have changed while the locks were waited for.
-    await checkOutputDir(req.outputPath);
+    // Again, and claimed: the directory may have changed while the locks were waited for.
+    const claimed = await claimOutputDir(req.outputPath);
     const intent: PodCheckpointIntent = {
-      id: randomBytes(16).toString('hex'), sandboxId, containerIds: req.containerIds, outputPath: req.outputPath,
+      id: randomBytes(16).toString('hex'), sandboxId, containerIds: req.containerIds, outputPath: req.outputPath, output: identityOf(claimed),
     };
     ctx.tables.podCheckpoints.put(intent);
     try {
-      await takeCheckpoint(ctx, sandbox, records, req.outputPath, call);
+      await takeCheckpoint(ctx, sandbox, records, claimed, call, () => ctx.tables.podCheckpoints.put({ ...intent, manifest: true }));
     } catch (err) {
-      await removeOutput(req.outputPath);
+      await removeClaimed(claimed);
       throw lateAsDeadline(err, call.signal, `checkpoint of pod ${sandboxId} did not finish before the call's deadline: `
         + `its containers were thawed and nothing was left in ${req.outputPath}; give it more time`);
     } finally {
+      await releaseClaimed(claimed);
       ctx.tables.podCheckpoints.delete(intent.id);
     }
     call.log.info({ outputPath: req.outputPath, containers: names }, 'pod checkpointed');
@@ -100,7 +104,7 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
 
 /** The steps: work dirs → freeze all → dump each → thaw all (again if the freeze caught a process mid-exit) → archives → pod.json. */
 async function takeCheckpoint(
-  ctx: PodContext, sandbox: SandboxRecord, records: ContainerRecord[], out: string, call: CallLimits,
+  ctx: PodContext, sandbox: SandboxRecord, records: ContainerRecord[], out: ClaimedOutput, call: CallLimits, beforeManifest: () => void,
 ): Promise<void> {
   const works = await againOnFreezeRace(async () => {
     const made: CheckpointWork[] = [];
@@ -114,12 +118,13 @@ async function takeCheckpoint(
     }
   }, call.signal, call.log);
   try {
-    await mkdir(join(out, CONTAINERS_DIR), { mode: 0o700 });
-    for (const w of works) await archiveCheckpoint(ctx, w, join(out, containerArchive(w.record.id)), call.signal);
+    for (const w of works) await archiveCheckpoint(ctx, w, out.containers.at(basename(containerArchive(w.record.id))), call.signal);
     faultPoint('pod-checkpoint-archived');
     const manifest = podManifest(sandbox, records, await ctx.network.deviceStatus(sandbox.id));
-    // 'wx': the directory was empty; a file that appeared meanwhile is not ours to replace.
-    await writeFile(join(out, POD_MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
+    out.manifest = true;
+    beforeManifest();
+    // A new file: the directory was empty; one that appeared meanwhile is not ours to replace.
+    await writeManifest(out, `${JSON.stringify(manifest, null, 2)}\n`);
   } finally {
     await Promise.all(works.map(endCheckpoint));
   }
@@ -200,24 +205,6 @@ async function runningInPod(ctx: PodContext, id: string, sandboxId: string): Pro
   return record;
 }
 
-/** INVALID_ARGUMENT unless `path` is an existing empty directory (not a symlink to one). */
-async function checkOutputDir(path: string): Promise<void> {
-  const st = await lstat(path).catch(() => undefined);
-  if (!st) throw new InvalidArgument(`output_path ${path} does not exist: create an empty directory for the checkpoint`);
-  if (st.isSymbolicLink()) throw new InvalidArgument(`output_path ${path} is a symlink: give the directory itself`);
-  if (!st.isDirectory()) throw new InvalidArgument(`output_path ${path} is not a directory`);
-  const inside = await readdir(path);
-  if (inside.length > 0) {
-    const some = `${inside.slice(0, 3).join(', ')}${inside.length > 3 ? ', ...' : ''}`;
-    throw new InvalidArgument(`output_path ${path} is not empty (${some}): give an empty directory`);
-  }
-}
-
-/** What a pod checkpoint writes in its output directory, and only that. */
-async function removeOutput(out: string): Promise<void> {
-  await Promise.all([rm(join(out, POD_MANIFEST), { force: true }), rm(join(out, CONTAINERS_DIR), { recursive: true, force: true })]);
-}
-
 function withLocks<T>(ctx: PodContext, keys: string[], fn: () => Promise<T>): Promise<T> {
   return keys.reduceRight<() => Promise<T>>((inner, key) => () => ctx.locks.run(key, inner), fn)();
 }
@@ -230,7 +217,17 @@ export async function undoPodCheckpoint(ctx: PodContext, intent: PodCheckpointIn
     if (!runtime || (await runtime.state(id))?.status !== 'running') continue;
     if (await thawIfFrozen(runtime, id)) log.warn({ containerId: id }, 'container was left frozen by a pod checkpoint cut off: thawed it');
   }
-  await removeOutput(intent.outputPath);
+  const claimed = await reclaimOutput(intent.outputPath, intent.output, intent.manifest ?? false);
+  if (claimed) {
+    try {
+      await removeClaimed(claimed);
+    } finally {
+      await releaseClaimed(claimed);
+    }
+    log.warn({ sandboxId: intent.sandboxId, outputPath: intent.outputPath }, 'removed the output of a pod checkpoint cut off');
+  } else {
+    log.warn({ sandboxId: intent.sandboxId, outputPath: intent.outputPath },
+      'the output directory of a pod checkpoint cut off is gone or was replaced: nothing removed there');
+  }
   ctx.tables.podCheckpoints.delete(intent.id);
-  log.warn({ sandboxId: intent.sandboxId, outputPath: intent.outputPath }, 'removed the output of a pod checkpoint cut off');
 }
