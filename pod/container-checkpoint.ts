@@ -16,6 +16,7 @@ import type { ContainerRuntime } from './interfaces.js';
 import type { ContainerRecord } from './records.js';
 import { exists } from '../core/fs.js';
 import { faultPoint } from '../core/faults.js';
+import { timerDelay } from '../core/time.js';
 
 /** What a checkpoint may take when the request leaves it to the runtime (kubelet's own CRI timeout is 2 minutes). */
 export const DEFAULT_CHECKPOINT_TIMEOUT_SEC = 120;
@@ -54,7 +55,7 @@ export async function checkpointContainer(
     if (record.state !== 'CONTAINER_RUNNING') {
       throw new FailedPrecondition(`container ${id} is ${record.state}, not running: only a running container can be checkpointed`);
     }
-    const signal = AbortSignal.timeout(timeoutMs);
+    const signal = AbortSignal.timeout(timerDelay(timeoutMs));
     const late = `checkpoint of container ${id} did not finish within ${timeoutMs / 1000} s; nothing was written`;
     const w = await againOnFreezeRace(async () => {
       const w = await beginCheckpoint(ctx, record);

@@ -13,6 +13,7 @@ import { basename, isAbsolute } from 'node:path';
 import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
+import { timerDelay } from '../core/time.js';
 import {
   againOnFreezeRace, archiveCheckpoint, beginCheckpoint, copyRootfsChanges, dumpTarget, endCheckpoint, lateAsDeadline, thawIfFrozen,
   type CheckpointWork,
@@ -143,7 +144,7 @@ const DUMP_GRACE_MS = 30_000;
 async function frozenTogether(works: CheckpointWork[], { signal, log, deadline }: CallLimits): Promise<void> {
   const frozen: CheckpointWork[] = [];
   const late = (what: string) => new DeadlineExceeded(`the call's deadline passed before every container was ${what}`);
-  const dumpSignal = AbortSignal.timeout(Math.max(0, (deadline ?? Date.now()) - Date.now()) + DUMP_GRACE_MS);
+  const dumpSignal = AbortSignal.timeout(timerDelay(Math.max(0, (deadline ?? Date.now()) - Date.now()) + DUMP_GRACE_MS));
   let failure: unknown;
   try {
     for (const w of works) {
