@@ -122,11 +122,15 @@ export async function archiveCheckpoint(ctx: PodContext, w: CheckpointWork, loca
 
 /**
  * Thaws a container a cut-off checkpoint may have left frozen; true when it was. A dump still running goes
- * first (it would freeze the container again as it ends). runc's state files do not tell frozen from running,
- * so it is resumed, and runc's "not paused" means it was not.
+ * first (it would freeze the container again as it ends).
  */
 export async function thawIfFrozen(runtime: ContainerRuntime, id: string): Promise<boolean> {
   await runtime.stopCutOffDumps(id);
+  return resumeIfPaused(runtime, id);
+}
+
+/** Resumes a container that may be frozen; true when it was (runc's "not paused" means it was not). */
+export function resumeIfPaused(runtime: ContainerRuntime, id: string): Promise<boolean> {
   return runtime.resume(id).then(() => true, (err: Error) => {
     if (/not paused/.test(err.message)) return false;
     throw err;

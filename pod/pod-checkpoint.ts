@@ -15,7 +15,8 @@ import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { timerDelay } from '../core/time.js';
 import {
-  againOnFreezeRace, archiveCheckpoint, beginCheckpoint, copyRootfsChanges, dumpTarget, endCheckpoint, lateAsDeadline, thawIfFrozen,
+  againOnFreezeRace, archiveCheckpoint, beginCheckpoint, copyRootfsChanges, dumpTarget, endCheckpoint, lateAsDeadline, resumeIfPaused,
+  thawIfFrozen,
   type CheckpointWork,
 } from './container-checkpoint.js';
 import { containerNow, runtimeFor } from './container-refresh.js';
@@ -89,23 +90,29 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
       id: randomBytes(16).toString('hex'), sandboxId, containerIds: req.containerIds, outputPath: req.outputPath, output: identityOf(claimed),
     };
     ctx.tables.podCheckpoints.put(intent);
+    const unthawed: string[] = [];
     try {
-      await takeCheckpoint(ctx, sandbox, records, claimed, call, () => ctx.tables.podCheckpoints.put({ ...intent, manifest: true }));
+      await takeCheckpoint(ctx, sandbox, records, claimed, { ...call, unthawed }, () => ctx.tables.podCheckpoints.put({ ...intent, manifest: true }));
     } catch (err) {
       await removeClaimed(claimed);
       throw lateAsDeadline(err, call.signal, `checkpoint of pod ${sandboxId} did not finish before the call's deadline: `
         + `its containers were thawed and nothing was left in ${req.outputPath}; give it more time`);
     } finally {
       await releaseClaimed(claimed);
-      ctx.tables.podCheckpoints.delete(intent.id);
+      // Containers left frozen keep the intent: the background retry (or the next start) thaws them.
+      if (unthawed.length > 0) ctx.tables.podCheckpoints.put({ ...intent, containerIds: unthawed, thawOnly: true });
+      else ctx.tables.podCheckpoints.delete(intent.id);
     }
     call.log.info({ outputPath: req.outputPath, containers: names }, 'pod checkpointed');
   }));
 }
 
 /** The steps: work dirs → freeze all → dump each → thaw all (again if the freeze caught a process mid-exit) → archives → pod.json. */
+/** A call's limits, and where the ids of containers whose thaw failed go. */
+type CheckpointCall = CallLimits & { unthawed: string[] };
+
 async function takeCheckpoint(
-  ctx: PodContext, sandbox: SandboxRecord, records: ContainerRecord[], out: ClaimedOutput, call: CallLimits, beforeManifest: () => void,
+  ctx: PodContext, sandbox: SandboxRecord, records: ContainerRecord[], out: ClaimedOutput, call: CheckpointCall, beforeManifest: () => void,
 ): Promise<void> {
   const works = await againOnFreezeRace(async () => {
     const made: CheckpointWork[] = [];
@@ -141,7 +148,7 @@ const DUMP_GRACE_MS = 30_000;
  * Every container frozen, each dumped with its root filesystem changes while all are, then every one thawed. At
  * the deadline no new step begins; a dump under way ends first (within DUMP_GRACE_MS).
  */
-async function frozenTogether(works: CheckpointWork[], { signal, log, deadline }: CallLimits): Promise<void> {
+async function frozenTogether(works: CheckpointWork[], { signal, log, deadline, unthawed }: CheckpointCall): Promise<void> {
   const frozen: CheckpointWork[] = [];
   const late = (what: string) => new DeadlineExceeded(`the call's deadline passed before every container was ${what}`);
   const dumpSignal = AbortSignal.timeout(timerDelay(Math.max(0, (deadline ?? Date.now()) - Date.now()) + DUMP_GRACE_MS));
@@ -149,8 +156,9 @@ async function frozenTogether(works: CheckpointWork[], { signal, log, deadline }
   try {
     for (const w of works) {
       if (signal.aborted) throw late('frozen');
-      await w.runtime.pause(w.record.id);
+      // Listed first: a pause that fails half-way may leave it frozen, so it is thawed too.
       frozen.push(w);
+      await w.runtime.pause(w.record.id);
     }
     faultPoint('pod-checkpoint-frozen');
     for (const w of works) {
@@ -162,13 +170,14 @@ async function frozenTogether(works: CheckpointWork[], { signal, log, deadline }
   } catch (err) {
     failure = err;
   }
-  const thawed = await Promise.allSettled(frozen.map((w) => w.runtime.resume(w.record.id)));
+  const thawed = await Promise.allSettled(frozen.map((w) => resumeIfPaused(w.runtime, w.record.id)));
   const stuck = thawed.flatMap((t, i) => (t.status === 'rejected' ? [{ id: frozen[i]!.record.id, err: t.reason as Error }] : []));
-  for (const s of stuck) log.error({ containerId: s.id, err: s.err }, 'container not thawed after its pod checkpoint');
+  for (const s of stuck) log.error({ containerId: s.id, err: s.err }, 'container not thawed after its pod checkpoint; retried in the background');
+  unthawed.push(...stuck.map((s) => s.id));
   if (failure !== undefined) throw failure;
   if (stuck.length > 0) {
     throw new Internal(`pod checkpoint: container${stuck.length > 1 ? 's' : ''} ${stuck.map((s) => s.id).join(', ')} could not be thawed `
-      + `(${stuck[0]!.err.message}); \`runc resume\` them`);
+      + `(${stuck[0]!.err.message}); minicri tries again in the background`);
   }
 }
 
@@ -210,13 +219,28 @@ function withLocks<T>(ctx: PodContext, keys: string[], fn: () => Promise<T>): Pr
   return keys.reduceRight<() => Promise<T>>((inner, key) => () => ctx.locks.run(key, inner), fn)();
 }
 
-/** Recovery of a CheckpointPod the daemon's death cut off: its containers thawed, its output removed, its intent gone. */
+/** The background retry of a CheckpointPod's failed thaw, under the locks the call takes. */
+export async function retryPodThaw(ctx: PodContext, intent: PodCheckpointIntent, log: Logger): Promise<void> {
+  await ctx.locks.run(intent.sandboxId, () => withLocks(ctx, [...intent.containerIds].sort(), async () => {
+    if (ctx.tables.podCheckpoints.get(intent.id)) await undoPodCheckpoint(ctx, intent, log);
+  }));
+}
+
+/**
+ * Recovery of a CheckpointPod the daemon's death cut off, or whose thaw failed (thawOnly): its containers
+ * thawed, its output removed, its intent gone.
+ */
 export async function undoPodCheckpoint(ctx: PodContext, intent: PodCheckpointIntent, log: Logger): Promise<void> {
   for (const id of intent.containerIds) {
     const record = ctx.tables.containers.get(id);
     const runtime = record && runtimeFor(ctx, record);
-    if (!runtime || (await runtime.state(id))?.status !== 'running') continue;
-    if (await thawIfFrozen(runtime, id)) log.warn({ containerId: id }, 'container was left frozen by a pod checkpoint cut off: thawed it');
+    const status = runtime && (await runtime.state(id))?.status;
+    if (status !== 'running' && status !== 'paused') continue;
+    if (await thawIfFrozen(runtime!, id)) log.warn({ containerId: id }, 'container was left frozen by a pod checkpoint: thawed it');
+  }
+  if (intent.thawOnly) {
+    ctx.tables.podCheckpoints.delete(intent.id);
+    return;
   }
   const claimed = await reclaimOutput(intent.outputPath, intent.output, intent.manifest ?? false);
   if (claimed) {

@@ -163,6 +163,8 @@ export interface PodCheckpointIntent {
   output: OutputIdentity;
   /** Set before pod.json is written: recovery removes it then (not one someone else put there before). */
   manifest?: boolean;
+  /** The call ended, its output removed, but these containers (containerIds) could not be thawed: retried. */
+  thawOnly?: boolean;
 }
 
 export interface Tables {

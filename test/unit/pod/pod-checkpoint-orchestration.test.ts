@@ -5,9 +5,10 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { FailedPrecondition, InvalidArgument, Unavailable } from '../../../core/errors.js';
+import { FailedPrecondition, Internal, InvalidArgument, Unavailable } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { createContainer } from '../../../pod/container-create.js';
+import { Retrier } from '../../../pod/pending.js';
 import { checkpointPod, type CallLimits } from '../../../pod/pod-checkpoint.js';
 import { restorePod } from '../../../pod/pod-restore.js';
 import { runSandbox } from '../../../pod/sandbox-run.js';
@@ -81,6 +82,40 @@ describe('CheckpointPod and RestorePod orchestration', () => {
     assert.deepEqual(readdirSync(out), []);
     assert.deepEqual(workDirs(), []);
     assert.deepEqual(f.ctx.tables.podCheckpoints.list(), []);
+  });
+
+  it('a thaw that fails keeps the intent, and the background retry thaws the container; a pause failing half-way is thawed too', async () => {
+    const runtime = f.ctx.runtimes.get('runc')!;
+    const resume = runtime.resume;
+    let failing = true;
+    runtime.resume = async (id) => {
+      if (name(id) === 'two' && failing) { calls.push('resume:two'); throw new Error('cgroup busy'); }
+      return resume(id);
+    };
+    const out = outDir('unthawed');
+    await assert.rejects(checkpointPod(f.ctx, { podSandboxId: pod, outputPath: out, containerIds: ids, options: {} }, call()),
+      (e: Error) => e instanceof Internal && /could not be thawed \(cgroup busy\); minicri tries again/.test(e.message));
+    assert.deepEqual(readdirSync(out), []);
+    const left = f.ctx.tables.podCheckpoints.list();
+    assert.deepEqual(left.map((c) => [c.containerIds, c.thawOnly]), [[[ids[1]], true]], 'the intent stays for the frozen one');
+    runtime.state = async (id) => ({ status: 'paused', pid: 4242, bundle: join(f.dir, id) });
+    calls = [];
+    await new Retrier(f.ctx, silentLogger).tick();
+    assert.deepEqual(calls, ['resume:two']);
+    assert.equal(f.ctx.tables.podCheckpoints.list().length, 1, 'still frozen: kept for the next try');
+    failing = false;
+    calls = [];
+    await new Retrier(f.ctx, silentLogger).tick();
+    assert.deepEqual(calls, ['resume:two']);
+    assert.deepEqual(f.ctx.tables.podCheckpoints.list(), [], 'thawed: the intent goes');
+
+    // runc pause fails after freezing the cgroup: thawed with the others.
+    runtime.state = async (id) => ({ status: 'running', pid: 4242, bundle: join(f.dir, id) });
+    runtime.pause = async (id) => { calls.push(`pause:${name(id)}`); if (name(id) === 'two') throw new Error('pause half done'); };
+    calls = [];
+    await assert.rejects(checkpointPod(f.ctx, { podSandboxId: pod, outputPath: outDir('halfpaused'), containerIds: ids, options: {} }, call()),
+      /pause half done/);
+    assert.deepEqual(calls, ['pause:one', 'pause:two', 'resume:one', 'resume:two']);
   });
 
   it('a freeze that caught a process mid-exit: all thawed, and the whole cut taken again', async () => {
