@@ -4,7 +4,7 @@
 // whole or not at all.
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
-import { DeadlineExceeded, FailedPrecondition, InvalidArgument, Unavailable } from '../core/errors.js';
+import { Cancelled, DeadlineExceeded, FailedPrecondition, InvalidArgument, Unavailable } from '../core/errors.js';
 import { retry } from '../core/retry.js';
 import type { Logger } from '../core/log.js';
 import { writeArchive, writeCheckpointFiles, writeRootfsDiff } from '../oci/runtime/checkpoint-archive.js';
@@ -151,9 +151,14 @@ export function againOnFreezeRace<T>(freezeAndDump: () => Promise<T>, signal: Ab
   });
 }
 
-/** A step that failed because time ran out says so, whatever its own error was. */
+/**
+ * A step that failed because time ran out says so, whatever its own error was; one the client cancelled says
+ * that (the signal's reason tells them apart).
+ */
 export function lateAsDeadline(err: unknown, signal: AbortSignal, message: string): unknown {
-  return signal.aborted && !(err instanceof DeadlineExceeded) ? new DeadlineExceeded(message, { cause: err }) : err;
+  if (!signal.aborted || err instanceof DeadlineExceeded || err instanceof Cancelled) return err;
+  if (signal.reason instanceof Cancelled) return new Cancelled(signal.reason.message, { cause: err });
+  return new DeadlineExceeded(message, { cause: err });
 }
 
 /** The pod's metadata, which the archive records so that it restores only into the same namespace. */

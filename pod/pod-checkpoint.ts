@@ -93,6 +93,8 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
     const unthawed: string[] = [];
     try {
       await takeCheckpoint(ctx, sandbox, records, claimed, { ...call, unthawed }, () => ctx.tables.podCheckpoints.put({ ...intent, manifest: true }));
+      // The client no longer waits for an answer: a whole directory it was not told of would only be in its retry's way.
+      if (call.signal.aborted) throw new Error('the checkpoint was whole only after the call had ended');
     } catch (err) {
       await removeClaimed(claimed);
       throw lateAsDeadline(err, call.signal, `checkpoint of pod ${sandboxId} did not finish before the call's deadline: `

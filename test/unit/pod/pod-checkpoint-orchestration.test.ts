@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { FailedPrecondition, Internal, InvalidArgument, Unavailable } from '../../../core/errors.js';
+import { Cancelled, DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, Unavailable } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { createContainer } from '../../../pod/container-create.js';
 import { Retrier } from '../../../pod/pending.js';
@@ -116,6 +116,19 @@ describe('CheckpointPod and RestorePod orchestration', () => {
     await assert.rejects(checkpointPod(f.ctx, { podSandboxId: pod, outputPath: outDir('halfpaused'), containerIds: ids, options: {} }, call()),
       /pause half done/);
     assert.deepEqual(calls, ['pause:one', 'pause:two', 'resume:one', 'resume:two']);
+  });
+
+  it('a checkpoint whole only after the call ended leaves nothing; a cancelled call says CANCELLED, a late one DEADLINE_EXCEEDED', async () => {
+    for (const reason of [new Cancelled('CheckpointPod: the client cancelled the call'), new DeadlineExceeded('CheckpointPod: the client\'s deadline passed')]) {
+      const controller = new AbortController();
+      // Past the archives, before pod.json: the call ends there.
+      f.ctx.network.deviceStatus = async () => { controller.abort(reason); return undefined; };
+      const out = outDir(`late-${reason.code}`);
+      await assert.rejects(checkpointPod(f.ctx, { podSandboxId: pod, outputPath: out, containerIds: ids, options: {} },
+        { ...call(), signal: controller.signal }), (e: Error) => e.constructor === reason.constructor);
+      assert.deepEqual(readdirSync(out), []);
+      assert.deepEqual(f.ctx.tables.podCheckpoints.list(), []);
+    }
   });
 
   it('a freeze that caught a process mid-exit: all thawed, and the whole cut taken again', async () => {
