@@ -249,6 +249,8 @@ export function planSecondaryAddresses(
 export interface AddressHolder {
   id: string;
   pod: string;
+  /** Whether its network is attached: a stopped pod keeps its status but holds no address. */
+  networkAttached: boolean;
   networkStatus?: unknown[];
 }
 
@@ -256,7 +258,7 @@ export interface AddressHolder {
 export function checkAddressesFree(kept: AddressPlan['kept'], holders: readonly AddressHolder[]): void {
   for (const k of kept) {
     const ips = k.cidrs.map((c) => c.slice(0, c.lastIndexOf('/')));
-    for (const h of holders) {
+    for (const h of holders.filter((x) => x.networkAttached)) {
       const taken = (h.networkStatus ?? []).some((raw) => {
         const e = raw as StatusEntry;
         return e?.name === k.network && Array.isArray(e.ips) && e.ips.some((ip) => ips.includes(ip as string));

@@ -2,7 +2,8 @@
 // whatever failed, the output directory left as it was on a failure, a checkpoint that restores into a new sandbox
 // with its containers CREATED and restoring, and a restore that fails half-way leaving no sandbox and no container.
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Cancelled, DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, Unavailable } from '../../../core/errors.js';
@@ -164,6 +165,18 @@ describe('CheckpointPod and RestorePod orchestration', () => {
     await assert.rejects(restorePod(f.ctx, { ...request, config: podConfig('moved') }, call()),
       (e: Error) => e instanceof InvalidArgument && /outside .*elsewhere \(restore\.archive_dir\)/.test(e.message));
     f.ctx.settings.restore = settings;
+    // containers/ leading out of restore.archive_dir: refused though each archive is a file at its name.
+    const linked = outDir('linked');
+    cpSync(join(out, 'pod.json'), join(linked, 'pod.json'));
+    cpSync(join(out, 'containers'), join(f.dir, 'outside'), { recursive: true });
+    symlinkSync(join(f.dir, 'outside'), join(linked, 'containers'));
+    await assert.rejects(restorePod(f.ctx, { ...request, checkpointPath: linked, config: podConfig('moved') }, call()),
+      (e: Error) => e instanceof InvalidArgument && /archive containers\/\w+\.tar leads to .*outside .* \(restore\.archive_dir\)/.test(e.message));
+    // pod.json that is no regular file is never opened (a FIFO would block a read for ever).
+    const fifo = outDir('fifo');
+    execFileSync('mkfifo', [join(fifo, 'pod.json')]);
+    await assert.rejects(restorePod(f.ctx, { ...request, checkpointPath: fifo, config: podConfig('moved') }, call()),
+      (e: Error) => e instanceof InvalidArgument && /pod\.json of checkpoint .* is a FIFO, not a regular file/.test(e.message));
     assert.equal(f.ctx.tables.sandboxes.list().length, 1, 'refusals make nothing');
     const restored = await restorePod(f.ctx, { ...request, config: podConfig('moved') }, call());
     assert.notEqual(restored.podSandboxId, pod);

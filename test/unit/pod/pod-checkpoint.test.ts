@@ -155,8 +155,10 @@ describe('secondary addresses of a restored pod', () => {
   });
   it('finds an address another pod holds on the same network, and checks the restored pod got what it kept', () => {
     const kept = [{ network: 'ns/sec', interface: 'net1', cidrs: ['10.1.1.5/24'] }];
-    const holder = (network: string) => ({ id: 'h', pod: 'ns/holder', networkStatus: [{ name: network, interface: 'net1', ips: ['10.1.1.5'] }] });
+    const holder = (network: string, networkAttached = true) =>
+      ({ id: 'h', pod: 'ns/holder', networkAttached, networkStatus: [{ name: network, interface: 'net1', ips: ['10.1.1.5'] }] });
     assert.doesNotThrow(() => checkAddressesFree(kept, [holder('ns/elsewhere')]));
+    assert.doesNotThrow(() => checkAddressesFree(kept, [holder('ns/sec', false)]), 'a stopped pod keeps its status, not its address');
     assert.throws(() => checkAddressesFree(kept, [holder('ns/sec')]),
       (e: Error) => e instanceof FailedPrecondition && /address 10\.1\.1\.5 of the checkpointed pod is taken by pod ns\/holder/.test(e.message));
     assert.doesNotThrow(() => checkKeptAddresses(kept, [{ network: 'ns/sec', interface: 'net1', cidrs: ['10.1.1.5/24'], default: false }]));
