@@ -4,7 +4,7 @@
 // whole or not at all.
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
-import { Cancelled, DeadlineExceeded, FailedPrecondition, InvalidArgument, Unavailable } from '../core/errors.js';
+import { callerPathError, Cancelled, DeadlineExceeded, FailedPrecondition, InvalidArgument, Unavailable } from '../core/errors.js';
 import { retry } from '../core/retry.js';
 import type { Logger } from '../core/log.js';
 import { writeArchive, writeCheckpointFiles, writeRootfsDiff } from '../oci/runtime/checkpoint-archive.js';
@@ -72,7 +72,7 @@ export async function checkpointContainer(
     try {
       await archiveCheckpoint(ctx, w, location, signal);
     } catch (err) {
-      throw lateAsDeadline(err, signal, late);
+      throw lateAsDeadline(callerPathError(err, location), signal, late);
     } finally {
       await endCheckpoint(w);
     }

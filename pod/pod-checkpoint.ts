@@ -10,7 +10,7 @@
 // thaw its containers and remove what it wrote (undoPodCheckpoint).
 import { randomBytes } from 'node:crypto';
 import { basename, isAbsolute } from 'node:path';
-import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
+import { callerPathError, DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
 import { timerDelay } from '../core/time.js';
@@ -85,25 +85,34 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
       throw new FailedPrecondition(`two containers named "${twice}" are listed: a restore matches containers by name; list one of them`);
     }
     // Again, and claimed: the directory may have changed while the locks were waited for.
-    const claimed = await claimOutputDir(req.outputPath);
+    const claimed = await claimOutputDir(req.outputPath).catch((err: unknown) => { throw callerPathError(err, req.outputPath); });
     const intent: PodCheckpointIntent = {
       id: randomBytes(16).toString('hex'), sandboxId, containerIds: req.containerIds, outputPath: req.outputPath, output: identityOf(claimed),
     };
     ctx.tables.podCheckpoints.put(intent);
     const unthawed: string[] = [];
+    let outputLeft = false;
     try {
       await takeCheckpoint(ctx, sandbox, records, claimed, { ...call, unthawed }, () => ctx.tables.podCheckpoints.put({ ...intent, manifest: true }));
       // The client no longer waits for an answer: a whole directory it was not told of would only be in its retry's way.
       if (call.signal.aborted) throw new Error('the checkpoint was whole only after the call had ended');
     } catch (err) {
-      await removeClaimed(claimed);
-      throw lateAsDeadline(err, call.signal, `checkpoint of pod ${sandboxId} did not finish before the call's deadline: `
+      // The failure is the answer; what its cleanup left, the next start removes (the intent stays).
+      await removeClaimed(claimed).catch((cleanup: unknown) => {
+        outputLeft = true;
+        call.log.error({ err: cleanup, outputPath: req.outputPath }, 'removing the output of a failed pod checkpoint failed');
+      });
+      throw lateAsDeadline(callerPathError(err, req.outputPath), call.signal, `checkpoint of pod ${sandboxId} did not finish before the call's deadline: `
         + `its containers were thawed and nothing was left in ${req.outputPath}; give it more time`);
     } finally {
       await releaseClaimed(claimed);
-      // Containers left frozen keep the intent: the background retry (or the next start) thaws them.
-      if (unthawed.length > 0) ctx.tables.podCheckpoints.put({ ...intent, containerIds: unthawed, thawOnly: true });
-      else ctx.tables.podCheckpoints.delete(intent.id);
+      // Containers left frozen keep the intent: the background retry (or the next start) thaws them; an output
+      // left keeps it for the next start.
+      if (unthawed.length > 0 || outputLeft) {
+        ctx.tables.podCheckpoints.update(intent.id, (r) => { r.containerIds = unthawed; if (!outputLeft) r.thawOnly = true; });
+      } else {
+        ctx.tables.podCheckpoints.delete(intent.id);
+      }
     }
     call.log.info({ outputPath: req.outputPath, containers: names }, 'pod checkpointed');
   }));

@@ -6,7 +6,7 @@ import { lstat, link, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { getAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
-import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument } from '../../core/errors.js';
+import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../core/errors.js';
 import { createExclusive, holdDir } from '../../core/fs.js';
 import {
   archiveMembers, bindMountsDump, configDump, rootfsDiff,
@@ -110,5 +110,13 @@ async function tar(args: string[], what: string, signal: AbortSignal, input?: st
   const stdin = input === undefined ? { stdin: 'ignore' as const } : { input };
   const r = signal.aborted ? undefined : await execa('tar', args, { reject: false, cancelSignal: signal, ...stdin });
   if (!r || signal.aborted) throw new DeadlineExceeded(`writing ${what} did not finish before the checkpoint's timeout`);
-  if (r.exitCode !== 0) throw new Internal(`writing ${what} with tar failed: ${r.stderr.trim()}`);
+  if (r.exitCode !== 0) throw tarError(what, r.stderr.trim());
+}
+
+/** tar's failure by its cause: a full disk or a directory it may not write in is the node's, not a bug. Pure. */
+export function tarError(what: string, stderr: string): Error {
+  const text = `writing ${what} with tar failed: ${stderr}`;
+  if (/No space left on device|Disk quota exceeded/.test(stderr)) return new ResourceExhausted(`${text}; free space there`);
+  if (/Permission denied|Read-only file system/.test(stderr)) return new FailedPrecondition(`${text}; give a writable directory`);
+  return new Internal(text);
 }

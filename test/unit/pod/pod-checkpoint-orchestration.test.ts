@@ -132,6 +132,18 @@ describe('CheckpointPod and RestorePod orchestration', () => {
     }
   });
 
+  it('a cleanup that fails is logged beside the failure, which stays the answer, and the intent stays for the next start', async () => {
+    const runtime = f.ctx.runtimes.get('runc')!;
+    const out = outDir('stuck');
+    runtime.dump = async (id) => {
+      calls.push(`dump:${name(id)}`);
+      mkdirSync(join(out, 'containers', 'not-a-file')); // what the removal of archives cannot remove
+      throw new Error('CRIU refused');
+    };
+    await assert.rejects(checkpointPod(f.ctx, { podSandboxId: pod, outputPath: out, containerIds: ids, options: {} }, call()), /CRIU refused/);
+    assert.deepEqual(f.ctx.tables.podCheckpoints.list().map((c) => [c.containerIds, c.thawOnly]), [[[], undefined]]);
+  });
+
   it('a freeze that caught a process mid-exit: all thawed, and the whole cut taken again', async () => {
     const runtime = f.ctx.runtimes.get('runc')!;
     const dump = runtime.dump;

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
-import { DeadlineExceeded, FailedPrecondition, InvalidArgument } from '../../../core/errors.js';
-import { scanUpper, writeArchive, writeRootfsDiff } from '../../../oci/runtime/checkpoint-archive.js';
+import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../../core/errors.js';
+import { scanUpper, tarError, writeArchive, writeRootfsDiff } from '../../../oci/runtime/checkpoint-archive.js';
 import { archiveMembers, bindMountsDump, configDump, rfc3339Nano, rootfsDiff } from '../../../oci/runtime/checkpoint-layout.js';
 import { checkpointArgs, criuErrors, isDumpOf, isFreezeRace } from '../../../oci/runtime/checkpoint.js';
 import { checkpointLocation, checkpointTimeoutMs, DEFAULT_CHECKPOINT_TIMEOUT_SEC } from '../../../pod/container-checkpoint.js';
@@ -88,6 +88,12 @@ test('a cut-off dump is found by runc\'s global flags, the checkpoint command an
   assert.equal(isDumpOf(['/usr/sbin/runc', ...dump('c1', '--root=/run/other', '--criu=/opt/criu')], runc, 'c1'), false, 'another root');
   assert.equal(isDumpOf(['/usr/sbin/runc', ...runc.args, 'restore', 'c1'], runc, 'c1'), false, 'not a dump');
   assert.equal(isDumpOf(['checkpoint', 'c1'], { path: 'runc', args: [] }, 'c1'), false, 'no program');
+});
+
+test('tar failing on a full disk or a directory it may not write in is the node\'s to fix, anything else ours', () => {
+  assert.ok(tarError('the archive', 'tar: /out/x: Cannot write: No space left on device') instanceof ResourceExhausted);
+  assert.ok(tarError('the archive', 'tar: /out/x: Cannot open: Read-only file system') instanceof FailedPrecondition);
+  assert.ok(tarError('the archive', 'tar: invalid option') instanceof Internal);
 });
 
 test('CRIU\'s error lines are picked from its log, without their timestamps', () => {
