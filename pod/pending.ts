@@ -75,7 +75,8 @@ export class Retrier {
       try {
         await retryPodThaw(this.ctx, c, this.log);
       } catch (err) {
-        this.log.warn({ containerIds: c.containerIds, err: (err as Error).message }, 'thaw after a pod checkpoint failed again; will retry');
+        this.log.warn({ containerIds: c.containerIds, err: (err as Error).message },
+          'thaw after a pod checkpoint failed again; will retry');
       }
     }
   }

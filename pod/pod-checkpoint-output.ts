@@ -22,7 +22,9 @@ export interface ClaimedOutput {
 /** The output directory held open: INVALID_ARGUMENT unless it is an existing empty directory (not a symlink to one). */
 export async function openOutputDir(path: string): Promise<HeldDir> {
   const out = await holdDir(path, { follow: false }).catch(async (err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') throw new InvalidArgument(`output_path ${path} does not exist: create an empty directory for the checkpoint`);
+    if (err.code === 'ENOENT') {
+      throw new InvalidArgument(`output_path ${path} does not exist: create an empty directory for the checkpoint`);
+    }
     if (err.code !== 'ENOTDIR' && err.code !== 'ELOOP') throw err;
     // With O_DIRECTORY a symlink is refused as ENOTDIR too: told apart only for the message.
     if ((await lstat(path).catch(() => undefined))?.isSymbolicLink()) {
@@ -53,7 +55,8 @@ export async function claimOutputDir(path: string): Promise<ClaimedOutput> {
   try {
     await mkdir(out.at(CONTAINERS_DIR), { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EEXIST') throw err;
-      throw new InvalidArgument(`output_path ${path} is in use: another checkpoint began writing there; give an empty directory of its own`);
+      throw new InvalidArgument(`output_path ${path} is in use: another checkpoint began writing there; `
+        + 'give an empty directory of its own');
     });
     const containers = await holdDir(out.at(CONTAINERS_DIR), { follow: false }).catch(() => undefined);
     const ours = containers && containers.uid === process.getuid?.() && (containers.mode & 0o777) === 0o700

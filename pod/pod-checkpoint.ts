@@ -87,13 +87,15 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
     // Again, and claimed: the directory may have changed while the locks were waited for.
     const claimed = await claimOutputDir(req.outputPath).catch((err: unknown) => { throw callerPathError(err, req.outputPath); });
     const intent: PodCheckpointIntent = {
-      id: randomBytes(16).toString('hex'), sandboxId, containerIds: req.containerIds, outputPath: req.outputPath, output: identityOf(claimed),
+      id: randomBytes(16).toString('hex'), sandboxId, containerIds: req.containerIds, outputPath: req.outputPath,
+      output: identityOf(claimed),
     };
     ctx.tables.podCheckpoints.put(intent);
     const unthawed: string[] = [];
     let outputLeft = false;
     try {
-      await takeCheckpoint(ctx, sandbox, records, claimed, { ...call, unthawed }, () => ctx.tables.podCheckpoints.put({ ...intent, manifest: true }));
+      const beforeManifest = () => ctx.tables.podCheckpoints.put({ ...intent, manifest: true });
+      await takeCheckpoint(ctx, sandbox, records, claimed, { ...call, unthawed }, beforeManifest);
       // The client no longer waits for an answer: a whole directory it was not told of would only be in its retry's way.
       if (call.signal.aborted) throw new Error('the checkpoint was whole only after the call had ended');
     } catch (err) {
@@ -102,8 +104,9 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
         outputLeft = true;
         call.log.error({ err: cleanup, outputPath: req.outputPath }, 'removing the output of a failed pod checkpoint failed');
       });
-      throw lateAsDeadline(callerPathError(err, req.outputPath), call.signal, `checkpoint of pod ${sandboxId} did not finish before the call's deadline: `
-        + `its containers were thawed and nothing was left in ${req.outputPath}; give it more time`);
+      throw lateAsDeadline(callerPathError(err, req.outputPath), call.signal,
+        `checkpoint of pod ${sandboxId} did not finish before the call's deadline: its containers were thawed `
+        + `and nothing was left in ${req.outputPath}; give it more time`);
     } finally {
       await releaseClaimed(claimed);
       // Containers left frozen keep the intent: the background retry (or the next start) thaws them; an output
@@ -183,7 +186,9 @@ async function frozenTogether(works: CheckpointWork[], { signal, log, deadline, 
   }
   const thawed = await Promise.allSettled(frozen.map((w) => resumeIfPaused(w.runtime, w.record.id)));
   const stuck = thawed.flatMap((t, i) => (t.status === 'rejected' ? [{ id: frozen[i]!.record.id, err: t.reason as Error }] : []));
-  for (const s of stuck) log.error({ containerId: s.id, err: s.err }, 'container not thawed after its pod checkpoint; retried in the background');
+  for (const s of stuck) {
+    log.error({ containerId: s.id, err: s.err }, 'container not thawed after its pod checkpoint; retried in the background');
+  }
   unthawed.push(...stuck.map((s) => s.id));
   if (failure !== undefined) throw failure;
   if (stuck.length > 0) {

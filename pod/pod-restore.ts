@@ -117,7 +117,8 @@ async function planPodRestore(ctx: PodContext, req: RestorePodRequest, call: Cal
   const containers: { config: NamedConfig; archive: RestorePlan }[] = [];
   for (const { config: c, container } of matchContainers(manifest.containers, configs, what)) {
     checkSameProcess(container, c);
-    const missing = () => new InvalidArgument(`${what} has no archive ${container.archive} for container "${container.name}": it is incomplete`);
+    const missing = () => new InvalidArgument(
+      `${what} has no archive ${container.archive} for container "${container.name}": it is incomplete`);
     // Every component resolved, not only the last: containers/ could lead out of restore.archive_dir too.
     const archive = await realPathInArchiveDir(join(dir, container.archive), settings, `${what}: archive ${container.archive}`)
       .catch((err: unknown) => { throw err instanceof NotFound ? missing() : err; });
@@ -130,7 +131,8 @@ async function planPodRestore(ctx: PodContext, req: RestorePodRequest, call: Cal
   const addresses = planSecondaryAddresses(config.annotations, namespace, manifest.networks,
     hostNetwork ? [] : ctx.network.secondaryNetworks({ name: config.metadata.name, namespace, annotations: config.annotations }));
   checkAddressesFree(addresses.kept, ctx.tables.sandboxes.list().map((s) => ({
-    id: s.id, pod: `${s.config.metadata.namespace}/${s.config.metadata.name}`, networkAttached: s.networkAttached, networkStatus: s.networkStatus,
+    id: s.id, pod: `${s.config.metadata.namespace}/${s.config.metadata.name}`,
+    networkAttached: s.networkAttached, networkStatus: s.networkStatus,
   })));
   if (call.signal.aborted) throw new DeadlineExceeded('RestorePod: the call\'s deadline passed before the restore began');
   return { what, handler, config: { ...config, annotations: addresses.annotations }, addresses, containers };

@@ -82,8 +82,8 @@ export async function writeArchive(dir: string, location: string, signal: AbortS
     const file = await createExclusive(partial);
     try {
       // The open file itself (this process's descriptor), not its name, which could be swapped meanwhile.
-      const args = ['--create', `--file=/proc/${process.pid}/fd/${file.fd}`, `--directory=${dir}`, '--sort=name', '--numeric-owner', '--xattrs',
-        '--', ...members];
+      const args = ['--create', `--file=/proc/${process.pid}/fd/${file.fd}`, `--directory=${dir}`, '--sort=name', '--numeric-owner',
+        '--xattrs', '--', ...members];
       await tar(args, 'the checkpoint archive', signal);
       // The name may have been given to another file meanwhile: only the one written is linked into place.
       const [written, named] = await Promise.all([file.stat(), lstat(partial).catch(() => undefined)]);

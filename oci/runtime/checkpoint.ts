@@ -123,7 +123,8 @@ export async function stopCutOffDumps(runc: RuncCommand, id: string, log: Logger
       // gone meanwhile
     }
   }
-  log.warn({ id, runc: [...parents], waitingFor: children }, 'a checkpoint cut off was still dumping: stopped its runc, waiting for its CRIU');
+  log.warn({ id, runc: [...parents], waitingFor: children },
+    'a checkpoint cut off was still dumping: stopped its runc, waiting for its CRIU');
   await waitGone(children, CRIU_EXIT_WAIT_MS, log);
 }
 
