@@ -67,3 +67,26 @@ export function causeWhere(err: unknown, matches: (e: NodeJS.ErrnoException) => 
   }
   return undefined;
 }
+
+/**
+ * A file-system failure on a path the caller chose (a checkpoint's output), as an error they can act on: a full
+ * disk RESOURCE_EXHAUSTED, no permission or a read-only file system FAILED_PRECONDITION, a name already taken
+ * INVALID_ARGUMENT. Our own errors, and any other, are left as they are. Pure.
+ */
+export function callerPathError(err: unknown, path: string): unknown {
+  if (err instanceof MinicriError) return err;
+  const e = causeWhere(err, (x) => typeof x.code === 'string');
+  switch (e?.code) {
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return new ResourceExhausted(`${path}: its file system is full (${e.code}): free space there or write elsewhere`, { cause: err });
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+      return new FailedPrecondition(`${path}: minicri may not write there (${e.code}): give a writable directory`, { cause: err });
+    case 'EEXIST':
+      return new InvalidArgument(`${path}: ${e.path ?? 'a name'} already exists: give a new path`, { cause: err });
+    default:
+      return err;
+  }
+}

@@ -14,6 +14,14 @@ export function nowNanos(): string {
   return (EPOCH_OFFSET + process.hrtime.bigint()).toString();
 }
 
+/** The longest delay Node's timers keep (2^31-1 ms, about 24.8 days): a longer one fires at once, or throws. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** `ms` as a timer's delay: at least 0, at most MAX_TIMER_MS (as good as for ever for a call). Pure. */
+export function timerDelay(ms: number): number {
+  return Math.min(Math.max(ms, 0), MAX_TIMER_MS);
+}
+
 /** Resolves after `ms`; `unref` lets the process exit meanwhile; an abort of `signal` rejects with its reason. */
 export function sleep(ms: number, o: { unref?: boolean; signal?: AbortSignal } = {}): Promise<void> {
   return timeout(ms, undefined, { ref: !o.unref, signal: o.signal }).catch((err: unknown) => {

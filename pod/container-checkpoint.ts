@@ -4,7 +4,7 @@
 // whole or not at all.
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
-import { DeadlineExceeded, FailedPrecondition, InvalidArgument, Unavailable } from '../core/errors.js';
+import { callerPathError, Cancelled, DeadlineExceeded, FailedPrecondition, InvalidArgument, Unavailable } from '../core/errors.js';
 import { retry } from '../core/retry.js';
 import type { Logger } from '../core/log.js';
 import { writeArchive, writeCheckpointFiles, writeRootfsDiff } from '../oci/runtime/checkpoint-archive.js';
@@ -16,6 +16,7 @@ import type { ContainerRuntime } from './interfaces.js';
 import type { ContainerRecord } from './records.js';
 import { exists } from '../core/fs.js';
 import { faultPoint } from '../core/faults.js';
+import { timerDelay } from '../core/time.js';
 
 /** What a checkpoint may take when the request leaves it to the runtime (kubelet's own CRI timeout is 2 minutes). */
 export const DEFAULT_CHECKPOINT_TIMEOUT_SEC = 120;
@@ -54,7 +55,7 @@ export async function checkpointContainer(
     if (record.state !== 'CONTAINER_RUNNING') {
       throw new FailedPrecondition(`container ${id} is ${record.state}, not running: only a running container can be checkpointed`);
     }
-    const signal = AbortSignal.timeout(timeoutMs);
+    const signal = AbortSignal.timeout(timerDelay(timeoutMs));
     const late = `checkpoint of container ${id} did not finish within ${timeoutMs / 1000} s; nothing was written`;
     const w = await againOnFreezeRace(async () => {
       const w = await beginCheckpoint(ctx, record);
@@ -71,7 +72,7 @@ export async function checkpointContainer(
     try {
       await archiveCheckpoint(ctx, w, location, signal);
     } catch (err) {
-      throw lateAsDeadline(err, signal, late);
+      throw lateAsDeadline(callerPathError(err, location), signal, late);
     } finally {
       await endCheckpoint(w);
     }
@@ -120,10 +121,16 @@ export async function archiveCheckpoint(ctx: PodContext, w: CheckpointWork, loca
 }
 
 /**
- * Thaws a container a cut-off checkpoint may have left frozen; true when it was. runc's state files do not tell
- * frozen from running, so it is resumed, and runc's "not paused" means it was not.
+ * Thaws a container a cut-off checkpoint may have left frozen; true when it was. A dump still running goes
+ * first (it would freeze the container again as it ends).
  */
 export async function thawIfFrozen(runtime: ContainerRuntime, id: string): Promise<boolean> {
+  await runtime.stopCutOffDumps(id);
+  return resumeIfPaused(runtime, id);
+}
+
+/** Resumes a container that may be frozen; true when it was (runc's "not paused" means it was not). */
+export function resumeIfPaused(runtime: ContainerRuntime, id: string): Promise<boolean> {
   return runtime.resume(id).then(() => true, (err: Error) => {
     if (/not paused/.test(err.message)) return false;
     throw err;
@@ -144,9 +151,14 @@ export function againOnFreezeRace<T>(freezeAndDump: () => Promise<T>, signal: Ab
   });
 }
 
-/** A step that failed because time ran out says so, whatever its own error was. */
+/**
+ * A step that failed because time ran out says so, whatever its own error was; one the client cancelled says
+ * that (the signal's reason tells them apart).
+ */
 export function lateAsDeadline(err: unknown, signal: AbortSignal, message: string): unknown {
-  return signal.aborted && !(err instanceof DeadlineExceeded) ? new DeadlineExceeded(message, { cause: err }) : err;
+  if (!signal.aborted || err instanceof DeadlineExceeded || err instanceof Cancelled) return err;
+  if (signal.reason instanceof Cancelled) return new Cancelled(signal.reason.message, { cause: err });
+  return new DeadlineExceeded(message, { cause: err });
 }
 
 /** The pod's metadata, which the archive records so that it restores only into the same namespace. */

@@ -52,6 +52,8 @@ export interface ContainerRuntime {
   pause(id: string): Promise<void>;
   /** The CRIU dump of a container pause() froze, which stays frozen. */
   dump(id: string, r: Omit<CheckpointRequest, 'whileFrozen'>): Promise<void>;
+  /** Ends a dump of the container that a crash of the daemon left running (before it is thawed). */
+  stopCutOffDumps(id: string): Promise<void>;
   /** Thaws a paused container (one a checkpoint cut off by a crash left frozen). */
   resume(id: string): Promise<void>;
   /** Ids of the containers the runtime holds. */

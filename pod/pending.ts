@@ -1,10 +1,11 @@
-// Background retries of teardown that failed: deferred CNI DELs (network.ts) and removals of sandboxes
+// Background retries of teardown that failed: deferred CNI DELs (network.ts), removals of sandboxes
 // and containers that failed or were cut off (a runc delete or an unmount that did not succeed, see
-// removal.ts). Neither waits for kubelet to ask again; both survive restarts, being in the store.
+// removal.ts), and thaws a CheckpointPod could not do. Neither waits for kubelet to ask again; both survive restarts, being in the store.
 import type { Logger } from '../core/log.js';
 import { finishContainerCleanupLocked, removeContainerLocked } from './container-remove.js';
 import type { PodContext } from './context.js';
 import { deferTeardown } from './network.js';
+import { retryPodThaw } from './pod-checkpoint.js';
 import { attemptRemoval } from './removal.js';
 import { removeSandboxLocked } from './sandbox-remove.js';
 
@@ -34,7 +35,7 @@ export class Retrier {
   /** One pass over what is due. */
   async tick(): Promise<void> {
     const now = Date.now();
-    const { teardowns, sandboxes, containers, containerCleanups } = this.ctx.tables;
+    const { teardowns, sandboxes, containers, containerCleanups, podCheckpoints } = this.ctx.tables;
     for (const pending of teardowns.list().filter((t) => t.nextAt <= now)) {
       await this.ctx.locks.run(pending.id, async () => {
         if (!teardowns.get(pending.id)) return;
@@ -69,6 +70,14 @@ export class Retrier {
     }
     for (const s of sandboxes.list().filter((r) => r.removing && r.removing.nextAt <= now)) {
       await retry('sandbox', s.id, () => attemptRemoval(sandboxes, s.id, () => removeSandboxLocked(this.ctx, s.id, this.log)));
+    }
+    for (const c of podCheckpoints.list().filter((r) => r.thawOnly)) {
+      try {
+        await retryPodThaw(this.ctx, c, this.log);
+      } catch (err) {
+        this.log.warn({ containerIds: c.containerIds, err: (err as Error).message },
+          'thaw after a pod checkpoint failed again; will retry');
+      }
     }
   }
 }

@@ -55,9 +55,14 @@ export interface PodCheckpointManifest {
   containers: CheckpointedContainer[];
 }
 
-/** The first entry `list` holds twice, if any. Pure. */
+/** The first entry `list` holds twice, if any; linear (a request's list may be long). Pure. */
 export function firstRepeated(list: readonly string[]): string | undefined {
-  return list.find((x, i) => list.indexOf(x) !== i);
+  const seen = new Set<string>();
+  for (const x of list) {
+    if (seen.has(x)) return x;
+    seen.add(x);
+  }
+  return undefined;
 }
 
 /** A container's archive in the directory: named by its id, which is hex. */
@@ -169,8 +174,11 @@ type NamedConfig = ContainerConfig__Output & { metadata: NonNullable<ContainerCo
 export function matchContainers(checkpointed: readonly CheckpointedContainer[], configs: readonly NamedConfig[], what: string):
   { config: NamedConfig; container: CheckpointedContainer }[] {
   const requested = new Set(configs.map((c) => c.metadata.name));
+  // By name, the first of a name kept (as a search from the start would find it): linear in both lists.
+  const byName = new Map<string, CheckpointedContainer>();
+  for (const c of checkpointed) if (!byName.has(c.name)) byName.set(c.name, c);
   const missing = checkpointed.filter((c) => !requested.has(c.name)).map((c) => `"${c.name}"`);
-  const unknown = configs.filter((c) => !checkpointed.some((k) => k.name === c.metadata.name)).map((c) => `"${c.metadata.name}"`);
+  const unknown = configs.filter((c) => !byName.has(c.metadata.name)).map((c) => `"${c.metadata.name}"`);
   if (missing.length > 0 || unknown.length > 0) {
     const parts = [
       missing.length > 0 ? `no container_configs entry for ${missing.join(', ')}` : '',
@@ -179,7 +187,7 @@ export function matchContainers(checkpointed: readonly CheckpointedContainer[], 
     throw new InvalidArgument(`${what}: the container names do not match the checkpoint's (${parts.join('; ')}): `
       + `give exactly one config per checkpointed container (${checkpointed.map((c) => `"${c.name}"`).join(', ')})`);
   }
-  return configs.map((config) => ({ config, container: checkpointed.find((c) => c.name === config.metadata.name)! }));
+  return configs.map((config) => ({ config, container: byName.get(config.metadata.name)! }));
 }
 
 /**
@@ -249,6 +257,8 @@ export function planSecondaryAddresses(
 export interface AddressHolder {
   id: string;
   pod: string;
+  /** Whether its network is attached: a stopped pod keeps its status but holds no address. */
+  networkAttached: boolean;
   networkStatus?: unknown[];
 }
 
@@ -256,7 +266,7 @@ export interface AddressHolder {
 export function checkAddressesFree(kept: AddressPlan['kept'], holders: readonly AddressHolder[]): void {
   for (const k of kept) {
     const ips = k.cidrs.map((c) => c.slice(0, c.lastIndexOf('/')));
-    for (const h of holders) {
+    for (const h of holders.filter((x) => x.networkAttached)) {
       const taken = (h.networkStatus ?? []).some((raw) => {
         const e = raw as StatusEntry;
         return e?.name === k.network && Array.isArray(e.ips) && e.ips.some((ip) => ips.includes(ip as string));

@@ -4,24 +4,29 @@
 // whatever happened, and keep running. Each container's checkpoint is the archive CheckpointContainer writes
 // (container-checkpoint.ts), assembled in a work dir of its own; pod.json goes last (pod-checkpoint-manifest.ts).
 //
-// The output directory is the caller's: only pod.json and containers/ are ever written there, and only they are
-// removed on a failure. An intent record, written before the first freeze, lets recovery finish the job of a
-// call the daemon's death cut off: thaw its containers and remove what it wrote (undoPodCheckpoint).
+// The output directory is the caller's: only pod.json and containers/ are ever written there, through the
+// directory held open, and only what the call made is removed on a failure (pod-checkpoint-output.ts). An intent
+// record, written before the first freeze, lets recovery finish the job of a call the daemon's death cut off:
+// thaw its containers and remove what it wrote (undoPodCheckpoint).
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
-import { isAbsolute, join } from 'node:path';
-import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
+import { basename, isAbsolute } from 'node:path';
+import { callerPathError, DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
+import { timerDelay } from '../core/time.js';
 import {
-  againOnFreezeRace, archiveCheckpoint, beginCheckpoint, copyRootfsChanges, dumpTarget, endCheckpoint, lateAsDeadline, thawIfFrozen,
+  againOnFreezeRace, archiveCheckpoint, beginCheckpoint, copyRootfsChanges, dumpTarget, endCheckpoint, lateAsDeadline, resumeIfPaused,
+  thawIfFrozen,
   type CheckpointWork,
 } from './container-checkpoint.js';
 import { containerNow, runtimeFor } from './container-refresh.js';
 import type { PodContext } from './context.js';
 import {
-  attachmentsOf, containerArchive, CONTAINERS_DIR, firstRepeated, MANIFEST_VERSION, POD_MANIFEST, type PodCheckpointManifest,
+  attachmentsOf, containerArchive, firstRepeated, MANIFEST_VERSION, type PodCheckpointManifest,
 } from './pod-checkpoint-manifest.js';
+import {
+  claimOutputDir, identityOf, openOutputDir, reclaimOutput, releaseClaimed, removeClaimed, writeManifest, type ClaimedOutput,
+} from './pod-checkpoint-output.js';
 import type { ContainerRecord, PodCheckpointIntent, SandboxRecord } from './records.js';
 import { sandboxNow } from './sandbox-refresh.js';
 
@@ -66,7 +71,7 @@ export function checkNoOptions(rpc: string, options: Record<string, string>): vo
 export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, call: CallLimits): Promise<void> {
   checkCheckpointPodRequest(req, call.deadline);
   const sandboxId = ctx.tables.sandboxes.find(req.podSandboxId).id;
-  await checkOutputDir(req.outputPath);
+  await (await openOutputDir(req.outputPath)).close();
   // The pod's lock, then each container's (sorted, as a pod's removal takes them): none changes meanwhile.
   await ctx.locks.run(sandboxId, () => withLocks(ctx, [...req.containerIds].sort(), async () => {
     const sandbox = await sandboxNow(ctx, sandboxId);
@@ -79,28 +84,49 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
     if (twice !== undefined) {
       throw new FailedPrecondition(`two containers named "${twice}" are listed: a restore matches containers by name; list one of them`);
     }
-    // Again: the directory may have changed while the locks were waited for.
-    await checkOutputDir(req.outputPath);
+    // Again, and claimed: the directory may have changed while the locks were waited for.
+    const claimed = await claimOutputDir(req.outputPath).catch((err: unknown) => { throw callerPathError(err, req.outputPath); });
     const intent: PodCheckpointIntent = {
       id: randomBytes(16).toString('hex'), sandboxId, containerIds: req.containerIds, outputPath: req.outputPath,
+      output: identityOf(claimed),
     };
     ctx.tables.podCheckpoints.put(intent);
+    const unthawed: string[] = [];
+    let outputLeft = false;
     try {
-      await takeCheckpoint(ctx, sandbox, records, req.outputPath, call);
+      const beforeManifest = () => ctx.tables.podCheckpoints.put({ ...intent, manifest: true });
+      await takeCheckpoint(ctx, sandbox, records, claimed, { ...call, unthawed }, beforeManifest);
+      // The client no longer waits for an answer: a whole directory it was not told of would only be in its retry's way.
+      if (call.signal.aborted) throw new Error('the checkpoint was whole only after the call had ended');
     } catch (err) {
-      await removeOutput(req.outputPath);
-      throw lateAsDeadline(err, call.signal, `checkpoint of pod ${sandboxId} did not finish before the call's deadline: `
-        + `its containers were thawed and nothing was left in ${req.outputPath}; give it more time`);
+      // The failure is the answer; what its cleanup left, the next start removes (the intent stays).
+      await removeClaimed(claimed).catch((cleanup: unknown) => {
+        outputLeft = true;
+        call.log.error({ err: cleanup, outputPath: req.outputPath }, 'removing the output of a failed pod checkpoint failed');
+      });
+      throw lateAsDeadline(callerPathError(err, req.outputPath), call.signal,
+        `checkpoint of pod ${sandboxId} did not finish before the call's deadline: its containers were thawed `
+        + `and nothing was left in ${req.outputPath}; give it more time`);
     } finally {
-      ctx.tables.podCheckpoints.delete(intent.id);
+      await releaseClaimed(claimed);
+      // Containers left frozen keep the intent: the background retry (or the next start) thaws them; an output
+      // left keeps it for the next start.
+      if (unthawed.length > 0 || outputLeft) {
+        ctx.tables.podCheckpoints.update(intent.id, (r) => { r.containerIds = unthawed; if (!outputLeft) r.thawOnly = true; });
+      } else {
+        ctx.tables.podCheckpoints.delete(intent.id);
+      }
     }
     call.log.info({ outputPath: req.outputPath, containers: names }, 'pod checkpointed');
   }));
 }
 
 /** The steps: work dirs → freeze all → dump each → thaw all (again if the freeze caught a process mid-exit) → archives → pod.json. */
+/** A call's limits, and where the ids of containers whose thaw failed go. */
+type CheckpointCall = CallLimits & { unthawed: string[] };
+
 async function takeCheckpoint(
-  ctx: PodContext, sandbox: SandboxRecord, records: ContainerRecord[], out: string, call: CallLimits,
+  ctx: PodContext, sandbox: SandboxRecord, records: ContainerRecord[], out: ClaimedOutput, call: CheckpointCall, beforeManifest: () => void,
 ): Promise<void> {
   const works = await againOnFreezeRace(async () => {
     const made: CheckpointWork[] = [];
@@ -114,12 +140,13 @@ async function takeCheckpoint(
     }
   }, call.signal, call.log);
   try {
-    await mkdir(join(out, CONTAINERS_DIR), { mode: 0o700 });
-    for (const w of works) await archiveCheckpoint(ctx, w, join(out, containerArchive(w.record.id)), call.signal);
+    for (const w of works) await archiveCheckpoint(ctx, w, out.containers.at(basename(containerArchive(w.record.id))), call.signal);
     faultPoint('pod-checkpoint-archived');
     const manifest = podManifest(sandbox, records, await ctx.network.deviceStatus(sandbox.id));
-    // 'wx': the directory was empty; a file that appeared meanwhile is not ours to replace.
-    await writeFile(join(out, POD_MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
+    out.manifest = true;
+    beforeManifest();
+    // A new file: the directory was empty; one that appeared meanwhile is not ours to replace.
+    await writeManifest(out, `${JSON.stringify(manifest, null, 2)}\n`);
   } finally {
     await Promise.all(works.map(endCheckpoint));
   }
@@ -135,16 +162,17 @@ const DUMP_GRACE_MS = 30_000;
  * Every container frozen, each dumped with its root filesystem changes while all are, then every one thawed. At
  * the deadline no new step begins; a dump under way ends first (within DUMP_GRACE_MS).
  */
-async function frozenTogether(works: CheckpointWork[], { signal, log, deadline }: CallLimits): Promise<void> {
+async function frozenTogether(works: CheckpointWork[], { signal, log, deadline, unthawed }: CheckpointCall): Promise<void> {
   const frozen: CheckpointWork[] = [];
   const late = (what: string) => new DeadlineExceeded(`the call's deadline passed before every container was ${what}`);
-  const dumpSignal = AbortSignal.timeout(Math.max(0, (deadline ?? Date.now()) - Date.now()) + DUMP_GRACE_MS);
+  const dumpSignal = AbortSignal.timeout(timerDelay(Math.max(0, (deadline ?? Date.now()) - Date.now()) + DUMP_GRACE_MS));
   let failure: unknown;
   try {
     for (const w of works) {
       if (signal.aborted) throw late('frozen');
-      await w.runtime.pause(w.record.id);
+      // Listed first: a pause that fails half-way may leave it frozen, so it is thawed too.
       frozen.push(w);
+      await w.runtime.pause(w.record.id);
     }
     faultPoint('pod-checkpoint-frozen');
     for (const w of works) {
@@ -156,13 +184,16 @@ async function frozenTogether(works: CheckpointWork[], { signal, log, deadline }
   } catch (err) {
     failure = err;
   }
-  const thawed = await Promise.allSettled(frozen.map((w) => w.runtime.resume(w.record.id)));
+  const thawed = await Promise.allSettled(frozen.map((w) => resumeIfPaused(w.runtime, w.record.id)));
   const stuck = thawed.flatMap((t, i) => (t.status === 'rejected' ? [{ id: frozen[i]!.record.id, err: t.reason as Error }] : []));
-  for (const s of stuck) log.error({ containerId: s.id, err: s.err }, 'container not thawed after its pod checkpoint');
+  for (const s of stuck) {
+    log.error({ containerId: s.id, err: s.err }, 'container not thawed after its pod checkpoint; retried in the background');
+  }
+  unthawed.push(...stuck.map((s) => s.id));
   if (failure !== undefined) throw failure;
   if (stuck.length > 0) {
     throw new Internal(`pod checkpoint: container${stuck.length > 1 ? 's' : ''} ${stuck.map((s) => s.id).join(', ')} could not be thawed `
-      + `(${stuck[0]!.err.message}); \`runc resume\` them`);
+      + `(${stuck[0]!.err.message}); minicri tries again in the background`);
   }
 }
 
@@ -200,37 +231,44 @@ async function runningInPod(ctx: PodContext, id: string, sandboxId: string): Pro
   return record;
 }
 
-/** INVALID_ARGUMENT unless `path` is an existing empty directory (not a symlink to one). */
-async function checkOutputDir(path: string): Promise<void> {
-  const st = await lstat(path).catch(() => undefined);
-  if (!st) throw new InvalidArgument(`output_path ${path} does not exist: create an empty directory for the checkpoint`);
-  if (st.isSymbolicLink()) throw new InvalidArgument(`output_path ${path} is a symlink: give the directory itself`);
-  if (!st.isDirectory()) throw new InvalidArgument(`output_path ${path} is not a directory`);
-  const inside = await readdir(path);
-  if (inside.length > 0) {
-    const some = `${inside.slice(0, 3).join(', ')}${inside.length > 3 ? ', ...' : ''}`;
-    throw new InvalidArgument(`output_path ${path} is not empty (${some}): give an empty directory`);
-  }
-}
-
-/** What a pod checkpoint writes in its output directory, and only that. */
-async function removeOutput(out: string): Promise<void> {
-  await Promise.all([rm(join(out, POD_MANIFEST), { force: true }), rm(join(out, CONTAINERS_DIR), { recursive: true, force: true })]);
-}
-
 function withLocks<T>(ctx: PodContext, keys: string[], fn: () => Promise<T>): Promise<T> {
   return keys.reduceRight<() => Promise<T>>((inner, key) => () => ctx.locks.run(key, inner), fn)();
 }
 
-/** Recovery of a CheckpointPod the daemon's death cut off: its containers thawed, its output removed, its intent gone. */
+/** The background retry of a CheckpointPod's failed thaw, under the locks the call takes. */
+export async function retryPodThaw(ctx: PodContext, intent: PodCheckpointIntent, log: Logger): Promise<void> {
+  await ctx.locks.run(intent.sandboxId, () => withLocks(ctx, [...intent.containerIds].sort(), async () => {
+    if (ctx.tables.podCheckpoints.get(intent.id)) await undoPodCheckpoint(ctx, intent, log);
+  }));
+}
+
+/**
+ * Recovery of a CheckpointPod the daemon's death cut off, or whose thaw failed (thawOnly): its containers
+ * thawed, its output removed, its intent gone.
+ */
 export async function undoPodCheckpoint(ctx: PodContext, intent: PodCheckpointIntent, log: Logger): Promise<void> {
   for (const id of intent.containerIds) {
     const record = ctx.tables.containers.get(id);
     const runtime = record && runtimeFor(ctx, record);
-    if (!runtime || (await runtime.state(id))?.status !== 'running') continue;
-    if (await thawIfFrozen(runtime, id)) log.warn({ containerId: id }, 'container was left frozen by a pod checkpoint cut off: thawed it');
+    const status = runtime && (await runtime.state(id))?.status;
+    if (status !== 'running' && status !== 'paused') continue;
+    if (await thawIfFrozen(runtime!, id)) log.warn({ containerId: id }, 'container was left frozen by a pod checkpoint: thawed it');
   }
-  await removeOutput(intent.outputPath);
+  if (intent.thawOnly) {
+    ctx.tables.podCheckpoints.delete(intent.id);
+    return;
+  }
+  const claimed = await reclaimOutput(intent.outputPath, intent.output, intent.manifest ?? false);
+  if (claimed) {
+    try {
+      await removeClaimed(claimed);
+    } finally {
+      await releaseClaimed(claimed);
+    }
+    log.warn({ sandboxId: intent.sandboxId, outputPath: intent.outputPath }, 'removed the output of a pod checkpoint cut off');
+  } else {
+    log.warn({ sandboxId: intent.sandboxId, outputPath: intent.outputPath },
+      'the output directory of a pod checkpoint cut off is gone or was replaced: nothing removed there');
+  }
   ctx.tables.podCheckpoints.delete(intent.id);
-  log.warn({ sandboxId: intent.sandboxId, outputPath: intent.outputPath }, 'removed the output of a pod checkpoint cut off');
 }

@@ -12,12 +12,13 @@
 //
 // All or nothing: the sandbox is marked `restoring` until every container is made; a failure removes it with
 // what it holds, and recovery removes one the daemon's death cut off.
-import { lstat, readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
 import type { ContainerConfig__Output } from '../gen/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../gen/runtime/v1/PodSandboxConfig.js';
+import { readRootfsFile } from '../oci/runtime/rootfs-read.js';
 import { podNamespaceModes } from '../oci/runtime/spec/index.js';
 import { lateAsDeadline } from './container-checkpoint.js';
 import { createContainer } from './container-create.js';
@@ -116,10 +117,12 @@ async function planPodRestore(ctx: PodContext, req: RestorePodRequest, call: Cal
   const containers: { config: NamedConfig; archive: RestorePlan }[] = [];
   for (const { config: c, container } of matchContainers(manifest.containers, configs, what)) {
     checkSameProcess(container, c);
-    const archive = join(dir, container.archive);
-    if (!(await lstat(archive).catch(() => undefined))?.isFile()) {
-      throw new InvalidArgument(`${what} has no archive ${container.archive} for container "${container.name}": it is incomplete`);
-    }
+    const missing = () => new InvalidArgument(
+      `${what} has no archive ${container.archive} for container "${container.name}": it is incomplete`);
+    // Every component resolved, not only the last: containers/ could lead out of restore.archive_dir too.
+    const archive = await realPathInArchiveDir(join(dir, container.archive), settings, `${what}: archive ${container.archive}`)
+      .catch((err: unknown) => { throw err instanceof NotFound ? missing() : err; });
+    if (!(await stat(archive)).isFile()) throw missing();
     const plan = await planArchiveRestore(ctx, archive, namespace);
     checkSameImage(ctx, c, plan, container);
     containers.push({ config: c, archive: plan });
@@ -128,21 +131,19 @@ async function planPodRestore(ctx: PodContext, req: RestorePodRequest, call: Cal
   const addresses = planSecondaryAddresses(config.annotations, namespace, manifest.networks,
     hostNetwork ? [] : ctx.network.secondaryNetworks({ name: config.metadata.name, namespace, annotations: config.annotations }));
   checkAddressesFree(addresses.kept, ctx.tables.sandboxes.list().map((s) => ({
-    id: s.id, pod: `${s.config.metadata.namespace}/${s.config.metadata.name}`, networkStatus: s.networkStatus,
+    id: s.id, pod: `${s.config.metadata.namespace}/${s.config.metadata.name}`,
+    networkAttached: s.networkAttached, networkStatus: s.networkStatus,
   })));
   if (call.signal.aborted) throw new DeadlineExceeded('RestorePod: the call\'s deadline passed before the restore began');
   return { what, handler, config: { ...config, annotations: addresses.annotations }, addresses, containers };
 }
 
+/** pod.json, read as a file someone else writes: never a FIFO or device opened, never more than a manifest's size. */
 async function readManifest(dir: string, named: string): Promise<PodCheckpointManifest> {
-  const file = join(dir, POD_MANIFEST);
-  const st = await lstat(file).catch(() => undefined);
-  if (!st) throw new NotFound(`checkpoint ${named} has no ${POD_MANIFEST}: it is not a finished CheckpointPod directory`);
-  if (!st.isFile()) throw new InvalidArgument(`checkpoint ${named}: ${POD_MANIFEST} is not a regular file`);
-  if (st.size > MAX_MANIFEST_BYTES) {
-    throw new InvalidArgument(`checkpoint ${named}: ${POD_MANIFEST} is ${st.size} bytes, too big to be one`);
-  }
-  return parsePodManifest(await readFile(file, 'utf8'), `checkpoint ${named}`);
+  const text = await readRootfsFile(dir, POD_MANIFEST, `checkpoint ${named}`, MAX_MANIFEST_BYTES,
+    'give a directory CheckpointPod wrote');
+  if (text === undefined) throw new NotFound(`checkpoint ${named} has no ${POD_MANIFEST}: it is not a finished CheckpointPod directory`);
+  return parsePodManifest(text, `checkpoint ${named}`);
 }
 
 /** FAILED_PRECONDITION unless the request's image is the one the container was checkpointed from. */

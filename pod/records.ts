@@ -143,6 +143,13 @@ export interface CreatedHostPath {
   createdAt: number;
 }
 
+/** The directories a CheckpointPod made its own (its output directory, containers/ in it), by dev and ino. */
+export interface OutputIdentity {
+  dev: number;
+  ino: number;
+  containers: { dev: number; ino: number };
+}
+
 /**
  * A CheckpointPod under way, written before its containers are frozen: one found at start was cut off, so
  * its containers are thawed and what it wrote in the output directory goes.
@@ -152,6 +159,12 @@ export interface PodCheckpointIntent {
   sandboxId: string;
   containerIds: string[];
   outputPath: string;
+  /** The output directory and the containers/ the call made in it: recovery removes only from these. */
+  output: OutputIdentity;
+  /** Set before pod.json is written: recovery removes it then (not one someone else put there before). */
+  manifest?: boolean;
+  /** The call ended, its output removed, but these containers (containerIds) could not be thawed: retried. */
+  thawOnly?: boolean;
 }
 
 export interface Tables {

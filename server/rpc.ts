@@ -5,6 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { Cancelled, DeadlineExceeded, Unimplemented } from '../core/errors.js';
 import { toGrpcError } from './grpc-status.js';
 import type { Logger } from '../core/log.js';
+import { timerDelay } from '../core/time.js';
 
 /** What a handler gets beside its request: a logger carrying the rpc name and request id. */
 export interface CallContext {
@@ -109,7 +110,7 @@ function callSignal(name: string, call: grpc.ServerUnaryCall<unknown, unknown>):
   call.once('cancelled', cancelled);
   if (!Number.isFinite(ms)) return controller.signal;
   // A timer (unref'd) rather than trusting the transport: the deadline is the client's promise to stop waiting.
-  const timer = setTimeout(() => controller.abort(new DeadlineExceeded(`${name}: the client's deadline passed`)), Math.max(ms, 0));
+  const timer = setTimeout(() => controller.abort(new DeadlineExceeded(`${name}: the client's deadline passed`)), timerDelay(ms));
   timer.unref();
   controller.signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
   call.once('finish', () => clearTimeout(timer));

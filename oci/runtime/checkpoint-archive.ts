@@ -2,11 +2,12 @@
 // in a work dir, then one tar at the requested location. GNU tar does the tar work: it keeps owners, modes,
 // xattrs (file capabilities), hard links, sparse files and special files as they are.
 import { randomBytes } from 'node:crypto';
-import { lstat, link, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, link, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { getAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
-import { DeadlineExceeded, Internal, InvalidArgument } from '../../core/errors.js';
+import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../core/errors.js';
+import { createExclusive, holdDir } from '../../core/fs.js';
 import {
   archiveMembers, bindMountsDump, configDump, rootfsDiff,
   BIND_MOUNTS, CONFIG_DUMP, DELETED_FILES, ROOTFS_DIFF_TAR, SPEC_DUMP,
@@ -69,23 +70,39 @@ export async function writeRootfsDiff(upper: string, dir: string, mounts: readon
 /**
  * The archive of everything in `dir` at `location`, readable by root alone (it holds every memory page of the
  * container). Written beside it under a temporary name and linked into place, so `location` is either
- * absent or whole, and never replaces a file that appeared meanwhile.
+ * absent or whole, and never replaces a file that appeared meanwhile. The directory is held open from the start
+ * and tar writes to the file this created (O_EXCL), through its descriptor: a path swapped meanwhile (for a symlink to another directory or
+ * file) is never written through.
  */
 export async function writeArchive(dir: string, location: string, signal: AbortSignal): Promise<void> {
   const members = archiveMembers(new Set(await readdir(dir)));
-  const partial = join(dirname(location), `.${basename(location)}.${randomBytes(4).toString('hex')}.partial`);
-  await (await open(partial, 'wx', 0o600)).close();
+  const into = await holdDir(dirname(location), { follow: true });
+  const partial = into.at(`.${basename(location)}.${randomBytes(4).toString('hex')}.partial`);
   try {
-    const args = ['--create', `--file=${partial}`, `--directory=${dir}`, '--sort=name', '--numeric-owner', '--xattrs', '--', ...members];
-    await tar(args, 'the checkpoint archive', signal);
-    await link(partial, location).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'EEXIST') {
-        throw new InvalidArgument(`checkpoint location ${location} was created while the checkpoint was written: choose a new path`);
+    const file = await createExclusive(partial);
+    try {
+      // The open file itself (this process's descriptor), not its name, which could be swapped meanwhile.
+      const args = ['--create', `--file=/proc/${process.pid}/fd/${file.fd}`, `--directory=${dir}`, '--sort=name', '--numeric-owner',
+        '--xattrs', '--', ...members];
+      await tar(args, 'the checkpoint archive', signal);
+      // The name may have been given to another file meanwhile: only the one written is linked into place.
+      const [written, named] = await Promise.all([file.stat(), lstat(partial).catch(() => undefined)]);
+      if (named?.ino !== written.ino || named.dev !== written.dev) {
+        throw new FailedPrecondition(`the directory of ${location} changed while the checkpoint was written: `
+          + 'its temporary file was replaced; write checkpoints where no one else writes');
       }
-      throw err;
-    });
+      await link(partial, into.at(basename(location))).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'EEXIST') {
+          throw new InvalidArgument(`checkpoint location ${location} was created while the checkpoint was written: choose a new path`);
+        }
+        throw err;
+      });
+    } finally {
+      await file.close();
+      await rm(partial, { force: true });
+    }
   } finally {
-    await rm(partial, { force: true });
+    await into.close();
   }
 }
 
@@ -93,5 +110,13 @@ async function tar(args: string[], what: string, signal: AbortSignal, input?: st
   const stdin = input === undefined ? { stdin: 'ignore' as const } : { input };
   const r = signal.aborted ? undefined : await execa('tar', args, { reject: false, cancelSignal: signal, ...stdin });
   if (!r || signal.aborted) throw new DeadlineExceeded(`writing ${what} did not finish before the checkpoint's timeout`);
-  if (r.exitCode !== 0) throw new Internal(`writing ${what} with tar failed: ${r.stderr.trim()}`);
+  if (r.exitCode !== 0) throw tarError(what, r.stderr.trim());
+}
+
+/** tar's failure by its cause: a full disk or a directory it may not write in is the node's, not a bug. Pure. */
+export function tarError(what: string, stderr: string): Error {
+  const text = `writing ${what} with tar failed: ${stderr}`;
+  if (/No space left on device|Disk quota exceeded/.test(stderr)) return new ResourceExhausted(`${text}; free space there`);
+  if (/Permission denied|Read-only file system/.test(stderr)) return new FailedPrecondition(`${text}; give a writable directory`);
+  return new Internal(text);
 }

@@ -10,7 +10,8 @@ import { execa } from 'execa';
 import type { Logger } from '../../core/log.js';
 import { DeadlineExceeded, FailedPrecondition, NotFound, Unavailable } from '../../core/errors.js';
 import { DUMP_LOG } from './checkpoint-layout.js';
-import { liveProcesses } from './processes.js';
+import { faultPoint } from '../../core/faults.js';
+import { liveProcesses, liveProcessesWhere, type LiveProcess } from './processes.js';
 import { isNotExist, isNotRunning, runcErrorText } from './runc-errors.js';
 import { sleep } from '../../core/time.js';
 
@@ -61,6 +62,7 @@ export async function runcDump(
     + 'runc was stopped and the container resumed; give it a longer timeout');
   if (r.signal.aborted) throw late();
   const sub = execa(runc.path, [...runc.args, ...checkpointArgs(id, r)], { reject: false, stdin: 'ignore' });
+  faultPoint('checkpoint-dump-running');
   let criu: number[] = [];
   const onAbort = () => {
     void liveProcesses('criu').then((found) => {
@@ -95,10 +97,42 @@ export async function runcDump(
     + '(`criu check` tells whether CRIU works on this node)');
 }
 
+/**
+ * Whether `argv` is a `runc checkpoint` of container `id` run with this runtime's global flags (its --root
+ * among them): whatever the binary, so a stand-in runc run by its interpreter counts too. Pure.
+ */
+export function isDumpOf(argv: readonly string[], runc: RuncCommand, id: string): boolean {
+  const at = argv.indexOf('checkpoint');
+  return at > 0 && argv.at(-1) === id && argv.slice(at - runc.args.length, at).join('\0') === runc.args.join('\0');
+}
+
+/**
+ * Ends the dumps of container `id` that a daemon's death cut off (its unit's KillMode=process leaves them
+ * running): each `runc checkpoint` is killed, as at a deadline, and the processes it ran (CRIU) are waited for.
+ * A CRIU that found its container frozen freezes it again when it ends, so a thaw before that would not last.
+ */
+export async function stopCutOffDumps(runc: RuncCommand, id: string, log: Logger): Promise<void> {
+  const dumps = await liveProcessesWhere((p) => isDumpOf(p.argv, runc, id));
+  if (dumps.length === 0) return;
+  const parents = new Set(dumps.map((p) => p.pid));
+  const children = (await liveProcessesWhere((p) => parents.has(p.ppid))).map((p) => p.pid);
+  for (const d of dumps) {
+    try {
+      process.kill(d.pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+  log.warn({ id, runc: [...parents], waitingFor: children },
+    'a checkpoint cut off was still dumping: stopped its runc, waiting for its CRIU');
+  await waitGone(children, CRIU_EXIT_WAIT_MS, log);
+}
+
 async function waitGone(pids: number[], timeoutMs: number, log: Logger): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  const wanted = new Set(pids);
   for (let wait = 10; ; wait = Math.min(wait * 2, 200)) {
-    const alive = (await liveProcesses('criu')).filter((p) => pids.includes(p.pid));
+    const alive: LiveProcess[] = wanted.size === 0 ? [] : await liveProcessesWhere((p) => wanted.has(p.pid));
     if (alive.length === 0) return;
     if (Date.now() >= deadline) {
       log.warn({ pids: alive.map((p) => p.pid) }, 'CRIU still running after its runc checkpoint was stopped');

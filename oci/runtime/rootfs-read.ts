@@ -91,23 +91,23 @@ function kind(st: Stats): string {
   return 'not a plain file';
 }
 
-function mustBeRegular(st: Stats, file: string, where: string, maxBytes: number): void {
+function mustBeRegular(st: Stats, file: string, where: string, maxBytes: number, fix: string): void {
   if (!st.isFile()) {
-    throw new InvalidArgument(
-      `${file} of ${where} is ${kind(st)}, not a regular file: minicri reads only regular files from an image; fix the image`);
+    throw new InvalidArgument(`${file} of ${where} is ${kind(st)}, not a regular file: minicri reads only regular files; ${fix}`);
   }
   if (st.size > maxBytes) {
-    throw new InvalidArgument(`${file} of ${where} is ${st.size} bytes, more than the ${maxBytes} minicri reads: fix the image`);
+    throw new InvalidArgument(`${file} of ${where} is ${st.size} bytes, more than the ${maxBytes} minicri reads: ${fix}`);
   }
 }
 
 /**
  * The text of `file` in the root filesystem `root` (see resolveInRoot), or undefined when it does not exist
  * there (a dangling link included). Anything but a regular file of at most `maxBytes` is an InvalidArgument
- * naming the file, `where` and what is wrong; a device or FIFO is never opened.
+ * naming the file, `where`, what is wrong and how to `fix` it; a device or FIFO is never opened. Also for other
+ * trees someone else writes (a pod checkpoint's directory).
  */
 export async function readRootfsFile(
-  root: string, file: string, where: string, maxBytes = ROOTFS_FILE_MAX_BYTES,
+  root: string, file: string, where: string, maxBytes = ROOTFS_FILE_MAX_BYTES, fix = 'fix the image',
 ): Promise<string | undefined> {
   const hostPath = await resolveInRoot(root, file, where);
   const seen = await lstat(hostPath).catch((err: NodeJS.ErrnoException) => {
@@ -115,14 +115,14 @@ export async function readRootfsFile(
     throw err;
   });
   if (!seen) return undefined;
-  mustBeRegular(seen, file, where, maxBytes);
+  mustBeRegular(seen, file, where, maxBytes, fix);
   const fh = await open(hostPath, OPEN_FLAGS).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ELOOP') throw new InvalidArgument(`${file} of ${where} changed into a symbolic link while minicri read it`);
     throw err;
   });
   try {
     const st = await fh.stat();
-    mustBeRegular(st, file, where, maxBytes);
+    mustBeRegular(st, file, where, maxBytes, fix);
     if (st.ino !== seen.ino || st.dev !== seen.dev) throw new InvalidArgument(`${file} of ${where} was replaced while minicri read it`);
     // One byte more than the size tells a file that grew past the cap from one that is exactly at it.
     const buf = Buffer.alloc(st.size + 1);

@@ -21,7 +21,7 @@ import { cgroupDir, cgroupEmpty, cgroupHierarchies, removeCgroupDir } from './cg
 import { readRuncState } from './runc-state.js';
 import { releaseCreatedInit } from './exec-fifo.js';
 import { runcErrorText, isNotExist, isNotRunning } from './runc-errors.js';
-import { criuErrors, runcDump, type CheckpointRequest } from './checkpoint.js';
+import { criuErrors, runcDump, stopCutOffDumps, type CheckpointRequest } from './checkpoint.js';
 import { restoredPrivilegesBeyondSpec } from './checkpoint-privileges.js';
 import { exists } from '../../core/fs.js';
 import { sleep } from '../../core/time.js';
@@ -410,6 +410,12 @@ export class OciRuntime {
   async dump(id: string, r: Omit<CheckpointRequest, 'whileFrozen'>): Promise<void> {
     checkId(id);
     await runcDump(this.commandLine(), id, r, this.log);
+  }
+
+  /** Ends a dump of `id` that a daemon's death left running, before its container is thawed (see stopCutOffDumps). */
+  async stopCutOffDumps(id: string): Promise<void> {
+    checkId(id);
+    await stopCutOffDumps(this.commandLine(), id, this.log);
   }
 
   async resume(id: string): Promise<void> {

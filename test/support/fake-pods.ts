@@ -120,6 +120,7 @@ export function fakePods(): FakePods {
     checkpoint: async () => {},
     pause: async () => {},
     dump: async () => {},
+    stopCutOffDumps: async () => {},
     resume: async () => {},
     list: async () => [],
     attachSocketPath: (id) => join(dir, id, 'attach'),

@@ -7,11 +7,12 @@
 import assert from 'node:assert/strict';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
 import { describeCriu, testCriu, type TestCriu } from '../../support/criu.js';
+import { liveProcessesWhere } from '../../../oci/runtime/processes.js';
 import { TestDaemon } from '../../support/daemon.js';
 import { ContainerEnv, sleep, type Pod } from './env.js';
 
@@ -41,6 +42,28 @@ exec ${RUNC} "$@"
 `;
 }
 
+/**
+ * runc, except that a dump stands for a long CRIU that found its container frozen: a child that outlives the
+ * daemon and, as it ends (once `release` exists), freezes the container again, as CRIU leaves the freezer as it found it.
+ */
+function strayDumpRunc(release: string): string {
+  return `#!/bin/sh
+for a; do
+  if [ "$a" = checkpoint ]; then
+    for id; do :; done
+    pid=$(${RUNC} "$1" state "$id" | sed -n 's/.*"pid": *\\([0-9]*\\).*/\\1/p')
+    v1=$(sed -n 's/^[0-9]*:freezer://p' /proc/$pid/cgroup)
+    if [ -n "$v1" ]; then f=/sys/fs/cgroup/freezer$v1/freezer.state; s=FROZEN
+    else f=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/$pid/cgroup)/cgroup.freeze; s=1; fi
+    sh -c "until [ -e ${release} ]; do sleep 0.1; done; echo $s > $f" </dev/null >/dev/null 2>&1 &
+    wait
+    exit 1
+  fi
+done
+exec ${RUNC} "$@"
+`;
+}
+
 describe('CheckpointContainer', () => {
   let env: ContainerEnv;
   let dir: string;
@@ -53,7 +76,10 @@ describe('CheckpointContainer', () => {
     await mkdir(out);
     await writeFile(join(dir, 'fake-runc'), fakeCriuRunc(join(dir, 'dump-args')));
     await chmod(join(dir, 'fake-runc'), 0o755);
-    env = await ContainerEnv.start(137, `criu_path = "${criu.path}"\n[runtimes.runc]\npath = "${RUNC}"\n[runtimes.fakecriu]\npath = "${join(dir, 'fake-runc')}"\n`);
+    await writeFile(join(dir, 'stray-runc'), strayDumpRunc(join(dir, 'stray-release')));
+    await chmod(join(dir, 'stray-runc'), 0o755);
+    env = await ContainerEnv.start(137, `criu_path = "${criu.path}"\n[runtimes.runc]\npath = "${RUNC}"\n`
+      + `[runtimes.fakecriu]\npath = "${join(dir, 'fake-runc')}"\n[runtimes.straydump]\npath = "${join(dir, 'stray-runc')}"\n`);
   });
   after(async () => {
     try {
@@ -86,6 +112,9 @@ describe('CheckpointContainer', () => {
     assert.deepEqual((await readdir(containerDir)).filter((f) => f.startsWith('checkpoint')), [], 'no work dir is left');
     assert.deepEqual((await readdir(out)).sort(), [...keep].sort(), 'no partial archive is left');
   }
+  /** runc's own state of a container (each runtime handler has its runc root). */
+  const runcStatus = async (id: string, handler = 'runc') =>
+    (JSON.parse((await execa('runc', ['--root', join(dirname(env.runcRoot), handler), 'state', id])).stdout) as { status: string }).status;
   const checkpoint = (id: string, location: string, timeout = 0) => env.rt.runtime.call('CheckpointContainer', { container_id: id, location, timeout });
 
   it('refuses unknown containers, bad locations and containers that do not run, leaving nothing', async (t) => {
@@ -163,10 +192,46 @@ describe('CheckpointContainer', () => {
     await assert.rejects(checkpoint(id, join(out, 'crash.tar'), 60),
       (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.INTERNAL);
     await env.daemon.exited;
-    const runcStatus = async () => (JSON.parse((await execa('runc', ['--root', env.runcRoot, 'state', id])).stdout) as { status: string }).status;
-    assert.equal(await runcStatus(), 'paused', 'the crash came while the container was frozen');
+    assert.equal(await runcStatus(id), 'paused', 'the crash came while the container was frozen');
     env.daemon = await TestDaemon.start(env.dirs);
-    assert.equal(await runcStatus(), 'running', 'recovery thawed it');
+    assert.equal(await runcStatus(id), 'running', 'recovery thawed it');
+    await nothingLeft(id);
+    await keepsCounting(id, await counter(id));
+  });
+
+  it('a dump still running when the daemon died ends before recovery thaws its container, which then stays thawed', async (t) => {
+    const pod = await env.runPod(t, 'ckptstray');
+    await env.rt.runtime.call('StopPodSandbox', { pod_sandbox_id: pod.id });
+    await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod.id });
+    const { pod_sandbox_id: podId } = await env.rt.runtime.call('RunPodSandbox', { config: pod.config, runtime_handler: 'straydump' });
+    t.after(() => env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: podId }));
+    const id = await startCounter({ id: podId, config: pod.config }, 'counter');
+    assert.equal(await env.daemon.stop(), 0);
+    env.daemon = await TestDaemon.start(env.dirs, { MINICRI_TEST_CRASH_AT: 'checkpoint-dump-running' });
+    await assert.rejects(checkpoint(id, join(out, 'stray.tar'), 60),
+      (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.INTERNAL);
+    await env.daemon.exited;
+    const release = join(dir, 'stray-release');
+    const stray = () => liveProcessesWhere(({ argv }) => (argv.includes(join(dir, 'stray-runc')) && argv.includes('checkpoint'))
+      || argv.some((a) => a.includes(release)));
+    for (const deadline = Date.now() + 10_000; (await stray()).length < 2;) {
+      assert.ok(Date.now() < deadline, 'the dump (its runc and its CRIU) outlives the daemon');
+      await sleep(50);
+    }
+    assert.equal(await runcStatus(id, 'straydump'), 'paused', 'the crash came while the container was frozen');
+    // The stray CRIU ends once the restarted daemon serves, or (a recovery waiting for it) after a while.
+    const ending = setTimeout(() => void writeFile(release, ''), 5000);
+    try {
+      env.daemon = await TestDaemon.start(env.dirs);
+    } finally {
+      clearTimeout(ending);
+      await writeFile(release, '');
+    }
+    for (const deadline = Date.now() + 10_000; (await stray()).length > 0;) {
+      assert.ok(Date.now() < deadline, 'the stray dump ends');
+      await sleep(100);
+    }
+    assert.equal(await runcStatus(id, 'straydump'), 'running', 'recovery thawed it once the dump was over');
     await nothingLeft(id);
     await keepsCounting(id, await counter(id));
   });

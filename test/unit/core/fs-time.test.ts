@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { exists } from '../../../core/fs.js';
-import { sleep } from '../../../core/time.js';
+import { MAX_TIMER_MS, sleep, timerDelay } from '../../../core/time.js';
 
 test('exists: a file or directory is there, a missing path and a dangling link are not', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'minicri-exists-'));
@@ -24,4 +24,15 @@ test('sleep resolves, and rejects with the reason when its signal aborts', async
   const waiting = sleep(60_000, { signal: ctl.signal });
   ctl.abort(new Error('gone'));
   await assert.rejects(waiting, /gone/);
+});
+
+test('timerDelay keeps a deadline weeks away a long wait: Node fires a longer timer at once or throws', () => {
+  const month = 31 * 24 * 3600 * 1000;
+  assert.equal(timerDelay(month), MAX_TIMER_MS);
+  assert.equal(timerDelay(2 ** 40), MAX_TIMER_MS);
+  assert.equal(timerDelay(-5), 0);
+  assert.equal(timerDelay(1500), 1500);
+  const signal = AbortSignal.timeout(timerDelay(2 ** 40));
+  assert.equal(signal.aborted, false);
+  assert.throws(() => AbortSignal.timeout(2 ** 40), RangeError, 'what the clamp avoids');
 });

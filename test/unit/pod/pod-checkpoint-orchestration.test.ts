@@ -2,12 +2,14 @@
 // whatever failed, the output directory left as it was on a failure, a checkpoint that restores into a new sandbox
 // with its containers CREATED and restoring, and a restore that fails half-way leaving no sandbox and no container.
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { FailedPrecondition, InvalidArgument, Unavailable } from '../../../core/errors.js';
+import { Cancelled, DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, Unavailable } from '../../../core/errors.js';
 import { silentLogger } from '../../../core/log.js';
 import { createContainer } from '../../../pod/container-create.js';
+import { Retrier } from '../../../pod/pending.js';
 import { checkpointPod, type CallLimits } from '../../../pod/pod-checkpoint.js';
 import { restorePod } from '../../../pod/pod-restore.js';
 import { runSandbox } from '../../../pod/sandbox-run.js';
@@ -83,6 +85,65 @@ describe('CheckpointPod and RestorePod orchestration', () => {
     assert.deepEqual(f.ctx.tables.podCheckpoints.list(), []);
   });
 
+  it('a thaw that fails keeps the intent, and the background retry thaws the container; a pause failing half-way is thawed too', async () => {
+    const runtime = f.ctx.runtimes.get('runc')!;
+    const resume = runtime.resume;
+    let failing = true;
+    runtime.resume = async (id) => {
+      if (name(id) === 'two' && failing) { calls.push('resume:two'); throw new Error('cgroup busy'); }
+      return resume(id);
+    };
+    const out = outDir('unthawed');
+    await assert.rejects(checkpointPod(f.ctx, { podSandboxId: pod, outputPath: out, containerIds: ids, options: {} }, call()),
+      (e: Error) => e instanceof Internal && /could not be thawed \(cgroup busy\); minicri tries again/.test(e.message));
+    assert.deepEqual(readdirSync(out), []);
+    const left = f.ctx.tables.podCheckpoints.list();
+    assert.deepEqual(left.map((c) => [c.containerIds, c.thawOnly]), [[[ids[1]], true]], 'the intent stays for the frozen one');
+    runtime.state = async (id) => ({ status: 'paused', pid: 4242, bundle: join(f.dir, id) });
+    calls = [];
+    await new Retrier(f.ctx, silentLogger).tick();
+    assert.deepEqual(calls, ['resume:two']);
+    assert.equal(f.ctx.tables.podCheckpoints.list().length, 1, 'still frozen: kept for the next try');
+    failing = false;
+    calls = [];
+    await new Retrier(f.ctx, silentLogger).tick();
+    assert.deepEqual(calls, ['resume:two']);
+    assert.deepEqual(f.ctx.tables.podCheckpoints.list(), [], 'thawed: the intent goes');
+
+    // runc pause fails after freezing the cgroup: thawed with the others.
+    runtime.state = async (id) => ({ status: 'running', pid: 4242, bundle: join(f.dir, id) });
+    runtime.pause = async (id) => { calls.push(`pause:${name(id)}`); if (name(id) === 'two') throw new Error('pause half done'); };
+    calls = [];
+    await assert.rejects(checkpointPod(f.ctx, { podSandboxId: pod, outputPath: outDir('halfpaused'), containerIds: ids, options: {} }, call()),
+      /pause half done/);
+    assert.deepEqual(calls, ['pause:one', 'pause:two', 'resume:one', 'resume:two']);
+  });
+
+  it('a checkpoint whole only after the call ended leaves nothing; a cancelled call says CANCELLED, a late one DEADLINE_EXCEEDED', async () => {
+    for (const reason of [new Cancelled('CheckpointPod: the client cancelled the call'), new DeadlineExceeded('CheckpointPod: the client\'s deadline passed')]) {
+      const controller = new AbortController();
+      // Past the archives, before pod.json: the call ends there.
+      f.ctx.network.deviceStatus = async () => { controller.abort(reason); return undefined; };
+      const out = outDir(`late-${reason.code}`);
+      await assert.rejects(checkpointPod(f.ctx, { podSandboxId: pod, outputPath: out, containerIds: ids, options: {} },
+        { ...call(), signal: controller.signal }), (e: Error) => e.constructor === reason.constructor);
+      assert.deepEqual(readdirSync(out), []);
+      assert.deepEqual(f.ctx.tables.podCheckpoints.list(), []);
+    }
+  });
+
+  it('a cleanup that fails is logged beside the failure, which stays the answer, and the intent stays for the next start', async () => {
+    const runtime = f.ctx.runtimes.get('runc')!;
+    const out = outDir('stuck');
+    runtime.dump = async (id) => {
+      calls.push(`dump:${name(id)}`);
+      mkdirSync(join(out, 'containers', 'not-a-file')); // what the removal of archives cannot remove
+      throw new Error('CRIU refused');
+    };
+    await assert.rejects(checkpointPod(f.ctx, { podSandboxId: pod, outputPath: out, containerIds: ids, options: {} }, call()), /CRIU refused/);
+    assert.deepEqual(f.ctx.tables.podCheckpoints.list().map((c) => [c.containerIds, c.thawOnly]), [[[], undefined]]);
+  });
+
   it('a freeze that caught a process mid-exit: all thawed, and the whole cut taken again', async () => {
     const runtime = f.ctx.runtimes.get('runc')!;
     const dump = runtime.dump;
@@ -116,6 +177,18 @@ describe('CheckpointPod and RestorePod orchestration', () => {
     await assert.rejects(restorePod(f.ctx, { ...request, config: podConfig('moved') }, call()),
       (e: Error) => e instanceof InvalidArgument && /outside .*elsewhere \(restore\.archive_dir\)/.test(e.message));
     f.ctx.settings.restore = settings;
+    // containers/ leading out of restore.archive_dir: refused though each archive is a file at its name.
+    const linked = outDir('linked');
+    cpSync(join(out, 'pod.json'), join(linked, 'pod.json'));
+    cpSync(join(out, 'containers'), join(f.dir, 'outside'), { recursive: true });
+    symlinkSync(join(f.dir, 'outside'), join(linked, 'containers'));
+    await assert.rejects(restorePod(f.ctx, { ...request, checkpointPath: linked, config: podConfig('moved') }, call()),
+      (e: Error) => e instanceof InvalidArgument && /archive containers\/\w+\.tar leads to .*outside .* \(restore\.archive_dir\)/.test(e.message));
+    // pod.json that is no regular file is never opened (a FIFO would block a read for ever).
+    const fifo = outDir('fifo');
+    execFileSync('mkfifo', [join(fifo, 'pod.json')]);
+    await assert.rejects(restorePod(f.ctx, { ...request, checkpointPath: fifo, config: podConfig('moved') }, call()),
+      (e: Error) => e instanceof InvalidArgument && /pod\.json of checkpoint .* is a FIFO, not a regular file/.test(e.message));
     assert.equal(f.ctx.tables.sandboxes.list().length, 1, 'refusals make nothing');
     const restored = await restorePod(f.ctx, { ...request, config: podConfig('moved') }, call());
     assert.notEqual(restored.podSandboxId, pod);

@@ -8,7 +8,7 @@ import { parseNetworkList } from '../../../cni/config.js';
 import type { ContainerConfig__Output } from '../../../gen/runtime/v1/ContainerConfig.js';
 import { checkCheckpointPodRequest, checkNoOptions } from '../../../pod/pod-checkpoint.js';
 import {
-  checkAddressesFree, checkKeptAddresses, checkpointedAttachments, checkSameProcess, matchContainers, parsePodManifest,
+  checkAddressesFree, checkKeptAddresses, checkpointedAttachments, checkSameProcess, firstRepeated, matchContainers, parsePodManifest,
   planSecondaryAddresses, type CheckpointedContainer,
 } from '../../../pod/pod-checkpoint-manifest.js';
 import { checkRestorePodRequest, type RestorePodRequest } from '../../../pod/pod-restore.js';
@@ -113,6 +113,14 @@ describe('matching a restore request to the checkpoint', () => {
     assert.throws(() => matchContainers([container('one')], [config('one'), config('three')], 'ckpt'),
       (e: Error) => e instanceof InvalidArgument && /no container named "three" in the checkpoint/.test(e.message));
   });
+  it('matches and finds repeats in linear time: a 200k-entry request or manifest does not hold the event loop', () => {
+    const names = Array.from({ length: 200_000 }, (_, i) => `c${i}`);
+    const started = Date.now();
+    assert.equal(firstRepeated([...names, 'c7']), 'c7');
+    assert.equal(firstRepeated(names), undefined);
+    assert.equal(matchContainers(names.map((n) => container(n)), names.map((n) => config(n)), 'ckpt').at(-1)!.container.name, 'c199999');
+    assert.ok(Date.now() - started < 10_000, 'done within 10 s (quadratic checks took about half a minute)');
+  });
   it('refuses a request that describes another process', () => {
     assert.doesNotThrow(() => checkSameProcess(container('one'), config('one')));
     assert.throws(() => checkSameProcess(container('one'), config('one', { args: ['-c', 'true'] })),
@@ -155,8 +163,10 @@ describe('secondary addresses of a restored pod', () => {
   });
   it('finds an address another pod holds on the same network, and checks the restored pod got what it kept', () => {
     const kept = [{ network: 'ns/sec', interface: 'net1', cidrs: ['10.1.1.5/24'] }];
-    const holder = (network: string) => ({ id: 'h', pod: 'ns/holder', networkStatus: [{ name: network, interface: 'net1', ips: ['10.1.1.5'] }] });
+    const holder = (network: string, networkAttached = true) =>
+      ({ id: 'h', pod: 'ns/holder', networkAttached, networkStatus: [{ name: network, interface: 'net1', ips: ['10.1.1.5'] }] });
     assert.doesNotThrow(() => checkAddressesFree(kept, [holder('ns/elsewhere')]));
+    assert.doesNotThrow(() => checkAddressesFree(kept, [holder('ns/sec', false)]), 'a stopped pod keeps its status, not its address');
     assert.throws(() => checkAddressesFree(kept, [holder('ns/sec')]),
       (e: Error) => e instanceof FailedPrecondition && /address 10\.1\.1\.5 of the checkpointed pod is taken by pod ns\/holder/.test(e.message));
     assert.doesNotThrow(() => checkKeptAddresses(kept, [{ network: 'ns/sec', interface: 'net1', cidrs: ['10.1.1.5/24'], default: false }]));

@@ -2,15 +2,16 @@
 // CRIU's log, the request checks, and the archive writer on a temp dir with overlayfs's whiteout and opaque marks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { renameSync, symlinkSync, watch } from 'node:fs';
+import { lstat, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
-import { DeadlineExceeded, InvalidArgument } from '../../../core/errors.js';
-import { scanUpper, writeArchive, writeRootfsDiff } from '../../../oci/runtime/checkpoint-archive.js';
+import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../../core/errors.js';
+import { scanUpper, tarError, writeArchive, writeRootfsDiff } from '../../../oci/runtime/checkpoint-archive.js';
 import { archiveMembers, bindMountsDump, configDump, rfc3339Nano, rootfsDiff } from '../../../oci/runtime/checkpoint-layout.js';
-import { checkpointArgs, criuErrors, isFreezeRace } from '../../../oci/runtime/checkpoint.js';
+import { checkpointArgs, criuErrors, isDumpOf, isFreezeRace } from '../../../oci/runtime/checkpoint.js';
 import { checkpointLocation, checkpointTimeoutMs, DEFAULT_CHECKPOINT_TIMEOUT_SEC } from '../../../pod/container-checkpoint.js';
 
 test('the archive holds what CRI-O puts in it, in its order, and only what was made', () => {
@@ -76,6 +77,23 @@ test('the rootfs diff takes the container\'s changes, lists its deletions, and l
 test('runc is asked for a dump that leaves the container running, into the given dirs', () => {
   assert.deepEqual(checkpointArgs('c1', { imagePath: '/w/checkpoint', workPath: '/w' }),
     ['checkpoint', '--leave-running', '--file-locks', '--image-path', '/w/checkpoint', '--work-path', '/w', 'c1']);
+});
+
+test('a cut-off dump is found by runc\'s global flags, the checkpoint command and the container id, whatever runs it', () => {
+  const runc = { path: '/usr/sbin/runc', args: ['--root=/run/minicri/runc', '--criu=/opt/criu'] };
+  const dump = (id: string, ...global: string[]) => [...global, 'checkpoint', ...checkpointArgs(id, { imagePath: '/w/i', workPath: '/w' }).slice(1)];
+  assert.equal(isDumpOf(['/usr/sbin/runc', ...dump('c1', ...runc.args)], runc, 'c1'), true);
+  assert.equal(isDumpOf(['/bin/sh', '/t/stand-in-runc', ...dump('c1', ...runc.args)], runc, 'c1'), true, 'a stand-in run by its interpreter');
+  assert.equal(isDumpOf(['/usr/sbin/runc', ...dump('c2', ...runc.args)], runc, 'c1'), false, 'another container');
+  assert.equal(isDumpOf(['/usr/sbin/runc', ...dump('c1', '--root=/run/other', '--criu=/opt/criu')], runc, 'c1'), false, 'another root');
+  assert.equal(isDumpOf(['/usr/sbin/runc', ...runc.args, 'restore', 'c1'], runc, 'c1'), false, 'not a dump');
+  assert.equal(isDumpOf(['checkpoint', 'c1'], { path: 'runc', args: [] }, 'c1'), false, 'no program');
+});
+
+test('tar failing on a full disk or a directory it may not write in is the node\'s to fix, anything else ours', () => {
+  assert.ok(tarError('the archive', 'tar: /out/x: Cannot write: No space left on device') instanceof ResourceExhausted);
+  assert.ok(tarError('the archive', 'tar: /out/x: Cannot open: Read-only file system') instanceof FailedPrecondition);
+  assert.ok(tarError('the archive', 'tar: invalid option') instanceof Internal);
 });
 
 test('CRIU\'s error lines are picked from its log, without their timestamps', () => {
@@ -145,4 +163,28 @@ test('the writer turns an overlay upper dir into rootfs-diff.tar and deleted.fil
   const aborted = AbortSignal.abort();
   await assert.rejects(writeArchive(work, join(dir, 'out', 'd.tar'), aborted), DeadlineExceeded);
   assert.deepEqual((await execa('ls', ['-A', join(dir, 'out')])).stdout.split('\n'), ['c.tar']);
+
+  // Whoever writes in the directory swaps the temporary file for a symlink to another file as soon as it appears:
+  // tar writes to the file created, not through the name, and nothing is linked into place.
+  const victim = join(dir, 'victim');
+  await writeFile(victim, 'untouched');
+  let swapped = false;
+  const watcher = watch(join(dir, 'out'), (_event, name) => {
+    if (swapped || !name?.endsWith('.partial')) return;
+    swapped = true;
+    const partial = join(dir, 'out', name);
+    try {
+      renameSync(partial, `${partial}.moved`);
+      symlinkSync(victim, partial);
+    } catch {
+      // our own removal of it
+    }
+  });
+  try {
+    await assert.rejects(writeArchive(work, join(dir, 'out', 'e.tar'), AbortSignal.timeout(10_000)), FailedPrecondition);
+  } finally {
+    watcher.close();
+  }
+  assert.equal(await readFile(victim, 'utf8'), 'untouched', 'nothing written through the swapped name');
+  await assert.rejects(lstat(join(dir, 'out', 'e.tar')), { code: 'ENOENT' });
 });
