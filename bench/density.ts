@@ -6,7 +6,7 @@
 // (ListPodSandbox, ListContainers, then PodSandboxStatus and ContainerStatus of each pod that changed), sampled
 // after one pod changed each time (its container stopped, or removed once stopped). Everything goes after.
 import { pool } from '../core/locks.js';
-import { pidOf, subscribe } from './events.js';
+import { stoppedLatencies, subscribe } from './events.js';
 import { benchContainer, benchPod } from './lib/pods.js';
 import { cpuPercent, memoryOf, sumMemory, type Memory } from './lib/proc.js';
 import { drain, type Target } from './lib/targets.js';
@@ -17,7 +17,6 @@ import { liveProcesses } from '../oci/runtime/processes.js';
 
 /** After the pods are made: V8 and Go collect some seconds after a burst of work, which is the burst's cost. */
 const SETTLE_MS = 10_000;
-const EVENT_WAIT_MS = 10_000;
 
 export interface DensityOptions {
   pods: number;
@@ -110,17 +109,7 @@ async function evented(target: Target, kill: string[], idleSeconds: number, erro
   try {
     const idleCpuPercent = round(await cpuPercent(target.pid, idleSeconds * 1000), 2);
     if (sub.ended) return { supported: `GetContainerEvents: ${sub.ended.code} ${sub.ended.details}`, idleCpuPercent, stoppedLatency: summarize([]) };
-    const latencies: number[] = [];
-    for (const id of kill) {
-      const pid = await pidOf(target, id);
-      if (!pid) { errors.push(`no pid for container ${id}`); continue; }
-      const arrived = sub.stopped(id);
-      const killedAt = performance.now();
-      process.kill(pid, 'SIGKILL');
-      const at = await Promise.race([arrived, new Promise<undefined>((r) => setTimeout(() => r(undefined), EVENT_WAIT_MS))]);
-      if (at === undefined) errors.push(`no STOPPED event for ${id} within ${EVENT_WAIT_MS} ms`);
-      else latencies.push(at - killedAt);
-    }
+    const latencies = await stoppedLatencies(target, sub, kill, errors);
     return { supported: true, idleCpuPercent, stoppedLatency: summarize(latencies) };
   } finally {
     sub.cancel();

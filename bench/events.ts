@@ -78,6 +78,26 @@ export async function pidOf(target: Target, id: string): Promise<number> {
   return (JSON.parse(info) as { pid?: number }).pid ?? 0;
 }
 
+/**
+ * SIGKILLs each container's process from outside, one after the other, and waits for its STOPPED event:
+ * the milliseconds from each kill to its event. Stops early if the stream ends; misses go to `errors`.
+ */
+export async function stoppedLatencies(target: Target, sub: Subscription, ids: string[], errors: string[]): Promise<number[]> {
+  const latencies: number[] = [];
+  for (const id of ids) {
+    const pid = await pidOf(target, id);
+    if (!pid) { errors.push(`no pid for container ${id}`); continue; }
+    const arrived = sub.stopped(id);
+    const killedAt = performance.now();
+    process.kill(pid, 'SIGKILL');
+    const at = await Promise.race([arrived, new Promise<undefined>((r) => setTimeout(() => r(undefined), EVENT_WAIT_MS))]);
+    if (at === undefined) errors.push(`no STOPPED event for ${id} within ${EVENT_WAIT_MS} ms`);
+    else latencies.push(at - killedAt);
+    if (sub.ended) { errors.push(`the event stream ended: ${grpc.status[sub.ended.code]} ${sub.ended.details}`); break; }
+  }
+  return latencies;
+}
+
 export async function eventsBench(target: Target, image: string, logRoot: string, pods: number, kills: number): Promise<EventsResult> {
   const rt = target.client.runtime;
   const errors: string[] = [];
@@ -101,18 +121,7 @@ export async function eventsBench(target: Target, image: string, logRoot: string
       const idleCpuPercent = round(await cpuPercent(target.pid, CPU_WINDOW_MS), 2);
       if (supported !== true) return { pods, supported, idleCpuPercent, idleCpuNoSubscriberPercent, errors };
       const eventsWhileIdle = sub.received;
-      const latencies: number[] = [];
-      for (const id of containers.slice(0, kills)) {
-        const pid = await pidOf(target, id);
-        if (!pid) { errors.push(`no pid for container ${id}`); continue; }
-        const arrived = sub.stopped(id);
-        const killedAt = performance.now();
-        process.kill(pid, 'SIGKILL');
-        const at = await Promise.race([arrived, new Promise<undefined>((r) => setTimeout(() => r(undefined), EVENT_WAIT_MS))]);
-        if (at === undefined) errors.push(`no STOPPED event for ${id} within ${EVENT_WAIT_MS} ms`);
-        else latencies.push(at - killedAt);
-        if (sub.ended) { errors.push(`the event stream ended: ${grpc.status[sub.ended.code]} ${sub.ended.details}`); break; }
-      }
+      const latencies = await stoppedLatencies(target, sub, containers.slice(0, kills), errors);
       return { pods, supported, idleCpuPercent, idleCpuNoSubscriberPercent, eventsWhileIdle, stoppedLatency: summarize(latencies), errors };
     } finally {
       sub.cancel();

@@ -239,25 +239,26 @@ async function readyTarget(
 }
 
 /**
+ * What both containerd configs begin with: their own root, state and sockets, debug level info, and the
+ * snapshotters (and plugins) that do not apply here turned off.
+ */
+function containerdHead(version: number, dir: string, socket: string, alsoDisabled: string[]): string {
+  const disabled = ['btrfs', 'zfs', 'devmapper'].map((s) => `io.containerd.snapshotter.v1.${s}`).concat(alsoDisabled);
+  return [
+    `version = ${version}`, `root = "${join(dir, 'root')}"`, `state = "${join(dir, 'state')}"`,
+    `disabled_plugins = [${disabled.map((p) => `"${p}"`).join(', ')}]`, '',
+    '[grpc]', `  address = "${socket}"`, '[ttrpc]', `  address = "${socket}.ttrpc"`, '[debug]', '  level = "info"',
+  ].join('\n');
+}
+
+/**
  * containerd 2.1's config (version 3), as the reference's README gives it, on the bench's network, runc root and
  * registry (a hosts.toml under certs.d for the local registry over HTTP). NRI is off: its socket is a fixed path
  * on the host, and no bench uses it.
  */
 function containerd21Config(env: BenchEnv, dir: string, socket: string): string {
-  return `version = 3
-root = "${join(dir, 'root')}"
-state = "${join(dir, 'state')}"
-disabled_plugins = [
-  "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs", "io.containerd.nri.v1.nri",
-]
-
-[grpc]
-  address = "${socket}"
-[ttrpc]
-  address = "${socket}.ttrpc"
-[debug]
-  level = "info"
+  const head = containerdHead(3, dir, socket, ['io.containerd.snapshotter.v1.blockfile', 'io.containerd.snapshotter.v1.erofs', 'io.containerd.nri.v1.nri']);
+  return `${head}
 [plugins]
   [plugins.'io.containerd.cri.v1.images']
     snapshotter = 'overlayfs'
@@ -299,20 +300,7 @@ function hostsToml(host: string): string {
 function containerd16Config(env: BenchEnv, dir: string, socket: string): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
   const registryHost = env.registry.host;
-  return `version = 2
-root = "${join(dir, 'root')}"
-state = "${join(dir, 'state')}"
-disabled_plugins = [
-  "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.aufs",
-]
-
-[grpc]
-  address = "${socket}"
-[ttrpc]
-  address = "${socket}.ttrpc"
-[debug]
-  level = "info"
+  return `${containerdHead(2, dir, socket, ['io.containerd.snapshotter.v1.aufs'])}
 [plugins."io.containerd.internal.v1.opt"]
   path = "${join(dir, 'opt')}"
 [${cri}]
