@@ -34,7 +34,7 @@ export interface PodNetwork {
 export interface ContainerRuntime {
   create(c: CreateRequest): Promise<{ pid: number }>;
   /** Runs a checkpointed container again from CRIU's images (a restored container's start). */
-  restore(c: CreateRequest & { imagePath: string }): Promise<{ pid: number }>;
+  restore(c: CreateRequest & { imagePath: string; tcpEstablished?: boolean }): Promise<{ pid: number }>;
   start(id: string): Promise<void>;
   state(id: string): Promise<ContainerState | undefined>;
   stop(id: string, o: { timeoutSec: number; signal?: string | number }): Promise<void>;

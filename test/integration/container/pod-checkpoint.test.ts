@@ -244,6 +244,42 @@ describe('CheckpointPod and RestorePod', () => {
     await second.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: podId });
   });
 
+  it('a TCP connection between the pod\'s containers over loopback survives the migration: the same connection carries on', async (t) => {
+    if (!criuWorks(t)) return;
+    const digest = await baseDigest();
+    // The server logs what it receives; the client sends a count on ONE connection and exits when it breaks (no reconnect).
+    const server = ['sh', '-c', 'sleep 1000000 | nc -l -p 7000'];
+    const client = ['sh', '-c', 'sleep 1; i=0; while :; do i=$((i+1)); echo $i; sleep 0.1; done | nc 127.0.0.1 7000'];
+    const pod = await env.runPod(t, 'pctcp');
+    const ids = [await env.run(pod, 'server', server)];
+    ids.push(await env.run(pod, 'client', client));
+    await counting(env.rt, ids[0]!, 5);
+    const out = join(archives, 'tcp');
+    await mkdir(out);
+    await checkpointPod(env.rt, { pod_sandbox_id: pod.id, output_path: out, container_ids: ids });
+    assert.equal((JSON.parse(await readFile(join(out, 'pod.json'), 'utf8')) as { tcpEstablished?: boolean }).tcpEstablished, true);
+    // Thawed, the connection carries on here too (CRIU's network lock is lifted).
+    await counting(env.rt, ids[0]!, (await countedIn(env.rt, ids[0]!)).length + 3);
+    await env.rt.runtime.call('StopPodSandbox', { pod_sandbox_id: pod.id });
+    await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod.id });
+
+    const restored = await restorePod({
+      checkpoint_path: out, config: podConfig('pctcp2', (c) => { c.log_directory = join(dirs2.base, 'logs', 'pctcp2'); }),
+      container_configs: [containerConfig('server', digest, server), containerConfig('client', digest, client)],
+    });
+    const [s, c] = restored.restored_containers.map((r) => r.container_id);
+    for (const id of [s!, c!]) await second.client.runtime.call('StartContainer', { container_id: id });
+    const after = await counting(second.client, s!, 5);
+    assert.ok(after[0]! > 5, `the server receives the count where it was, not from 1: ${after[0]}`);
+    for (let k = 1; k < after.length; k++) assert.equal(after[k], after[k - 1]! + 1, `one connection, nothing lost: ${after.join(' ')}`);
+    assert.equal((await second.client.runtime.call('ContainerStatus', { container_id: c! })).status!.state, 'CONTAINER_RUNNING', 'the client never saw its connection break');
+    const { netnsPath } = JSON.parse((await second.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: restored.pod_sandbox_id, verbose: true })).info.info!) as { netnsPath: string };
+    for (const tool of ['iptables', 'ip6tables']) {
+      assert.doesNotMatch((await execa('nsenter', [`--net=${netnsPath}`, tool, '-S', 'OUTPUT'])).stdout, /RST/, `${tool}: the pod's loopback resets flow again`);
+    }
+    await second.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: restored.pod_sandbox_id });
+  });
+
   it('refuses bad requests with clear errors, leaving no sandbox, no container, no file', async (t) => {
     if (!criuWorks(t)) return;
     assert.ok(checkpointDir, 'the migration test wrote the checkpoint the restore refusals use');
