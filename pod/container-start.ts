@@ -9,7 +9,6 @@ import { refreshContainer, runtimeOf } from './container-refresh.js';
 import { restoreImages, runRestore } from './container-restore.js';
 import type { PodContext } from './context.js';
 import { markContainerRunning, markStartFailed } from './state.js';
-import { holdLoopbackResets } from '../netns/netns.js';
 import type { ContainerRecord } from './records.js';
 
 export async function startContainer(ctx: PodContext, idOrPrefix: string, log: Logger): Promise<void> {
@@ -53,5 +52,5 @@ async function releaseLoopbackResets(ctx: PodContext, restored: ContainerRecord)
   const waiting = ctx.tables.containers.list().some((c) => c.sandboxId === restored.sandboxId && c.id !== restored.id
     && c.restoreTcp && c.restoring && c.state === 'CONTAINER_CREATED');
   const netns = ctx.tables.sandboxes.get(restored.sandboxId)?.netns;
-  if (!waiting && netns) await holdLoopbackResets(netns.path, false);
+  if (!waiting && netns) await ctx.host.holdLoopbackResets(netns.path, false);
 }

@@ -97,6 +97,8 @@ export interface PodHost {
   removeNetns(ns: { path: string; symlink?: string }): Promise<void>;
   netnsExists(path: string): Promise<boolean>;
   setNetnsSysctls(path: string, sysctls: Record<string, string>): Promise<void>;
+  /** Drops (`hold`) or lets through again the resets on a pod's loopback while its containers are restored. */
+  holdLoopbackResets(path: string, hold: boolean): Promise<void>;
   /** `owner`: a user-namespaced pod's root on the host, who owns the tmpfs. */
   mountShm(path: string, owner?: { uid: number; gid: number }): Promise<void>;
   unmountShm(path: string): Promise<void>;

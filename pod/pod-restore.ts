@@ -31,7 +31,6 @@ import {
 } from './pod-checkpoint-manifest.js';
 import { removeSandbox } from './sandbox-remove.js';
 import { runSandbox } from './sandbox-run.js';
-import { holdLoopbackResets } from '../netns/netns.js';
 import { checkContainerConfig, checkPodSandboxConfig, runtimeHandlerNamed } from './validation.js';
 
 export interface RestorePodRequest {
@@ -76,7 +75,7 @@ export async function restorePod(ctx: PodContext, req: RestorePodRequest, call: 
     const sandbox = ctx.tables.sandboxes.find(podSandboxId);
     checkKeptAddresses(plan.addresses.kept, attachmentsOf(sandbox));
     // Let through again once the last of its containers is restored (container-start.ts); a pod on the node's network has no loopback of its own.
-    if (plan.containers.some((c) => c.archive.tcpEstablished) && sandbox.netns) await holdLoopbackResets(sandbox.netns.path, true);
+    if (plan.containers.some((c) => c.archive.tcpEstablished) && sandbox.netns) await ctx.host.holdLoopbackResets(sandbox.netns.path, true);
     faultPoint('pod-restore-sandbox-ready');
     const restored: RestoredPod['restored'] = [];
     for (const [i, { config, archive }] of plan.containers.entries()) {
