@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import { AlreadyExists, Internal, InvalidArgument, NotFound } from '../core/errors.js';
+import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, NotFound } from '../core/errors.js';
 import { normalizeSysctls, sysctlNamespace } from '../core/sysctl.js';
 import { mount, MS, pinNetns, unmountIfMounted } from '../mounter/mounter.js';
 import { netnsPinName, netnsSymlinkName, NETNS_PREFIX } from './names.js';
@@ -179,5 +179,21 @@ export async function setDefaultRoutes(nsPath: string, ifName: string, gateways:
   if (out.exitCode !== 0) {
     const why = String(out.stderr).trim() || `exit status ${out.exitCode}`;
     throw new InvalidArgument(`cannot make ${ifName} the default route via ${gateways.join(', ')} in ${nsPath}: ${why}`);
+  }
+}
+
+// The pod's containers are restored one by one: the first end of a connection between them sends a probe as CRIU
+// hands its socket back, and the kernel answers it with a reset while the peer is not restored yet. Resets on the
+// pod's loopback are dropped while its containers restore, so that probe goes unanswered until the peer is back.
+const LOOPBACK_RESETS = ['OUTPUT', '-o', 'lo', '-p', 'tcp', '--tcp-flags', 'RST', 'RST', '-j', 'DROP'];
+
+/** Drops (`hold`) or lets through again the resets on the loopback of the namespace at `nsPath`. */
+export async function holdLoopbackResets(nsPath: string, hold: boolean): Promise<void> {
+  for (const tool of ['iptables', 'ip6tables']) {
+    const r = await execa('nsenter', [`--net=${nsPath}`, '--', tool, '-w', hold ? '-I' : '-D', ...LOOPBACK_RESETS], { reject: false });
+    if (r.exitCode !== 0 && hold) {
+      throw new FailedPrecondition(`cannot hold the loopback resets of ${nsPath} for a restore of TCP connections (${tool}: `
+        + `${String(r.stderr).trim()}): install ${tool} on the node`);
+    }
   }
 }

@@ -120,6 +120,7 @@ async function planContainer(
     stopSignal: stopSignalInForce(stopSignal, imageConfig.StopSignal),
     ...(imageVolumes.length ? { imageVolumes } : {}),
     ...(restore ? { restoring: true as const } : {}),
+    ...(restore?.tcpEstablished ? { restoreTcp: true as const } : {}),
   };
   return {
     ctx, id, log: parentLog.child({ containerId: id }), t, begun, record, sandbox, sandboxConfig, image, imageConfig, userns, runtime,

@@ -76,6 +76,8 @@ export interface RestorePlan {
   namespace: string;
   /** The image the checkpointed container ran from: the restored one is made from it. */
   image: ImageRecord;
+  /** The dump carried established TCP connections (a CheckpointPod's manifest says so). */
+  tcpEstablished?: boolean;
 }
 
 /**
@@ -169,7 +171,7 @@ export async function runRestore(runtime: ContainerRuntime, record: ContainerRec
   try {
     const { pid } = await runtime.restore({
       id: record.id, bundle: record.dir, logPath: record.logPath || '/dev/null', stdin: config.stdin, stdinOnce: config.stdin_once,
-      tty: config.tty, imagePath,
+      tty: config.tty, imagePath, tcpEstablished: record.restoreTcp,
     });
     return pid;
   } finally {

@@ -9,6 +9,7 @@ import { refreshContainer, runtimeOf } from './container-refresh.js';
 import { restoreImages, runRestore } from './container-restore.js';
 import type { PodContext } from './context.js';
 import { markContainerRunning, markStartFailed } from './state.js';
+import type { ContainerRecord } from './records.js';
 
 export async function startContainer(ctx: PodContext, idOrPrefix: string, log: Logger): Promise<void> {
   const { id } = ctx.tables.containers.find(idOrPrefix);
@@ -33,6 +34,8 @@ export async function startContainer(ctx: PodContext, idOrPrefix: string, log: L
     } catch (err) {
       ctx.tables.containers.update(id, (r) => markStartFailed(r, (err as Error).message));
       throw err;
+    } finally {
+      if (record.restoreTcp) await releaseLoopbackResets(ctx, record);
     }
     const running = ctx.tables.containers.update(id, (r) => {
       const { restoring: _, ...started } = markContainerRunning(r, startedAt);
@@ -42,4 +45,12 @@ export async function startContainer(ctx: PodContext, idOrPrefix: string, log: L
     // An exit the watcher told of before this write found the container not yet running: read it now.
     await refreshContainer(ctx, running);
   });
+}
+
+/** The pod's loopback resets let through again once none of its containers waits for its restore (pod-restore.ts held them). */
+async function releaseLoopbackResets(ctx: PodContext, restored: ContainerRecord): Promise<void> {
+  const waiting = ctx.tables.containers.list().some((c) => c.sandboxId === restored.sandboxId && c.id !== restored.id
+    && c.restoreTcp && c.restoring && c.state === 'CONTAINER_CREATED');
+  const netns = ctx.tables.sandboxes.get(restored.sandboxId)?.netns;
+  if (!waiting && netns) await ctx.host.holdLoopbackResets(netns.path, false);
 }

@@ -3,7 +3,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { createPodNetns, netnsExists, pinProcessNetns, podNetnsPaths, removePodNetns, setNetnsSysctls } from '../netns/netns.js';
+import { createPodNetns, holdLoopbackResets, netnsExists, pinProcessNetns, podNetnsPaths, removePodNetns, setNetnsSysctls } from '../netns/netns.js';
 import { mountPodShm, unmountPodShm, writePodFiles } from '../oci/runtime/pod/files.js';
 import { stageMounts, unstageMounts } from '../oci/runtime/userns.js';
 import type { PodHost } from './interfaces.js';
@@ -24,6 +24,7 @@ export const hostMechanics: PodHost = {
   removeNetns: removePodNetns,
   netnsExists,
   setNetnsSysctls,
+  holdLoopbackResets,
   mountShm: mountPodShm,
   unmountShm: unmountPodShm,
   pinNetnsOf: pinProcessNetns,

@@ -34,7 +34,7 @@ export interface PodNetwork {
 export interface ContainerRuntime {
   create(c: CreateRequest): Promise<{ pid: number }>;
   /** Runs a checkpointed container again from CRIU's images (a restored container's start). */
-  restore(c: CreateRequest & { imagePath: string }): Promise<{ pid: number }>;
+  restore(c: CreateRequest & { imagePath: string; tcpEstablished?: boolean }): Promise<{ pid: number }>;
   start(id: string): Promise<void>;
   state(id: string): Promise<ContainerState | undefined>;
   stop(id: string, o: { timeoutSec: number; signal?: string | number }): Promise<void>;
@@ -97,6 +97,8 @@ export interface PodHost {
   removeNetns(ns: { path: string; symlink?: string }): Promise<void>;
   netnsExists(path: string): Promise<boolean>;
   setNetnsSysctls(path: string, sysctls: Record<string, string>): Promise<void>;
+  /** Drops (`hold`) or lets through again the resets on a pod's loopback while its containers are restored. */
+  holdLoopbackResets(path: string, hold: boolean): Promise<void>;
   /** `owner`: a user-namespaced pod's root on the host, who owns the tmpfs. */
   mountShm(path: string, owner?: { uid: number; gid: number }): Promise<void>;
   unmountShm(path: string): Promise<void>;

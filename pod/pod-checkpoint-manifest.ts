@@ -53,6 +53,8 @@ export interface PodCheckpointManifest {
   /** The DRA device status the pod's network set-up wrote, when it had device-backed networks. */
   devices?: unknown[];
   containers: CheckpointedContainer[];
+  /** The dumps carried established TCP connections: the restore must restore them (`--tcp-established`). */
+  tcpEstablished?: boolean;
 }
 
 /** The first entry `list` holds twice, if any; linear (a request's list may be long). Pure. */
@@ -162,6 +164,7 @@ export function parsePodManifest(text: string, what: string): PodCheckpointManif
     }),
     ...(Array.isArray(m.devices) ? { devices: m.devices } : {}),
     containers,
+    ...(m.tcpEstablished === true ? { tcpEstablished: true } : {}),
   };
 }
 

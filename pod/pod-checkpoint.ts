@@ -177,7 +177,8 @@ async function frozenTogether(works: CheckpointWork[], { signal, log, deadline, 
     faultPoint('pod-checkpoint-frozen');
     for (const w of works) {
       if (signal.aborted) throw late('dumped');
-      await w.runtime.dump(w.record.id, { ...dumpTarget(w), signal: dumpSignal });
+      // The pod's own connections (over loopback between its containers) are dumped with it; CRIU locks them meanwhile.
+      await w.runtime.dump(w.record.id, { ...dumpTarget(w), signal: dumpSignal, tcpEstablished: true });
       await copyRootfsChanges(w, dumpSignal);
     }
     faultPoint('pod-checkpoint-dumped');
@@ -208,6 +209,7 @@ function podManifest(
     runtimeHandler: sandbox.runtimeHandler,
     config: sandbox.config,
     networks: attachmentsOf(sandbox),
+    tcpEstablished: true,
     ...(devices ? { devices: devices.devices } : {}),
     containers: records.map((r) => ({
       name: r.config.metadata.name, id: r.id, archive: containerArchive(r.id), image: { id: r.image.id, name: r.image.name },

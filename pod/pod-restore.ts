@@ -72,7 +72,10 @@ export async function restorePod(ctx: PodContext, req: RestorePodRequest, call: 
   const podSandboxId = await runSandbox(ctx, plan.config, plan.handler, call.log, { restoring: true });
   const log = call.log.child({ sandboxId: podSandboxId });
   try {
-    checkKeptAddresses(plan.addresses.kept, attachmentsOf(ctx.tables.sandboxes.find(podSandboxId)));
+    const sandbox = ctx.tables.sandboxes.find(podSandboxId);
+    checkKeptAddresses(plan.addresses.kept, attachmentsOf(sandbox));
+    // Let through again once the last of its containers is restored (container-start.ts); a pod on the node's network has no loopback of its own.
+    if (plan.containers.some((c) => c.archive.tcpEstablished) && sandbox.netns) await ctx.host.holdLoopbackResets(sandbox.netns.path, true);
     faultPoint('pod-restore-sandbox-ready');
     const restored: RestoredPod['restored'] = [];
     for (const [i, { config, archive }] of plan.containers.entries()) {
@@ -125,7 +128,7 @@ async function planPodRestore(ctx: PodContext, req: RestorePodRequest, call: Cal
     if (!(await stat(archive)).isFile()) throw missing();
     const plan = await planArchiveRestore(ctx, archive, namespace);
     checkSameImage(ctx, c, plan, container);
-    containers.push({ config: c, archive: plan });
+    containers.push({ config: c, archive: { ...plan, tcpEstablished: manifest.tcpEstablished === true } });
   }
   const hostNetwork = podNamespaceModes(config).network === 'NODE';
   const addresses = planSecondaryAddresses(config.annotations, namespace, manifest.networks,

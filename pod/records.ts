@@ -72,6 +72,8 @@ export interface ContainerRecord {
   rootfsUpper?: string;
   /** Made from a checkpoint archive and not started yet: StartContainer restores it from CRIU's images (container-restore.ts). */
   restoring?: true;
+  /** Its images hold established TCP connections (a CheckpointPod's): restored with them. */
+  restoreTcp?: true;
   pid?: number;
   /** The signal StopContainer sends first: the config's stop_signal, else the image's StopSignal, else SIGTERM. */
   stopSignal: string;

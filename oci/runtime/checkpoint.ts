@@ -22,14 +22,17 @@ export interface CheckpointRequest {
   workPath: string;
   /** Aborted at the deadline: runc is killed, the container resumed, DEADLINE_EXCEEDED. */
   signal: AbortSignal;
+  /** Established TCP connections dumped too (`--tcp-established`); CRIU refuses a container holding one otherwise. */
+  tcpEstablished?: boolean;
   /** Runs after the dump while the container is still frozen, so what it copies matches the images. */
   whileFrozen: () => Promise<void>;
 }
 
 /** The runc command line of the dump (after runc's global flags). Pure. */
-export function checkpointArgs(id: string, r: Pick<CheckpointRequest, 'imagePath' | 'workPath'>): string[] {
+export function checkpointArgs(id: string, r: Pick<CheckpointRequest, 'imagePath' | 'workPath' | 'tcpEstablished'>): string[] {
   // --file-locks as CRI-O passes it: a container holding a lock is dumped instead of refused.
-  return ['checkpoint', '--leave-running', '--file-locks', '--image-path', r.imagePath, '--work-path', r.workPath, id];
+  return ['checkpoint', '--leave-running', '--file-locks', ...(r.tcpEstablished ? ['--tcp-established'] : []),
+    '--image-path', r.imagePath, '--work-path', r.workPath, id];
 }
 
 /** CRIU's own error lines in its dump log (the cause runc's message leaves out). Pure. */
@@ -55,7 +58,7 @@ export interface RuncCommand {
 
 /** The dump itself: `runc checkpoint --leave-running` of the (paused) container. */
 export async function runcDump(
-  runc: RuncCommand, id: string, r: Pick<CheckpointRequest, 'imagePath' | 'workPath' | 'signal'>, log: Logger,
+  runc: RuncCommand, id: string, r: Pick<CheckpointRequest, 'imagePath' | 'workPath' | 'signal' | 'tcpEstablished'>, log: Logger,
 ): Promise<void> {
   const started = Date.now();
   const late = () => new DeadlineExceeded(`checkpoint of container "${id}" did not finish in time: `

@@ -37,6 +37,8 @@ export interface RestoreLaunch {
   imagePath: string;
   /** `TYPE:NAME` (apparmor:NAME): the LSM profile CRIU gives the restored processes instead of the dumped one. */
   lsmProfile?: string;
+  /** The images hold established TCP connections (a dump with `--tcp-established`): CRIU restores them. */
+  tcpEstablished?: boolean;
 }
 
 /** conmon's command line for one container. Pure. */
@@ -61,6 +63,7 @@ export function buildConmonArgs(c: ConmonLaunch): string[] {
   if (c.restore) {
     args.push('--restore', c.restore.imagePath, '--runtime-opt', '--file-locks');
     if (c.restore.lsmProfile) args.push('--runtime-opt', `--lsm-profile=${c.restore.lsmProfile}`);
+    if (c.restore.tcpEstablished) args.push('--runtime-opt', '--tcp-established');
   }
   if (c.stdin) {
     args.push('-i');

@@ -127,12 +127,14 @@ export class OciRuntime {
    * processes the credentials of its images, not the spec's: the spec's AppArmor profile is passed to it, and
    * processes that come back holding more than the spec grants are killed, FAILED_PRECONDITION.
    */
-  async restore(c: CreateRequest & { imagePath: string }): Promise<{ pid: number }> {
+  async restore(c: CreateRequest & { imagePath: string; tcpEstablished?: boolean }): Promise<{ pid: number }> {
     const spec = (await readBundleSpec(c.bundle).catch(() => undefined))?.spec; // launch() says what is wrong with a bundle
     const profile = spec?.process?.apparmorProfile;
     let pid: number;
     try {
-      ({ pid } = await this.launch(c, { imagePath: c.imagePath, ...(profile ? { lsmProfile: `apparmor:${profile}` } : {}) }));
+      ({ pid } = await this.launch(c, {
+        imagePath: c.imagePath, tcpEstablished: c.tcpEstablished, ...(profile ? { lsmProfile: `apparmor:${profile}` } : {}),
+      }));
     } catch (err) {
       if (!(err instanceof Internal)) throw err;
       const cause = criuErrors(await readFile(join(c.bundle, 'restore.log'), 'utf8').catch(() => ''));

@@ -82,6 +82,7 @@ export function fakePods(): FakePods {
     removeNetns: async () => undo('netns'),
     netnsExists: async () => true,
     setNetnsSysctls: (_, __) => step('sysctls', undefined),
+    holdLoopbackResets: async () => {},
     mountShm: () => step('shm', undefined),
     unmountShm: async () => undo('shm'),
     pinNetnsOf: () => step('netns', undefined),

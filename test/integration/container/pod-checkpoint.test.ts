@@ -26,6 +26,9 @@ const B = 162;
 const SEC_BRIDGE = `mcnt-sb${A}`;
 const SEC_SUBNET = `10.236.${A}.0/24`;
 const NETWORKS = 'k8s.v1.cni.cncf.io/networks';
+/** A server logging what it receives, and a client sending a count on ONE connection that exits when it breaks (no reconnect). */
+const ncServer = ['sh', '-c', 'sleep 1000000 | nc -l -p 7000'];
+const ncClient = (to: string) => ['sh', '-c', `sleep 1; i=0; while :; do i=$((i+1)); echo $i; sleep 0.1; done | nc ${to} 7000`];
 const counter = (name: string) => ['sh', '-c', `i=0; while :; do i=$((i+1)); echo $i; echo $i > /data/${name}; sleep 0.1; done`];
 
 function grpcCode(code: grpc.status, details?: RegExp) {
@@ -242,6 +245,64 @@ describe('CheckpointPod and RestorePod', () => {
       await sleep(100);
     }
     await second.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: podId });
+  });
+
+  it('a TCP connection between the pod\'s containers over loopback survives the migration: the same connection carries on', async (t) => {
+    if (!criuWorks(t)) return;
+    const digest = await baseDigest();
+    const server = ncServer;
+    const client = ncClient('127.0.0.1');
+    const pod = await env.runPod(t, 'pctcp');
+    const ids = [await env.run(pod, 'server', server)];
+    ids.push(await env.run(pod, 'client', client));
+    await counting(env.rt, ids[0]!, 5);
+    const out = join(archives, 'tcp');
+    await mkdir(out);
+    await checkpointPod(env.rt, { pod_sandbox_id: pod.id, output_path: out, container_ids: ids });
+    assert.equal((JSON.parse(await readFile(join(out, 'pod.json'), 'utf8')) as { tcpEstablished?: boolean }).tcpEstablished, true);
+    // Thawed, the connection carries on here too (CRIU's network lock is lifted).
+    await counting(env.rt, ids[0]!, (await countedIn(env.rt, ids[0]!)).length + 3);
+    await env.rt.runtime.call('StopPodSandbox', { pod_sandbox_id: pod.id });
+    await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod.id });
+
+    const restored = await restorePod({
+      checkpoint_path: out, config: podConfig('pctcp2', (c) => { c.log_directory = join(dirs2.base, 'logs', 'pctcp2'); }),
+      container_configs: [containerConfig('server', digest, server), containerConfig('client', digest, client)],
+    });
+    const [s, c] = restored.restored_containers.map((r) => r.container_id);
+    for (const id of [s!, c!]) await second.client.runtime.call('StartContainer', { container_id: id });
+    const after = await counting(second.client, s!, 5);
+    assert.ok(after[0]! > 5, `the server receives the count where it was, not from 1: ${after[0]}`);
+    for (let k = 1; k < after.length; k++) assert.equal(after[k], after[k - 1]! + 1, `one connection, nothing lost: ${after.join(' ')}`);
+    assert.equal((await second.client.runtime.call('ContainerStatus', { container_id: c! })).status!.state, 'CONTAINER_RUNNING', 'the client never saw its connection break');
+    const { netnsPath } = JSON.parse((await second.client.runtime.call('PodSandboxStatus', { pod_sandbox_id: restored.pod_sandbox_id, verbose: true })).info.info!) as { netnsPath: string };
+    for (const tool of ['iptables', 'ip6tables']) {
+      assert.doesNotMatch((await execa('nsenter', [`--net=${netnsPath}`, tool, '-S', 'OUTPUT'])).stdout, /RST/, `${tool}: the pod's loopback resets flow again`);
+    }
+    await second.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: restored.pod_sandbox_id });
+  });
+
+  it('a connection on the default network\'s address, which the new pod does not have, fails that container\'s start clearly', async (t) => {
+    if (!criuWorks(t)) return;
+    const digest = await baseDigest();
+    const pod = await env.runPod(t, 'pctcpip');
+    const client = ncClient((await networkStatus(env.rt, pod.id)).ip);
+    const ids = [await env.run(pod, 'server', ncServer)];
+    ids.push(await env.run(pod, 'client', client));
+    await counting(env.rt, ids[0]!, 3);
+    const out = join(archives, 'tcpip');
+    await mkdir(out);
+    await checkpointPod(env.rt, { pod_sandbox_id: pod.id, output_path: out, container_ids: ids });
+    await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod.id });
+    const restored = await restorePod({
+      checkpoint_path: out, config: podConfig('pctcpip2', (c) => { c.log_directory = join(dirs2.base, 'logs', 'pctcpip2'); }),
+      container_configs: [containerConfig('server', digest, ncServer), containerConfig('client', digest, client)],
+    });
+    const s = restored.restored_containers[0]!.container_id;
+    await assert.rejects(second.client.runtime.call('StartContainer', { container_id: s }),
+      grpcCode(grpc.status.FAILED_PRECONDITION, /restore of container "[0-9a-f]+" failed: .*CRIU: .*Can't bind inet socket back/s));
+    assert.equal((await second.client.runtime.call('ContainerStatus', { container_id: s })).status!.state, 'CONTAINER_EXITED');
+    await second.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: restored.pod_sandbox_id });
   });
 
   it('refuses bad requests with clear errors, leaving no sandbox, no container, no file', async (t) => {

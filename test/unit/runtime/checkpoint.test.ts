@@ -77,6 +77,8 @@ test('the rootfs diff takes the container\'s changes, lists its deletions, and l
 test('runc is asked for a dump that leaves the container running, into the given dirs', () => {
   assert.deepEqual(checkpointArgs('c1', { imagePath: '/w/checkpoint', workPath: '/w' }),
     ['checkpoint', '--leave-running', '--file-locks', '--image-path', '/w/checkpoint', '--work-path', '/w', 'c1']);
+  assert.deepEqual(checkpointArgs('c1', { imagePath: '/w/checkpoint', workPath: '/w', tcpEstablished: true }),
+    ['checkpoint', '--leave-running', '--file-locks', '--tcp-established', '--image-path', '/w/checkpoint', '--work-path', '/w', 'c1']);
 });
 
 test('a cut-off dump is found by runc\'s global flags, the checkpoint command and the container id, whatever runs it', () => {
