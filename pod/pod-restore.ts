@@ -74,7 +74,8 @@ export async function restorePod(ctx: PodContext, req: RestorePodRequest, call: 
   try {
     const sandbox = ctx.tables.sandboxes.find(podSandboxId);
     checkKeptAddresses(plan.addresses.kept, attachmentsOf(sandbox));
-    // Let through again once the last of its containers is restored (container-start.ts); a pod on the node's network has no loopback of its own.
+    // Let through again once the last of its containers is restored (container-start.ts); a pod on the node's
+    // network has no loopback of its own.
     if (plan.containers.some((c) => c.archive.tcpEstablished) && sandbox.netns) await ctx.host.holdLoopbackResets(sandbox.netns.path, true);
     faultPoint('pod-restore-sandbox-ready');
     const restored: RestoredPod['restored'] = [];
