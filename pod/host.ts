@@ -3,7 +3,9 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { createPodNetns, holdLoopbackResets, netnsExists, pinProcessNetns, podNetnsPaths, removePodNetns, setNetnsSysctls } from '../netns/netns.js';
+import {
+  createPodNetns, holdLoopbackResets, netnsExists, pinProcessNetns, podNetnsPaths, removePodNetns, setNetnsSysctls,
+} from '../netns/netns.js';
 import { mountPodShm, unmountPodShm, writePodFiles } from '../oci/runtime/pod/files.js';
 import { stageMounts, unstageMounts } from '../oci/runtime/userns.js';
 import type { PodHost } from './interfaces.js';
