@@ -121,10 +121,10 @@ export async function checkpointPod(ctx: PodContext, req: CheckpointPodRequest, 
   }));
 }
 
-/** The steps: work dirs → freeze all → dump each → thaw all (again if the freeze caught a process mid-exit) → archives → pod.json. */
 /** A call's limits, and where the ids of containers whose thaw failed go. */
 type CheckpointCall = CallLimits & { unthawed: string[] };
 
+/** The steps: work dirs → freeze all → dump each → thaw all (again if the freeze caught a process mid-exit) → archives → pod.json. */
 async function takeCheckpoint(
   ctx: PodContext, sandbox: SandboxRecord, records: ContainerRecord[], out: ClaimedOutput, call: CheckpointCall, beforeManifest: () => void,
 ): Promise<void> {
