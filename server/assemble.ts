@@ -102,6 +102,7 @@ export async function assemble({ config, log, store, version, lists, t }: Assemb
         stallTimeoutMs: config.registries.stall_timeout_seconds * 1000,
         progressIntervalMs: config.registries.progress_interval_seconds * 1000,
         writableUsageMaxAgeMs: config.writable_layer_usage_max_age_seconds * 1000,
+        keepLayerBlobs: config.keep_layer_blobs,
         limits: {
           responseBytes: config.registries.max_response_bytes, manifestBytes: config.registries.max_manifest_bytes,
           configBytes: config.registries.max_config_bytes, layers: config.registries.max_layers,

@@ -33,15 +33,17 @@ export interface BlobWriter {
 }
 
 /**
- * The pass-through behind ContentStore.tee: writes the bytes going by to `tmp`, hashing them, and fails at the
- * end of the stream (after the file is complete) when size or digest are wrong.
+ * The pass-through behind ContentStore.tee: hashes the bytes going by, writes them to `tmp` when given, and
+ * fails at the end of the stream (after the file is complete) when size or digest are wrong.
  */
-export function blobWriter(tmp: string, digest: string, size: number | undefined, what: string, onBytes?: (n: number) => void): BlobWriter {
+export function blobWriter(
+  tmp: string | undefined, digest: string, size: number | undefined, what: string, onBytes?: (n: number) => void,
+): BlobWriter {
   const hash = createHash('sha256');
-  const file = new FileSink(tmp);
+  const file = tmp === undefined ? undefined : new FileSink(tmp);
   let bytes = 0;
   let verified = false;
-  const closed = new Promise<void>((resolve) => file.once('close', resolve));
+  const closed = file ? new Promise<void>((resolve) => file.once('close', resolve)) : Promise.resolve();
   const stream = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       bytes += chunk.length;
@@ -50,11 +52,11 @@ export function blobWriter(tmp: string, digest: string, size: number | undefined
       }
       hash.update(chunk);
       onBytes?.(chunk.length);
-      if (file.write(chunk)) cb(null, chunk);
+      if (!file || file.write(chunk)) cb(null, chunk);
       else file.once('drain', () => cb(null, chunk));
     },
     flush(cb) {
-      file.end(() => {
+      const check = () => {
         const got = `sha256:${hash.digest('hex')}`;
         if (size !== undefined && bytes !== size) {
           return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
@@ -62,12 +64,14 @@ export function blobWriter(tmp: string, digest: string, size: number | undefined
         if (got !== digest) return cb(new Internal(`${what} has digest ${got}, not ${digest}: the registry serves corrupt content`));
         verified = true;
         cb();
-      });
+      };
+      if (file) file.end(check);
+      else check();
     },
   });
-  file.on('error', (err) => stream.destroy(err));
+  file?.on('error', (err) => stream.destroy(err));
   // A writer given up on (its stream destroyed) closes its file too.
-  stream.on('close', () => { if (!verified) file.destroy(); });
+  stream.on('close', () => { if (!verified) file?.destroy(); });
   return { stream, bytes: () => bytes, verified: () => verified, closed };
 }
 

@@ -47,6 +47,11 @@ export interface ImagesOptions {
   writableUsageMaxAgeMs?: number;
   /** What a pull reads of a registry's answers at most (default DEFAULT_REGISTRY_LIMITS). */
   limits?: Partial<RegistryLimits>;
+  /**
+   * Keep each pulled layer's compressed blob beside its unpacked layer (default false): nothing in a node reads
+   * them again, and writing them costs a pull as many bytes of writes again and the disk as much again.
+   */
+  keepLayerBlobs?: boolean;
 }
 
 /** A file of a locally built image: content from a host file or given bytes; or an empty directory. */
@@ -105,6 +110,7 @@ export class Images {
       receiving: new Map(),
       stallTimeoutMs: opts.stallTimeoutMs,
       progressIntervalMs: opts.progressIntervalMs,
+      keepLayerBlobs: opts.keepLayerBlobs ?? false,
     };
   }
 

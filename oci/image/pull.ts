@@ -36,6 +36,8 @@ export interface PullContext {
   stallTimeoutMs?: number;
   /** How often a running pull logs its progress (default 10 s). */
   progressIntervalMs?: number;
+  /** Whether a layer's compressed blob stays in the content store beside its unpacked layer. */
+  keepLayerBlobs?: boolean;
 }
 
 /** What a pull stored, for the catalogue to record. */
@@ -269,12 +271,14 @@ export class Pull {
     const { ctx } = this;
     return retry(async () => {
       const body = await ctx.client.openBlob(e, this.ref, layer.digest, this.auth, { signal, stallMs: ctx.stallTimeoutMs });
-      const slot = ctx.content.slot(layer.digest);
+      // Without a slot the bytes are still checked against the digest and size, only not written twice.
+      const slot = ctx.keepLayerBlobs ? ctx.content.slot(layer.digest) : undefined;
       let received = 0;
       body.on('data', (chunk: Buffer) => { received += chunk.length; ctx.received(chunk.length); });
       ctx.receiving.set(layer.digest, () => received);
       try {
-        await ctx.layers.unpack(diffId, body, what, layer.size, { tmp: slot.tmp, digest: layer.digest, size: layer.size }, async () => {
+        await ctx.layers.unpack(diffId, body, what, layer.size, { tmp: slot?.tmp, digest: layer.digest, size: layer.size }, async () => {
+          if (!slot) return;
           await slot.commit();
           faultPoint('pull-blob-stored');
         });
@@ -283,7 +287,7 @@ export class Pull {
       } finally {
         body.destroy();
         ctx.receiving.delete(layer.digest);
-        await slot.discard();
+        await slot?.discard();
       }
     }, {
       attempts: 3, signal,

@@ -11,7 +11,7 @@ import { isMounted, mountedPaths } from '../../mounter/mounter.js';
 import { idmapMount, MountError, mount, unmount, unmountIfMounted, type IdRange } from '../../mounter/mounter.js';
 import { hexOf } from './content.js';
 import { SingleFlight } from '../../core/locks.js';
-import { unpackLayerKeepingBlob, type BlobToWrite } from './unpack.js';
+import { unpackLayerBlob, type BlobToWrite } from './unpack.js';
 import { unpackInWorker, unpacksInWorker } from './unpack-pool.js';
 import { diskUsage, writableLayerUsage, type UsageCache, type Usage } from './usage.js';
 import { exists } from '../../core/fs.js';
@@ -126,7 +126,7 @@ export class LayerStore {
     try {
       const { diffId: got } = unpacksInWorker(size)
         ? await unpackInWorker(source, tmp, what, blob)
-        : await unpackLayerKeepingBlob(source, tmp, what, this.log, blob);
+        : await unpackLayerBlob(source, tmp, what, this.log, blob);
       if (got !== diffId) throw new InvalidArgument(`${what} unpacks to ${got}, but the image config says ${diffId}: the image is corrupt`);
       await beforeCommit?.();
       // Another pull may have put the same layer in place meanwhile: theirs is as good as ours.

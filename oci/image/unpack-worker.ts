@@ -4,7 +4,7 @@
 import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
 import { causeWhere, MinicriError } from '../../core/errors.js';
-import { unpackLayerKeepingBlob } from './unpack.js';
+import { unpackLayerBlob } from './unpack.js';
 import type { FromWorker, ToWorker } from './unpack-pool.js';
 
 const port = parentPort!;
@@ -36,7 +36,7 @@ port.on('message', (m: ToWorker) => {
       const s = new PassThrough({ highWaterMark: 1 << 20 });
       sources.set(m.id, s);
       // The blob's own file and digest check, here too, when the bytes come from the registry.
-      unpackLayerKeepingBlob(s, m.dest, m.what, undefined, m.blob).then(
+      unpackLayerBlob(s, m.dest, m.what, undefined, m.blob).then(
         (r) => send({ type: 'done', id: m.id, diffId: r.diffId, bytes: r.bytes }),
         (err: Error) => send({
           type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: err.message, ...systemError(err),

@@ -103,14 +103,14 @@ export class Decompress extends Duplex {
 
 export interface UnpackResult { diffId: string; bytes: number }
 
-/** Where a downloaded layer's bytes are also kept as its blob, and the digest they must have. */
-export interface BlobToWrite { tmp: string; digest: string; size?: number }
+/** The digest (and size) a downloaded layer's bytes must have, and where they are also kept as its blob, if anywhere. */
+export interface BlobToWrite { tmp?: string; digest: string; size?: number }
 
 /**
- * Unpacks `source`; with `blob`, the same bytes also go to the blob's file on their way, and a wrong size or
- * digest fails the unpack (content.ts's blobWriter checks them before the stream ends).
+ * Unpacks `source`; with `blob`, a wrong size or digest of its bytes fails the unpack (content.ts's blobWriter
+ * checks them before the stream ends), and with `blob.tmp` they also go to the blob's file on their way.
  */
-export async function unpackLayerKeepingBlob(
+export async function unpackLayerBlob(
   source: Readable, dest: string, what: string, log: Logger | undefined, blob?: BlobToWrite,
 ): Promise<UnpackResult> {
   if (!blob) return unpackLayer(source, dest, what, log);
@@ -142,16 +142,18 @@ function drain(stream: Readable): Promise<void> {
  */
 export async function unpackLayer(source: Readable, dest: string, what: string, log?: Logger): Promise<UnpackResult> {
   const started = Date.now();
+  const decompress = new Decompress();
+  // The source's own failure (a stalled download, a digest mismatch, a cancelled pull) says more than ours.
+  // Heard from now on: a small blob can end, and fail its digest check, before the directory below is made
+  // (and before the pipeline below listens to decompress: destroyed without an error, it cannot throw one).
+  let sourceError: unknown;
+  source.on('error', (err) => { sourceError ??= err; decompress.destroy(); });
   await mkdir(dest, { mode: 0o755 });
   const hash = createHash('sha256');
   let bytes = 0;
   const tap = new Transform({ transform(chunk: Buffer, _e, cb) { hash.update(chunk); bytes += chunk.length; cb(null, chunk); } });
   // tar-stream's extract keeps consuming past the end-of-archive blocks, so the digest covers the whole stream.
   const extract = tar.extract();
-  const decompress = new Decompress();
-  // The source's own failure (a stalled download, a digest mismatch, a cancelled pull) says more than ours.
-  let sourceError: unknown;
-  source.on('error', (err) => { sourceError ??= err; decompress.destroy(err); });
   source.pipe(decompress);
   const feeding = pipeline(decompress, tap, extract);
   // Awaited below; handled now so a failure while entries are still being applied is not an unhandled rejection.

@@ -19,7 +19,7 @@ export interface ImageEnv {
 }
 
 export async function imageEnv(t: TestContext, registries: RegistryHostsConfig = { mirrors: {}, insecure: [] },
-  extra: Partial<Pick<ImagesOptions, 'usedBy' | 'stallTimeoutMs' | 'progressIntervalMs' | 'log'>> = {}): Promise<ImageEnv> {
+  extra: Partial<Pick<ImagesOptions, 'usedBy' | 'stallTimeoutMs' | 'progressIntervalMs' | 'log' | 'keepLayerBlobs'>> = {}): Promise<ImageEnv> {
   const rootDir = await mkdtemp(join(tmpdir(), 'minicri-image-'));
   const repo = new MemoryImageRepository();
   const requests: string[] = [];

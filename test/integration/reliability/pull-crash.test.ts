@@ -44,7 +44,8 @@ describe('crash during PullImage', () => {
   for (const point of ['pull-manifest-stored', 'pull-blob-stored', 'pull-layer-unpacked']) {
     it(`leaves the image store as if the pull never started when the daemon dies at ${point}`, async () => {
       const { net } = network;
-      const dirs = makeDaemonDirs('', net);
+      // The blob is stored only where layer blobs are kept.
+      const dirs = makeDaemonDirs(point === 'pull-blob-stored' ? 'keep_layer_blobs = true' : '', net);
       let daemon = await TestDaemon.start(dirs, { MINICRI_TEST_CRASH_AT: point });
       try {
         await assert.rejects(daemon.client.image.call('PullImage', { image: { image } }));
