@@ -2,7 +2,8 @@
 // and everything it imports into dist/bundle/minicri.js, which dist/server/main.js runs. A start then reads and
 // links a few files instead of nearly a thousand; most of a restarted daemon's time to its first answer was that.
 // What the command imports with `import()` (the daemon behind its socket, doctor) goes into chunks of its own
-// beside it, read only when needed. The tsc output stays as it is (tests and the unpack worker load those files).
+// beside it, read only when needed. The unpack worker is bundled the same way (dist/bundle/unpack-worker.js), as
+// every pull that starts one waits for it to load. The tsc output stays as it is (tests load those files).
 //
 // Modules that find files next to themselves (the proto files, the C helpers, the unpack worker, package.json)
 // still find them: each one's `import.meta.url`, `__dirname` and `__filename` are rewritten to its own place,
@@ -16,6 +17,8 @@ import { build } from 'esbuild';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = resolve(root, 'dist/bundle');
 const NATIVE = ['better-sqlite3', '@napi-rs/xattr'];
+/** Worker scripts bundled as entries of their own: who starts one finds it beside the bundle, not beside its source. */
+const WORKERS = { 'unpack-worker': 'dist/oci/image/unpack-worker.js' };
 
 /**
  * The URL of `file` computed at run time from the bundle's own, as a JavaScript expression. Through a name the
@@ -29,9 +32,13 @@ const ownPlaces = {
   name: 'own-places',
   setup(b) {
     b.onLoad({ filter: /\.[cm]?js$/ }, async ({ path }) => {
-      let text = await readFile(path, 'utf8');
+      const original = await readFile(path, 'utf8');
+      let text = original;
+      for (const name of Object.keys(WORKERS)) {
+        text = text.replaceAll(`new URL('./${name}.js', import.meta.url)`, `new URL('./${name}.js', __minicriBundle)`);
+      }
       const uses = { meta: text.includes('import.meta.url'), dir: /\b__(dirname|filename)\b/.test(text) };
-      if (!uses.meta && !uses.dir) return undefined;
+      if (!uses.meta && !uses.dir) return text === original ? undefined : { contents: text, loader: 'js', resolveDir: dirname(path) };
       if (uses.meta) text = text.replaceAll('import.meta.url', `(${urlOf(path)})`);
       // Only CommonJS modules use these; esbuild wraps each in a function, so the declarations stay its own.
       if (uses.dir) {
@@ -43,9 +50,12 @@ const ownPlaces = {
 };
 
 await build({
-  entryPoints: [resolve(root, 'dist/server/cli.js')],
+  entryPoints: {
+    minicri: resolve(root, 'dist/server/cli.js'),
+    ...Object.fromEntries(Object.entries(WORKERS).map(([name, file]) => [name, resolve(root, file)])),
+  },
   outdir,
-  entryNames: 'minicri',
+  entryNames: '[name]',
   chunkNames: '[name]-[hash]',
   splitting: true,
   bundle: true,

@@ -1,7 +1,7 @@
 // Layer unpacking on a worker thread: the main thread reads the blob (from the registry or the store) and
 // hands its bytes to a worker that unpacks them, so a pull's CPU work runs beside the event loop that serves
 // CRI calls, and its garbage is collected on the worker's own heap. Two workers share the layers under way
-// (each stays compiled and warm across layers) and end after a few idle seconds. Big manifests and configs
+// (each stays compiled and warm across layers) and end after half a minute idle. Big manifests and configs
 // are parsed there too: a registry's 8 MiB of JSON takes seconds to parse and check.
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
@@ -32,8 +32,12 @@ export type FromWorker =
  */
 const BATCH = 512 << 10;
 const IN_FLIGHT = 2 << 20;
-/** The worker is ended after this long without a layer: between pulls the daemon stays as small as it was. */
-const IDLE_MS = 5000;
+/**
+ * The worker is ended after this long without a layer, and the daemon is as small as before the pull. Long
+ * enough for the next of a pod's images (kubelet pulls them one after another) to find it started and its
+ * code compiled: a new worker's first layers run unoptimized, about a tenth of a 100 MB pull's CPU.
+ */
+const IDLE_MS = 30_000;
 
 interface Job { onMessage(m: FromWorker): void; onFailure(err: Error): void }
 

@@ -5,7 +5,7 @@
 import type { Duplex } from 'node:stream';
 import * as zlib from 'node:zlib';
 
-/** 64 KiB output pieces, as for gzip: under the daemon's malloc mmap threshold (see file-sink.ts). */
+/** 64 KiB output pieces: under the daemon's malloc mmap threshold (see file-sink.ts). */
 const PIECE = 64 << 10;
 /** 2^27 bytes: the 128 MiB window zstd's format asks every decoder to support, and no more. */
 const WINDOW_LOG_MAX = 27;
