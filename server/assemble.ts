@@ -103,6 +103,7 @@ export async function assemble({ config, log, store, version, lists, t }: Assemb
         progressIntervalMs: config.registries.progress_interval_seconds * 1000,
         writableUsageMaxAgeMs: config.writable_layer_usage_max_age_seconds * 1000,
         keepLayerBlobs: config.keep_layer_blobs,
+        maxConcurrentDownloads: config.registries.max_concurrent_downloads,
         limits: {
           responseBytes: config.registries.max_response_bytes, manifestBytes: config.registries.max_manifest_bytes,
           configBytes: config.registries.max_config_bytes, layers: config.registries.max_layers,

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
-import { DEFAULT_REGISTRY_LIMITS as LIMITS } from '../oci/image/limits.js';
+import { DEFAULT_CONCURRENT_DOWNLOADS, DEFAULT_REGISTRY_LIMITS as LIMITS } from '../oci/image/limits.js';
 import { MINICRI_PROFILE } from '../oci/runtime/apparmor/profile.js';
 import { DEFAULT_LIMITS } from '../streaming/limits.js';
 
@@ -85,6 +85,8 @@ const schema = z.strictObject({
     pod_resources_socket: absolutePath.default('/var/lib/kubelet/pod-resources/kubelet.sock'),
   }).prefault({}),
   registries: z.strictObject({
+    // Layers downloaded (and unpacked) at once, across all pulls.
+    max_concurrent_downloads: z.number().int().positive().max(64).default(DEFAULT_CONCURRENT_DOWNLOADS),
     insecure: z.array(z.string().min(1)).default([]),
     mirrors: z.record(z.string(), mirror).default({}),
     // Node-level credentials (Docker config.json `auths`): the pause image, mirrors, pulls sent without auth.

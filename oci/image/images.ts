@@ -10,7 +10,7 @@ import type { Logger } from '../../core/log.js';
 import { ContentStore } from './content.js';
 import type { Transport } from './http.js';
 import { Leases, type PullIntentRepository } from './lease.js';
-import type { RegistryLimits } from './limits.js';
+import { DEFAULT_CONCURRENT_DOWNLOADS, type RegistryLimits } from './limits.js';
 import { buildImageConfig, MediaType } from './manifest.js';
 import { HOST_PLATFORM } from './platform.js';
 import { Pull, type PullContext, type PulledImage } from './pull.js';
@@ -33,7 +33,7 @@ export interface ImagesOptions {
   log: Logger;
   /** Who uses the image (a container, a pause), said with what to do about it: such an image cannot be removed. */
   usedBy?: (imageId: string) => string | undefined;
-  /** Layers downloaded (and unpacked) at once, across all pulls. */
+  /** Layers downloaded (and unpacked) at once, across all pulls (default DEFAULT_CONCURRENT_DOWNLOADS). */
   maxConcurrentDownloads?: number;
   /** For tests that watch requests; defaults to undici's request. */
   transport?: Transport;
@@ -105,7 +105,7 @@ export class Images {
     this.pulls = {
       content: this.content, layers: this.layers, log: opts.log, received,
       client: new RegistryClient({ hosts: opts.registries, log: opts.log, transport: opts.transport, limits: opts.limits }),
-      downloads: new Semaphore(opts.maxConcurrentDownloads ?? 3),
+      downloads: new Semaphore(opts.maxConcurrentDownloads ?? DEFAULT_CONCURRENT_DOWNLOADS),
       transfers: new SingleFlight<number>(),
       receiving: new Map(),
       stallTimeoutMs: opts.stallTimeoutMs,
