@@ -13,7 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import * as zlib from 'node:zlib';
 import { setAttribute } from '@napi-rs/xattr';
 import tar from 'tar-stream';
-import { InvalidArgument, MinicriError } from '../../core/errors.js';
+import { Internal, InvalidArgument, MinicriError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { blobWriter } from './content.js';
 import { FileSink } from './file-sink.js';
@@ -121,9 +121,18 @@ export async function unpackLayerBlob(
 ): Promise<UnpackResult> {
   if (!blob) return unpackLayer(source, dest, what, log);
   const writer = blobWriter(blob.tmp, blob.digest, blob.size, what);
+  let blobError: unknown;
+  writer.stream.on('error', (err) => { blobError ??= err; });
   source.on('error', (err) => writer.stream.destroy(err)).pipe(writer.stream);
   try {
-    return await unpackLayer(writer.stream, dest, what, log);
+    const result = await unpackLayer(writer.stream, dest, what, log);
+    // The layer can end before its blob does (gunzip stops at zeros after a gzip member, zstd at anything after
+    // a frame): the rest is read and dropped, so the blob's size and digest are checked all the same.
+    writer.stream.unpipe();
+    await drain(writer.stream);
+    if (blobError) throw blobError;
+    if (!writer.verified()) throw new Internal(`${what} ended before its size and digest were checked`);
+    return result;
   } finally {
     writer.stream.destroy();
     await writer.closed;

@@ -3,10 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { constants, gzipSync, zstdCompressSync } from 'node:zlib';
 import { NotFound } from '../../../core/errors.js';
 import { imageEnv } from '../../support/image-env.js';
 import { startRegistry, type TestRegistry } from '../../support/registry.js';
-import { buildImage, busyboxLayer, pushImage, pushIndex, registryBlobFile, type BuiltImage } from '../../support/test-images.js';
+import {
+  buildImage, busyboxLayer, pushBlob, pushImage, pushIndex, pushManifest, registryBlobFile, sha256, tarball, type BuiltImage,
+} from '../../support/test-images.js';
 
 describe('image pull from a local registry', () => {
   let reg: TestRegistry;
@@ -80,6 +83,18 @@ describe('image pull from a local registry', () => {
     assert.equal(blobRequests().length, 3);
   });
 
+  test('with layer blobs kept, a layer that went missing is unpacked again from its blob, fetching nothing', async (t) => {
+    const { images, rootDir, requests } = await imageEnv(t, undefined, { keepLayerBlobs: true });
+    const name = `${reg.host}/test/base`;
+    await images.pull(`${name}:1.0`);
+    const layerDir = join(rootDir, 'layers', base.diffIds[0]!.slice(7));
+    await rm(layerDir, { recursive: true });
+    const before = requests.length;
+    await images.pull(`${name}@${base.manifestDigest}`);
+    assert.deepEqual(requests.slice(before).map((u) => u.slice(reg.url.length)), [`/v2/test/base/manifests/${base.manifestDigest}`]);
+    assert.ok((await readdir(layerDir)).length > 0, 'the layer is back');
+  });
+
   test('concurrent pulls fetch each blob once; zstd and uncompressed layers unpack', async (t) => {
     const { images, blobRequests } = await imageEnv(t);
     const [a, b, c] = await Promise.all([
@@ -140,6 +155,37 @@ describe('image pull from a local registry', () => {
       assert.deepEqual(await readdir(join(rootDir, 'tmp')), []);
       assert.equal(images.list().length, 0);
     });
+  }
+
+  // A decompressor stops at the end of its stream: gunzip at zeros after a gzip member, zstd at anything after a
+  // frame. The bytes after it still count. The image's layer blob is a valid one followed by a MiB of such
+  // bytes; served instead is another compression of the same tar, padded to the same size: the layer and its
+  // diff id are right, and only the blob's digest, known once its last byte is read, tells them apart.
+  for (const compression of ['gzip', 'zstd'] as const) {
+    for (const [kind, data] of [['small', 'a few words\n'.repeat(2000)], ['large', randomBytes(300_000)]] as const) {
+      test(`a blob whose layer ends before its bytes do is checked to its end (${compression}, ${kind} layer)`, async (t) => {
+        const { images, rootDir } = await imageEnv(t, undefined, { keepLayerBlobs: true });
+        const entries = [{ name: 'x', data }];
+        const img = await buildImage([{ entries, compression }], { Cmd: ['x'] });
+        const pad = (b: Buffer, size: number) => Buffer.concat([b, Buffer.alloc(size - b.length, compression === 'gzip' ? 0 : 0xff)]);
+        const valid = img.blobs.get(img.layerDigests[0]!)!;
+        const declared = pad(valid, valid.length + (1 << 20));
+        const manifest = JSON.parse(img.manifest.toString()) as { layers: Array<{ digest: string; size: number }> };
+        manifest.layers[0] = { ...manifest.layers[0]!, digest: sha256(declared), size: declared.length };
+        const repository = `test/padded-${compression}-${kind}`;
+        await pushBlob(reg, repository, declared);
+        await pushBlob(reg, repository, img.config);
+        await pushManifest(reg, repository, 'v1', Buffer.from(JSON.stringify(manifest)), 'application/vnd.oci.image.manifest.v1+json');
+        const other = compression === 'gzip'
+          ? gzipSync(await tarball(entries), { level: 9 })
+          : zstdCompressSync(await tarball(entries), { params: { [constants.ZSTD_c_compressionLevel]: 19 } });
+        await writeFile(registryBlobFile(reg, sha256(declared)), pad(other, declared.length));
+        await assert.rejects(images.pull(`${reg.host}/${repository}:v1`), /digest .* not sha256:.*corrupt/);
+        assert.deepEqual(await readdir(join(rootDir, 'blobs', 'sha256')), [], 'no blob stored');
+        assert.deepEqual(await readdir(join(rootDir, 'layers')), []);
+        assert.deepEqual(await readdir(join(rootDir, 'tmp')), []);
+      });
+    }
   }
 
   test('list, status, remove by one tag (the image with all its tags) and by id keep shared layers; fsInfo counts', async (t) => {
