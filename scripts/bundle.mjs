@@ -19,6 +19,8 @@ const outdir = resolve(root, 'dist/bundle');
 const NATIVE = ['better-sqlite3', '@napi-rs/xattr'];
 /** Worker scripts bundled as entries of their own: who starts one finds it beside the bundle, not beside its source. */
 const WORKERS = { 'unpack-worker': 'dist/oci/image/unpack-worker.js' };
+/** The workers some bundled module was seen to start: one never seen would run unbundled, slower and unnoticed. */
+const startsWorker = new Set();
 
 /**
  * The URL of `file` computed at run time from the bundle's own, as a JavaScript expression. Through a name the
@@ -35,7 +37,9 @@ const ownPlaces = {
       const original = await readFile(path, 'utf8');
       let text = original;
       for (const name of Object.keys(WORKERS)) {
-        text = text.replaceAll(`new URL('./${name}.js', import.meta.url)`, `new URL('./${name}.js', __minicriBundle)`);
+        const start = `new URL('./${name}.js', import.meta.url)`;
+        if (text.includes(start)) startsWorker.add(name);
+        text = text.replaceAll(start, `new URL('./${name}.js', __minicriBundle)`);
       }
       const uses = { meta: text.includes('import.meta.url'), dir: /\b__(dirname|filename)\b/.test(text) };
       if (!uses.meta && !uses.dir) return text === original ? undefined : { contents: text, loader: 'js', resolveDir: dirname(path) };
@@ -77,3 +81,8 @@ await build({
   },
   logLevel: 'warning',
 });
+
+const unseen = Object.keys(WORKERS).filter((name) => !startsWorker.has(name));
+if (unseen.length > 0) {
+  throw new Error(`no bundled module starts ${unseen.join(', ')} as new URL('./<name>.js', import.meta.url): update scripts/bundle.mjs`);
+}

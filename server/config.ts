@@ -41,7 +41,7 @@ const schema = z.strictObject({
   // files on every call would hold the daemon up; a walk is also cut after 1 s of a call and goes on at the next.
   writable_layer_usage_max_age_seconds: z.number().nonnegative().max(3600).default(10),
   // Keep each pulled layer's compressed blob beside the unpacked layer (containerd does unless told to discard
-  // unpacked layers; CRI-O does not). Nothing minicri serves reads them: off, a pull writes half as much.
+  // unpacked layers; CRI-O does not). Nothing minicri serves reads them: off, a pull writes only the layers.
   keep_layer_blobs: z.boolean().default(false),
   // Where pods' network namespaces are pinned; iproute2's directory, so `ip netns` sees them.
   netns_dir: absolutePath.default('/var/run/netns'),

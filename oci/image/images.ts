@@ -49,7 +49,7 @@ export interface ImagesOptions {
   limits?: Partial<RegistryLimits>;
   /**
    * Keep each pulled layer's compressed blob beside its unpacked layer (default false): nothing in a node reads
-   * them again, and writing them costs a pull as many bytes of writes again and the disk as much again.
+   * them again, and writing them costs a pull, and the disk, the layers' compressed size again.
    */
   keepLayerBlobs?: boolean;
 }

@@ -243,8 +243,9 @@ export class Pull {
   }
 
   /**
-   * Makes sure a layer is unpacked; returns the bytes this pull downloaded for it. The blob streams into the
-   * content store and into the layer's unpack at once; pulls needing the same layer share one transfer.
+   * Makes sure a layer is unpacked; returns the bytes this pull downloaded for it. The blob streams through its
+   * digest check (and into the content store, when layer blobs are kept) and into the layer's unpack at once;
+   * pulls needing the same layer share one transfer.
    */
   private async pullLayer(layer: Descriptor, diffId: string, what: string): Promise<number> {
     const { content, layers, downloads, transfers } = this.ctx;

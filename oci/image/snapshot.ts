@@ -115,8 +115,8 @@ export class LayerStore {
 
   /**
    * Unpacks `source` (a layer blob's bytes, possibly still downloading) as layer `diffId`: into a temp dir,
-   * checked against diffId (and, with `blob`, written to blob.tmp and checked against its digest), then
-   * `beforeCommit` (which puts the verified blob in the store), then renamed into place.
+   * checked against diffId (and, with `blob`, checked against its digest and size, and written to blob.tmp when
+   * given), then `beforeCommit` (which puts a kept blob in the store), then renamed into place.
    * Any failure, the source's included, removes what was unpacked.
    */
   async unpack(

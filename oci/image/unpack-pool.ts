@@ -33,15 +33,17 @@ export type FromWorker =
 const BATCH = 512 << 10;
 const IN_FLIGHT = 2 << 20;
 /**
- * The worker is ended after this long without a layer, and the daemon is as small as before the pull. Long
- * enough for the next of a pod's images (kubelet pulls them one after another) to find it started and its
+ * A worker that unpacked is ended after this long without a job, and the daemon is as small as before the pull.
+ * Long enough for the next of a pod's images (kubelet pulls them one after another) to find it started and its
  * code compiled: a new worker's first layers run unoptimized, about a tenth of a 100 MB pull's CPU.
  */
 const IDLE_MS = 30_000;
+/** One that only parsed goes sooner: its heap may still hold a registry's megabytes of JSON. */
+const PARSED_IDLE_MS = 5000;
 
 interface Job { onMessage(m: FromWorker): void; onFailure(err: Error): void }
 
-interface UnpackWorker { worker: Worker; jobs: Map<number, Job>; idle?: NodeJS.Timeout }
+interface UnpackWorker { worker: Worker; jobs: Map<number, Job>; idle?: NodeJS.Timeout; unpacks?: boolean }
 
 /** Two workers: with the hashing, the tar entries and the writes of several layers, one thread is the bottleneck. */
 const WORKERS = 2;
@@ -90,8 +92,8 @@ export function unpacksInWorker(layerBytes: number): boolean {
 
 /** Starts workers (one per layer, up to WORKERS) ahead of the first layer, so their start overlaps the layer requests. */
 export function warmUnpackWorkers(layers: number): void {
-  for (const w of running) if (w.jobs.size === 0) idleLater(w);
-  for (let i = running.length; i < Math.min(layers, WORKERS); i++) idleLater(start());
+  for (const w of running) if (w.jobs.size === 0) idleLater(Object.assign(w, { unpacks: true }));
+  for (let i = running.length; i < Math.min(layers, WORKERS); i++) idleLater(Object.assign(start(), { unpacks: true }));
 }
 
 function idleLater(w: UnpackWorker): void {
@@ -101,17 +103,18 @@ function idleLater(w: UnpackWorker): void {
       forget(w);
       void w.worker.terminate();
     }
-  }, IDLE_MS).unref();
+  }, w.unpacks ? IDLE_MS : PARSED_IDLE_MS).unref();
 }
 
 /**
  * Unpacks `source` (a layer blob's bytes) into `dest` on the worker; see unpackLayer. With `blob`, the worker
- * also writes the bytes to its temp file and checks size and digest (see blobWriter). A failure of the source
+ * also checks size and digest (see blobWriter), and writes the bytes to blob.tmp when given. A failure of the source
  * itself (a stalled download) is what the promise rejects with. The source's chunks are moved to the worker:
  * nothing else may keep them past its own 'data' listeners, which must be added before this is called.
  */
 export function unpackInWorker(source: Readable, dest: string, what: string, blob?: BlobToWrite): Promise<UnpackResult> {
   const w = worker();
+  w.unpacks = true;
   const id = nextId++;
   w.worker.ref();
   return new Promise<UnpackResult>((resolve, reject) => {

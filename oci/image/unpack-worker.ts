@@ -1,6 +1,6 @@
 // The worker side of unpack-pool.ts: unpacks layers from the chunks the main thread sends, several at once,
 // so gunzip's bookkeeping, the diff-id hash, the tar parsing, the file writes and their garbage stay off the
-// thread that serves CRI calls; for a download, the blob's own hash and file too.
+// thread that serves CRI calls; for a download, the blob's own hash (and file, where blobs are kept) too.
 import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
 import { causeWhere, MinicriError } from '../../core/errors.js';
@@ -35,7 +35,7 @@ port.on('message', (m: ToWorker) => {
     case 'start': {
       const s = new PassThrough({ highWaterMark: 1 << 20 });
       sources.set(m.id, s);
-      // The blob's own file and digest check, here too, when the bytes come from the registry.
+      // The blob's own digest check (and file), here too, when the bytes come from the registry.
       unpackLayerBlob(s, m.dest, m.what, undefined, m.blob).then(
         (r) => send({ type: 'done', id: m.id, diffId: r.diffId, bytes: r.bytes }),
         (err: Error) => send({
@@ -49,7 +49,9 @@ port.on('message', (m: ToWorker) => {
       // its page faults cost more CPU than the hashing (the daemon's malloc maps anything over 128 KiB afresh).
       const pieces = m.data.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength));
       const bytes = pieces.reduce((a, p) => a + p.byteLength, 0);
-      pieces.forEach((p, i) => source?.write(p, i === pieces.length - 1 ? () => send({ type: 'ack', id: m.id, bytes }) : undefined));
+      const ack = () => send({ type: 'ack', id: m.id, bytes });
+      if (pieces.length === 0) ack();
+      pieces.forEach((p, i) => source?.write(p, i === pieces.length - 1 ? ack : undefined));
       return;
     }
     case 'end':
