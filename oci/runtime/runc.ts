@@ -308,7 +308,8 @@ export class OciRuntime {
     if (!path || (spec.hooks?.poststop?.length ?? 0) > 0) return false;
     const hierarchies = await this.cgroupHierarchies();
     const dirs = hierarchies.map((root) => join(root, cgroupDir(path)));
-    const empty = await Promise.all(dirs.map(async (dir) => !(await exists(dir)) || cgroupEmpty(dir)));
+    // A hierarchy without the directory reads as empty: no look for it first.
+    const empty = await Promise.all(dirs.map((dir) => cgroupEmpty(dir)));
     if (!empty.every(Boolean)) return false;
     await removeCgroupDir(cgroupDir(path), hierarchies);
     await rm(join(this.opts.root, id), { recursive: true, force: true });
