@@ -18,6 +18,9 @@ export interface CallQuietOptions {
 export class CallQuiet {
   private inFlight = 0;
   private lastAt = -Infinity;
+  /** Callers of quiet() still waiting, and the one look for quiet they share. */
+  private waiting = 0;
+  private next: Promise<void> | undefined;
   private readonly quietMs: number;
   private readonly maxWaitMs: number;
   private readonly now: () => number;
@@ -47,12 +50,22 @@ export class CallQuiet {
   }
 
   /** Resolves once calls are quiet, or maxWaitMs after it was asked, whichever comes first. */
-  async quiet(): Promise<void> {
-    const deadline = this.now() + this.maxWaitMs;
-    for (let wait = this.untilQuietMs(); wait > 0; wait = this.untilQuietMs()) {
-      const left = deadline - this.now();
-      if (left <= 0) return;
-      await new Promise((r) => setTimeout(r, Math.min(wait, left)));
+  quiet(): Promise<void> {
+    if (this.untilQuietMs() === 0) return Promise.resolve();
+    // One timer looks for quiet for every waiter (a storm of removals makes hundreds), and only while one waits.
+    this.waiting++;
+    this.next ??= this.watch().finally(() => { this.next = undefined; });
+    let timer: NodeJS.Timeout | undefined;
+    const capped = new Promise<void>((resolve) => { timer = setTimeout(resolve, this.maxWaitMs); });
+    return Promise.race([this.next, capped]).finally(() => {
+      clearTimeout(timer);
+      this.waiting--;
+    });
+  }
+
+  private async watch(): Promise<void> {
+    for (let wait = this.untilQuietMs(); wait > 0 && this.waiting > 0; wait = this.untilQuietMs()) {
+      await new Promise((r) => setTimeout(r, wait));
     }
   }
 }

@@ -25,16 +25,20 @@ describe('CallQuiet', () => {
     assert.equal(calls.untilQuietMs(), 0);
   });
 
-  it('resolves at once when quiet, after the calls stop, and after maxWaitMs when they never do', async () => {
+  it('resolves at once when quiet, after the calls stop (every waiter), and after maxWaitMs when they never do', async () => {
     const calls = new CallQuiet({ quietMs: 10, maxWaitMs: 200 });
     let resolved = false;
     await calls.quiet();
     calls.begin();
-    const waiting = calls.quiet().then(() => { resolved = true; });
+    const waiting = Promise.all([calls.quiet(), calls.quiet()]).then(() => { resolved = true; });
     await new Promise((r) => setTimeout(r, 30));
     assert.equal(resolved, false, 'a call is under way');
     calls.end();
     await waiting;
+    // A waiter that came after the others had gone waits anew.
+    calls.begin();
+    calls.end();
+    await calls.quiet();
     // A call that never ends: the wait gives up.
     calls.begin();
     await calls.quiet();
