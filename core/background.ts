@@ -5,11 +5,8 @@ import type { Logger } from './log.js';
 
 export class Background {
   private readonly running = new Set<Promise<void>>();
-  private flush!: () => void;
-  private readonly flushed = new Promise<void>((resolve) => { this.flush = resolve; });
 
-  /** `quiet`: resolves when work that can wait may start (see `later`); by default at once. */
-  constructor(private readonly log: Logger, private readonly quiet: () => Promise<void> = async () => undefined) {}
+  constructor(private readonly log: Logger) {}
 
   /** Starts `work` now without waiting for it; `what` names it in the log if it fails. */
   run(what: string, work: () => Promise<unknown>): void {
@@ -21,20 +18,8 @@ export class Background {
     this.running.add(task);
   }
 
-  /**
-   * Like run, but `work` starts only once `quiet` resolves (the daemon's calls leave it alone for a moment):
-   * work nobody waits for then yields the CPU to the calls somebody does wait for. drain() starts it at once.
-   */
-  later(what: string, work: () => Promise<unknown>): void {
-    this.run(what, async () => {
-      await Promise.race([this.quiet(), this.flushed]);
-      return work();
-    });
-  }
-
-  /** Waits until nothing started here runs any more (work started meanwhile included); what waits in `later` starts now. */
+  /** Waits until nothing started here runs any more (work started meanwhile included). */
   async drain(): Promise<void> {
-    this.flush();
     while (this.running.size > 0) await Promise.all(this.running);
   }
 }

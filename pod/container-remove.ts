@@ -1,9 +1,8 @@
 // RemoveContainer. Before the answer the container stops being: stopped if it still ran, its record moved to
 // the cleanup table (so it is gone from every list and status, and its name is free). What it held on the
-// host (runc state, the rootfs mount, its directory, image volumes) is released after, in the background,
-// once the daemon's calls leave it a quiet moment (a second at most), from that cleanup record: a failure is
-// retried (pending.ts), a crash is finished at the next start (recovery.ts), and removing its sandbox does it
-// at once. Idempotent: an unknown id is not an error.
+// host (runc state, the rootfs mount, its directory, image volumes) is released right after, in the
+// background, from that cleanup record: a failure is retried (pending.ts), a crash is finished at the next
+// start (recovery.ts), and removing its sandbox waits for it. Idempotent: an unknown id is not an error.
 import { rm } from 'node:fs/promises';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
@@ -21,8 +20,7 @@ export async function removeContainer(ctx: PodContext, idOrPrefix: string, log: 
   if (!found) return;
   const retired = await ctx.locks.run(found.id, () =>
     attemptRemoval(ctx.tables.containers, found.id, () => retireContainerLocked(ctx, found.id, log)));
-  // Nobody waits for it (removing the sandbox finishes it itself): it waits for a quiet moment of the calls.
-  if (retired) ctx.background.later(`cleanup of removed container ${found.id}`, () => finishContainerCleanup(ctx, found.id, log));
+  if (retired) ctx.background.run(`cleanup of removed container ${found.id}`, () => finishContainerCleanup(ctx, found.id, log));
 }
 
 /** Removes one container and waits for its cleanup (the caller holds its lock): sandbox removal, recovery, retries. */

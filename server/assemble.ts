@@ -9,7 +9,6 @@ import { ensureDefaultNetwork } from '../cni/default-network.js';
 import { CniManager } from '../cni/manager.js';
 import { PodResourcesClient } from '../cni/pod-resources.js';
 import { Background } from '../core/background.js';
-import type { CallQuiet } from '../core/call-quiet.js';
 import { KeyedLock } from '../core/locks.js';
 import type { Logger } from '../core/log.js';
 import type { Timeline } from '../core/timeline.js';
@@ -51,8 +50,6 @@ export interface AssembleOptions {
   store: Store;
   version: string;
   lists: ListEncoders;
-  /** The unary calls under way: background work that nobody waits for waits for them to stop. */
-  calls: CallQuiet;
   /** The start's timeline, each step marked on it. */
   t: Timeline;
 }
@@ -67,7 +64,7 @@ export interface Assembled {
   stop(): Promise<void>;
 }
 
-export async function assemble({ config, log, store, version, lists, calls, t }: AssembleOptions): Promise<Assembled> {
+export async function assemble({ config, log, store, version, lists, t }: AssembleOptions): Promise<Assembled> {
   const dirs = storageDirs(config);
   let cni: CniManager | undefined;
   let streaming: StreamingServer | undefined;
@@ -76,7 +73,7 @@ export async function assemble({ config, log, store, version, lists, calls, t }:
     const tables = openTables(store);
     const imageRecords = store.table<ImageRecord>('image');
     const locks = new KeyedLock();
-    const background = new Background(log.child({ module: 'background' }), () => calls.quiet());
+    const background = new Background(log.child({ module: 'background' }));
     const collector = quietCollector(log.child({ module: 'memory' }), { busy: () => locks.busy });
     for (const table of [tables.sandboxes, tables.containers, imageRecords]) table.onChange(() => collector.changed());
     const runtimes = await t.step('runtimes', () => openRuntimes(config, log));

@@ -3,7 +3,6 @@
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { CallQuiet } from '../core/call-quiet.js';
 import type { Logger } from '../core/log.js';
 import { Timeline } from '../core/timeline.js';
 import { assertRootfsDirKept, storageDirs } from '../oci/image/storage-dirs.js';
@@ -60,24 +59,23 @@ export async function startDaemon(config: Config, log: Logger): Promise<RunningD
     const cri = loadCri();
     const lists = listEncoders(cri.RuntimeService.service);
     const observe: RpcObserver = (rpc, code) => metrics?.observe(rpc, code);
-    const calls = new CallQuiet();
     server.addService(
       withListEncoders(cri.RuntimeService.service, lists),
       bindService('runtime.v1.RuntimeService', cri.RuntimeService.service,
         afterStart(cri.RuntimeService.service, ready.then((h) => h.runtime), { Version: Version({ version: VERSION }) }),
-        log, observe, calls),
+        log, observe),
     );
     server.addService(
       cri.ImageService.service,
       bindService('runtime.v1.ImageService', cri.ImageService.service,
-        afterStart(cri.ImageService.service, ready.then((h) => h.image), {}), log, observe, calls),
+        afterStart(cri.ImageService.service, ready.then((h) => h.image), {}), log, observe),
     );
     listener = await listenUnix(server, config.socket);
     t.mark('listen');
     const listeningMs = Math.round(process.uptime() * 1000);
     const { assemble } = await import('./assemble.js');
     t.mark('load');
-    const running = await assemble({ config, log, store, version: VERSION, lists, calls, t });
+    const running = await assemble({ config, log, store, version: VERSION, lists, t });
     metrics = running.metrics;
     started(running);
     // Since the process began (module loading included), and each step's share: a slow start explains itself.

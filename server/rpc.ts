@@ -2,7 +2,6 @@
 // thrown errors to gRPC statuses. Nothing a handler throws can take the daemon down.
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import type { CallQuiet } from '../core/call-quiet.js';
 import { Cancelled, DeadlineExceeded, Unimplemented } from '../core/errors.js';
 import { toGrpcError } from './grpc-status.js';
 import type { Logger } from '../core/log.js';
@@ -135,16 +134,12 @@ function logOutcome(
   return Object.assign(new Error(details), { code, details, metadata: new grpc.Metadata() });
 }
 
-export function unary<Req, Res>(
-  name: string, handler: Unary<Req, Res>, log: Logger, observe?: RpcObserver, calls?: CallQuiet,
-): GrpcUnary {
+export function unary<Req, Res>(name: string, handler: Unary<Req, Res>, log: Logger, observe?: RpcObserver): GrpcUnary {
   return (call, callback) => {
     const started = process.hrtime.bigint();
     const ctx = callContext(name, call, log);
-    calls?.begin();
     Promise.resolve()
       .then(() => handler(call.request as Req, ctx))
-      .finally(() => calls?.end())
       .then(
         (response) => callback(logOutcome(name, ctx, log, observe, started), response),
         (err: unknown) => callback(logOutcome(name, ctx, log, observe, started, err)),

@@ -1,6 +1,5 @@
 // Binds a CRI service definition to our handlers; every method without a handler answers UNIMPLEMENTED.
 import type * as grpc from '@grpc/grpc-js';
-import type { CallQuiet } from '../core/call-quiet.js';
 import { DeadlineExceeded, Unimplemented } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { ImageServiceHandlers } from '../gen/runtime/v1/ImageService.js';
@@ -26,8 +25,6 @@ export function bindService<H>(
   log: Logger,
   /** Counts every call's outcome (the metrics, when they are on). */
   observe?: RpcObserver,
-  /** Told of each unary call's start and end: work that can wait waits for them to stop (core/call-quiet.ts). */
-  calls?: CallQuiet,
 ): grpc.UntypedServiceImplementation {
   const implementation: grpc.UntypedServiceImplementation = {};
   const byName = handlers as Record<string, Unary<unknown, unknown> | ServerStream<unknown, unknown> | undefined>;
@@ -35,7 +32,7 @@ export function bindService<H>(
     const handler = byName[name];
     if (!handler) implementation[name] = unimplemented(serviceName, name, log, method.responseStream, observe);
     else if (method.responseStream) implementation[name] = serverStream(name, handler as ServerStream<unknown, unknown>, log, observe);
-    else implementation[name] = unary(name, handler as Unary<unknown, unknown>, log, observe, calls);
+    else implementation[name] = unary(name, handler as Unary<unknown, unknown>, log, observe);
   }
   return implementation;
 }

@@ -17,8 +17,8 @@ export class ExitWatcher {
 
   start(): void {
     mkdirSync(this.exitDir, { recursive: true });
-    // An event names its file: only that one is looked at. Reading the whole directory instead cost more
-    // than a relist's CPU at 250 pods, several times per exit (conmon writes a file and renames it).
+    // An event names its file: only that one is looked at. Reading the whole directory instead cost hundreds
+    // of microseconds at 250 pods (a third of a relist's CPU), for each of the events an exit file brings.
     this.watcher = watch(this.exitDir, (_event, name) => (name ? this.recheck(name) : this.rescan()));
     this.watcher.on('error', () => this.rescan());
     this.timer = setInterval(() => this.rescan(), RESCAN_MS);
