@@ -52,7 +52,7 @@ export async function cgroupHierarchies(): Promise<string[]> {
   return [...roots].sort();
 }
 
-/** Whether a cgroup directory holds no process and no child cgroup. */
+/** Whether a cgroup directory holds no process and no child cgroup (true when there is no such directory). */
 export async function cgroupEmpty(dir: string): Promise<boolean> {
   const [procs, entries] = await Promise.all([
     readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => ''),

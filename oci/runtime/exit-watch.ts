@@ -1,7 +1,8 @@
 // Knows which containers have exit files without a syscall per container: conmon writes
 // <exitDir>/<id> when a container exits, inotify tells us, and a periodic rescan covers any event the
 // kernel dropped. Relists of hundreds of containers then cost a set lookup each.
-import { mkdirSync, readdirSync, watch, type FSWatcher } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, watch, type FSWatcher } from 'node:fs';
+import { join } from 'node:path';
 
 const RESCAN_MS = 5000;
 
@@ -16,7 +17,9 @@ export class ExitWatcher {
 
   start(): void {
     mkdirSync(this.exitDir, { recursive: true });
-    this.watcher = watch(this.exitDir, () => this.rescan());
+    // An event names its file: only that one is looked at. Reading the whole directory instead cost hundreds
+    // of microseconds at 250 pods (a third of a relist's CPU), for each of the events an exit file brings.
+    this.watcher = watch(this.exitDir, (_event, name) => (name ? this.recheck(name) : this.rescan()));
     this.watcher.on('error', () => this.rescan());
     this.timer = setInterval(() => this.rescan(), RESCAN_MS);
     this.timer.unref();
@@ -73,11 +76,25 @@ export class ExitWatcher {
     } catch {
       this.exited = new Set();
     }
-    if (this.exitListeners.length > 0) {
-      for (const id of this.exited) if (!before.has(id)) for (const listener of this.exitListeners) listener(id);
-    }
+    for (const id of this.exited) if (!before.has(id)) this.tell(id);
     for (const [id, waiters] of this.waiters) {
       if (this.exited.has(id)) for (const wake of [...waiters]) wake();
     }
+  }
+
+  /** The one file an event named: known while it exists, and told of (listeners, waiters) when it is new. */
+  private recheck(id: string): void {
+    if (!existsSync(join(this.exitDir, id))) {
+      this.exited.delete(id);
+      return;
+    }
+    if (this.exited.has(id)) return;
+    this.exited.add(id);
+    this.tell(id);
+    for (const wake of [...this.waiters.get(id) ?? []]) wake();
+  }
+
+  private tell(id: string): void {
+    for (const listener of this.exitListeners) listener(id);
   }
 }

@@ -90,6 +90,11 @@ export class OciRuntime {
   private readonly socketDir: string;
   /** Which containers have exit files; started by watchExits(). */
   readonly exits: ExitWatcher;
+  /**
+   * The cgroup hierarchies, read once: they are mounted at boot, while the mount table they are read from
+   * grows by a few lines per pod (hundreds of KB at 250 pods, read and parsed per removed container otherwise).
+   */
+  private hierarchies: Promise<string[]> | undefined;
 
   constructor(private readonly opts: OciRuntimeOptions) {
     this.log = opts.log;
@@ -301,13 +306,22 @@ export class OciRuntime {
     const spec = (await readBundleSpec(bundle).catch(() => undefined))?.spec;
     const path = spec?.linux?.cgroupsPath;
     if (!path || (spec.hooks?.poststop?.length ?? 0) > 0) return false;
-    const hierarchies = await cgroupHierarchies();
+    const hierarchies = await this.cgroupHierarchies();
     const dirs = hierarchies.map((root) => join(root, cgroupDir(path)));
-    const empty = await Promise.all(dirs.map(async (dir) => !(await exists(dir)) || cgroupEmpty(dir)));
+    // A hierarchy without the directory reads as empty: no look for it first.
+    const empty = await Promise.all(dirs.map((dir) => cgroupEmpty(dir)));
     if (!empty.every(Boolean)) return false;
     await removeCgroupDir(cgroupDir(path), hierarchies);
     await rm(join(this.opts.root, id), { recursive: true, force: true });
     return true;
+  }
+
+  private cgroupHierarchies(): Promise<string[]> {
+    this.hierarchies ??= cgroupHierarchies().catch((err: unknown) => {
+      this.hierarchies = undefined;
+      throw err;
+    });
+    return this.hierarchies;
   }
 
   /** The container's exit, from conmon's exit file; undefined while it has not exited. */

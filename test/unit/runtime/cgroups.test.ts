@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { cgroupDir, cgroupOwner, podCgroupParentDir, sliceNesting } from '../../../oci/runtime/cgroups.js';
+import { cgroupDir, cgroupEmpty, cgroupOwner, podCgroupParentDir, sliceNesting } from '../../../oci/runtime/cgroups.js';
 
 const ID = 'a'.repeat(64);
 
@@ -26,5 +29,24 @@ describe('container cgroups on the host', () => {
     assert.equal(cgroupOwner('kubepods.slice'), undefined);
     assert.equal(cgroupOwner('pod1234'), undefined);
     assert.equal(cgroupOwner(ID.toUpperCase()), undefined);
+  });
+
+  it('reads a cgroup as empty without processes and child cgroups, or when it is not there', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'minicri-cgroup-'));
+    try {
+      const dir = (name: string, procs: string) => {
+        mkdirSync(join(root, name));
+        writeFileSync(join(root, name, 'cgroup.procs'), procs);
+        return join(root, name);
+      };
+      assert.equal(await cgroupEmpty(dir('empty', '')), true);
+      assert.equal(await cgroupEmpty(dir('busy', '4242\n')), false);
+      const parent = dir('parent', '');
+      mkdirSync(join(parent, 'child'));
+      assert.equal(await cgroupEmpty(parent), false);
+      assert.equal(await cgroupEmpty(join(root, 'absent')), true);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it } from 'node:test';
@@ -61,6 +61,37 @@ it('tells each listener of each exit file that appears after start, once', async
     writeFileSync(join(dir, 'c1'), '1');
     await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(told.sort(), ['c1', 'c2'], 'the file present at start is not an exit seen now');
+  } finally {
+    watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it('follows each file an event names: one renamed into place is seen, one removed is forgotten', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'minicri-exits-'));
+  const watcher = new ExitWatcher(dir);
+  watcher.start();
+  const told: string[] = [];
+  watcher.onExit((id) => told.push(id));
+  const until = async (what: string, done: () => boolean) => {
+    const deadline = Date.now() + 2000;
+    while (!done()) {
+      assert.ok(Date.now() < deadline, `${what} within 2 s`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
+  try {
+    // As conmon writes it: a temporary file, then a rename onto the container's id.
+    writeFileSync(join(dir, 'c1.tmp'), '0');
+    renameSync(join(dir, 'c1.tmp'), join(dir, 'c1'));
+    await until('the renamed exit file seen', () => watcher.mayHaveExited('c1'));
+    await until('the temporary file forgotten', () => !watcher.mayHaveExited('c1.tmp'));
+    assert.equal(told.filter((id) => id === 'c1').length, 1);
+    rmSync(join(dir, 'c1'));
+    await until('the removed exit file forgotten', () => !watcher.mayHaveExited('c1'));
+    // Written again (a container id reused after a restore): seen and told again.
+    writeFileSync(join(dir, 'c1'), '137');
+    await until('the new exit file seen', () => told.filter((id) => id === 'c1').length === 2);
   } finally {
     watcher.stop();
     rmSync(dir, { recursive: true, force: true });
