@@ -26,14 +26,8 @@ export function containerMayHaveExited(ctx: PodContext, record: ContainerRecord)
   return record.state === 'CONTAINER_RUNNING' && runtimeFor(ctx, record)?.exits.mayHaveExited(record.id) === true;
 }
 
-/**
- * Records a container as exited, with conmon's exit status or without one (see markContainerExited). One already
- * recorded exited is left as it is: the exit watcher and a stop (or a status read) read the same exit file at
- * the same moment, and a second write would only say it again.
- */
+/** Records a container as exited, with conmon's exit status or without one (see markContainerExited). */
 export function recordExit(ctx: PodContext, id: string, exit: ExitStatus | undefined): ContainerRecord {
-  const record = ctx.tables.containers.get(id);
-  if (record?.state === 'CONTAINER_EXITED') return record;
   return ctx.tables.containers.update(id, (r) => markContainerExited(r, exit));
 }
 

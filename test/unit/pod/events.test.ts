@@ -94,29 +94,6 @@ describe('container events from the lifecycle', () => {
     assert.deepEqual([pause!.type, pause!.containerId, pause!.sandbox.state], ['CONTAINER_STOPPED_EVENT', pod, 'SANDBOX_NOTREADY']);
     events.unsubscribe();
   });
-
-  it('a stop whose exit the watcher recorded first writes it once', async () => {
-    const runtime = f.ctx.runtimes.get('runc')!;
-    const listeners: ((id: string) => void)[] = [];
-    const exited = new Set<string>();
-    runtime.exits = { mayHaveExited: (id) => exited.has(id), onExit: (l) => listeners.push(l) };
-    runtime.exitStatus = async (id) => (exited.has(id) ? { exitCode: 137, finishedAt: new Date(), oomKilled: false } : undefined);
-    // The container dies of the signal, and the watcher sees its exit file before the stop reads it.
-    runtime.stop = async (id) => {
-      exited.add(id);
-      for (const l of listeners) l(id);
-      await new Promise((r) => setImmediate(r));
-    };
-    recordExitsAsTheyHappen(f.ctx);
-    const pod = await runSandbox(f.ctx, sandboxConfig({ log_directory: join(f.dir, 'logs') }), '', silentLogger);
-    const c = await createContainer(f.ctx, pod, appConfig(), null, silentLogger);
-    await startContainer(f.ctx, c, silentLogger);
-    const writes: string[] = [];
-    f.ctx.tables.containers.onChange((id) => writes.push(f.ctx.tables.containers.get(id)!.state));
-    await stopContainer(f.ctx, c, 10, silentLogger);
-    assert.deepEqual(writes, ['CONTAINER_EXITED']);
-    assert.deepEqual([f.ctx.tables.containers.get(c)!.exitCode, f.ctx.tables.containers.get(c)!.reason], [137, 'Error']);
-  });
 });
 
 describe('eventsOf', () => {
