@@ -25,6 +25,9 @@ import { classifyEntry, confine, xattrAllowed } from './layerpath.js';
 const MALLOC_MMAP_THRESHOLD = 128 << 10;
 const MALLOC_OVERHEAD = 64;
 
+/** System errors that are the node's, not the layer's: a layer that meets one is not a bad layer (a full disk). */
+const HOST_ERRORS = new Set(['ENOSPC', 'EDQUOT', 'EIO', 'EROFS', 'ENOMEM', 'EMFILE', 'ENFILE']);
+
 /** Files up to this size are written in one call; larger ones stream. */
 const SMALL_FILE = 1 << 20;
 
@@ -191,6 +194,7 @@ export async function unpackLayer(source: Readable, dest: string, what: string, 
     if (!sourceError) await drain(source);
     if (sourceError) throw sourceError;
     if (err instanceof MinicriError) throw err;
+    if (HOST_ERRORS.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
     throw new InvalidArgument(`${what} cannot be unpacked: ${(err as Error).message}`, { cause: err });
   }
   const diffId = `sha256:${hash.digest('hex')}`;
