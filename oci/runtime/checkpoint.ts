@@ -35,9 +35,12 @@ export function checkpointArgs(id: string, r: Pick<CheckpointRequest, 'imagePath
     '--image-path', r.imagePath, '--work-path', r.workPath, id];
 }
 
-/** CRIU's own error lines in its dump log (the cause runc's message leaves out). Pure. */
+/**
+ * CRIU's own error lines in its log (the cause runc's message leaves out), the first ones: what failed first is
+ * the cause, and in a restore its other processes then fail in turn, in an order that varies from run to run. Pure.
+ */
 export function criuErrors(log: string, max = 5): string[] {
-  return log.split('\n').filter((l) => /\bError \(/.test(l)).map((l) => l.replace(/^\(\s*[\d.]+\)\s*/, '').trim()).slice(-max);
+  return log.split('\n').filter((l) => /\bError \(/.test(l)).map((l) => l.replace(/^\(\s*[\d.]+\)\s*/, '').trim()).slice(0, max);
 }
 
 /**

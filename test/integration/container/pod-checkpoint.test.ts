@@ -299,10 +299,14 @@ describe('CheckpointPod and RestorePod', () => {
       container_configs: [containerConfig('server', digest, ncServer), containerConfig('client', digest, client)],
     });
     const s = restored.restored_containers[0]!.container_id;
-    await assert.rejects(second.client.runtime.call('StartContainer', { container_id: s }),
-      grpcCode(grpc.status.FAILED_PRECONDITION, /restore of container "[0-9a-f]+" failed: .*CRIU: .*Can't bind inet socket back/s));
-    assert.equal((await second.client.runtime.call('ContainerStatus', { container_id: s })).status!.state, 'CONTAINER_EXITED');
-    await second.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: restored.pod_sandbox_id });
+    try {
+      await assert.rejects(second.client.runtime.call('StartContainer', { container_id: s }),
+        grpcCode(grpc.status.FAILED_PRECONDITION, /restore of container "[0-9a-f]+" failed: .*CRIU: .*Can't bind inet socket back/s));
+      assert.equal((await second.client.runtime.call('ContainerStatus', { container_id: s })).status!.state, 'CONTAINER_EXITED');
+    } finally {
+      // Also when the above fails: the tests after this one count the pods left.
+      await second.client.runtime.call('RemovePodSandbox', { pod_sandbox_id: restored.pod_sandbox_id });
+    }
   });
 
   it('refuses bad requests with clear errors, leaving no sandbox, no container, no file', async (t) => {
