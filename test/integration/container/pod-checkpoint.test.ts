@@ -156,6 +156,25 @@ describe('CheckpointPod and RestorePod', () => {
     for (const id of ids) await counting(env.rt, id, 5);
     return { pod, ids };
   }
+  /**
+   * A pod of an nc server and a client counting to it at `to(pod)`, checkpointed into archives/<name> once the
+   * server has `atLeast` lines; with the client's command, for the restore.
+   */
+  async function checkpointedNcPair(t: TestContext, name: string, to: (pod: Pod) => Promise<string>, atLeast: number) {
+    const pod = await env.runPod(t, name);
+    const client = ncClient(await to(pod));
+    const ids = [await env.run(pod, 'server', ncServer), await env.run(pod, 'client', client)];
+    await counting(env.rt, ids[0]!, atLeast);
+    const out = join(archives, name);
+    await mkdir(out);
+    await checkpointPod(env.rt, { pod_sandbox_id: pod.id, output_path: out, container_ids: ids });
+    return { pod, ids, out, client };
+  }
+  /** Such a pair restored by the second daemon, as pod `<name>2`. */
+  const restoreNcPair = (digest: string, name: string, out: string, client: string[]) => restorePod({
+    checkpoint_path: out, config: podConfig(`${name}2`, (c) => { c.log_directory = join(dirs2.base, 'logs', `${name}2`); }),
+    container_configs: [containerConfig('server', digest, ncServer), containerConfig('client', digest, client)],
+  });
   /** runc's own word on a container (its state files do not tell paused from running). */
   const runcStatus = async (id: string) => (JSON.parse((await execa('runc', ['--root', env.runcRoot, 'state', id])).stdout) as { status: string }).status;
   const checkpointPod = (client: TestDaemon['client'], r: { pod_sandbox_id: string; output_path: string; container_ids: string[]; options?: Record<string, string> }, timeoutMs = 60_000) =>
@@ -250,25 +269,14 @@ describe('CheckpointPod and RestorePod', () => {
   it('a TCP connection between the pod\'s containers over loopback survives the migration: the same connection carries on', async (t) => {
     if (!criuWorks(t)) return;
     const digest = await baseDigest();
-    const server = ncServer;
-    const client = ncClient('127.0.0.1');
-    const pod = await env.runPod(t, 'pctcp');
-    const ids = [await env.run(pod, 'server', server)];
-    ids.push(await env.run(pod, 'client', client));
-    await counting(env.rt, ids[0]!, 5);
-    const out = join(archives, 'tcp');
-    await mkdir(out);
-    await checkpointPod(env.rt, { pod_sandbox_id: pod.id, output_path: out, container_ids: ids });
+    const { pod, ids, out, client } = await checkpointedNcPair(t, 'pctcp', async () => '127.0.0.1', 5);
     assert.equal((JSON.parse(await readFile(join(out, 'pod.json'), 'utf8')) as { tcpEstablished?: boolean }).tcpEstablished, true);
     // Thawed, the connection carries on here too (CRIU's network lock is lifted).
     await counting(env.rt, ids[0]!, (await countedIn(env.rt, ids[0]!)).length + 3);
     await env.rt.runtime.call('StopPodSandbox', { pod_sandbox_id: pod.id });
     await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod.id });
 
-    const restored = await restorePod({
-      checkpoint_path: out, config: podConfig('pctcp2', (c) => { c.log_directory = join(dirs2.base, 'logs', 'pctcp2'); }),
-      container_configs: [containerConfig('server', digest, server), containerConfig('client', digest, client)],
-    });
+    const restored = await restoreNcPair(digest, 'pctcp', out, client);
     const [s, c] = restored.restored_containers.map((r) => r.container_id);
     for (const id of [s!, c!]) await second.client.runtime.call('StartContainer', { container_id: id });
     const after = await counting(second.client, s!, 5);
@@ -285,19 +293,9 @@ describe('CheckpointPod and RestorePod', () => {
   it('a connection on the default network\'s address, which the new pod does not have, fails that container\'s start clearly', async (t) => {
     if (!criuWorks(t)) return;
     const digest = await baseDigest();
-    const pod = await env.runPod(t, 'pctcpip');
-    const client = ncClient((await networkStatus(env.rt, pod.id)).ip);
-    const ids = [await env.run(pod, 'server', ncServer)];
-    ids.push(await env.run(pod, 'client', client));
-    await counting(env.rt, ids[0]!, 3);
-    const out = join(archives, 'tcpip');
-    await mkdir(out);
-    await checkpointPod(env.rt, { pod_sandbox_id: pod.id, output_path: out, container_ids: ids });
+    const { pod, out, client } = await checkpointedNcPair(t, 'pctcpip', async (p) => (await networkStatus(env.rt, p.id)).ip, 3);
     await env.rt.runtime.call('RemovePodSandbox', { pod_sandbox_id: pod.id });
-    const restored = await restorePod({
-      checkpoint_path: out, config: podConfig('pctcpip2', (c) => { c.log_directory = join(dirs2.base, 'logs', 'pctcpip2'); }),
-      container_configs: [containerConfig('server', digest, ncServer), containerConfig('client', digest, client)],
-    });
+    const restored = await restoreNcPair(digest, 'pctcpip', out, client);
     const s = restored.restored_containers[0]!.container_id;
     try {
       await assert.rejects(second.client.runtime.call('StartContainer', { container_id: s }),
