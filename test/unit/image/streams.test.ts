@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { FileSink } from '../../../oci/image/file-sink.js';
+import { FileSink, writeFileInPlace } from '../../../oci/image/file-sink.js';
 import { Decompress } from '../../../oci/image/unpack.js';
 
 const collect = async (r: Readable) => { const out: Buffer[] = []; for await (const c of r) out.push(c as Buffer); return Buffer.concat(out); };
@@ -21,6 +21,18 @@ test('FileSink writes every piece, in order, batched or not, and refuses an exis
   await pipeline(Readable.from([]), new FileSink(join(dir, 'empty')));
   assert.equal(readFileSync(join(dir, 'empty')).length, 0);
   await assert.rejects(pipeline(Readable.from([Buffer.from('x')]), new FileSink(join(dir, 'f'))), /EEXIST/);
+});
+
+test('writeFileInPlace writes every piece, in order, across its batches, and refuses an existing file', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'minicri-sink-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const pieces = Array.from({ length: 130 }, (_, i) => randomBytes(20_000 + i));
+  await writeFileInPlace(join(dir, 'f'), Readable.from(pieces));
+  assert.deepEqual(readFileSync(join(dir, 'f')), Buffer.concat(pieces));
+  await writeFileInPlace(join(dir, 'empty'), Readable.from([]));
+  assert.equal(readFileSync(join(dir, 'empty')).length, 0);
+  await assert.rejects(writeFileInPlace(join(dir, 'f'), Readable.from([Buffer.from('x')])), /EEXIST/);
+  assert.deepEqual(readFileSync(join(dir, 'f')), Buffer.concat(pieces));
 });
 
 test('Decompress tells gzip from plain data by its first bytes, whatever the chunking', async () => {

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
+import { test } from 'node:test';
+import { createGunzip, gunzipSync, gzipSync } from 'node:zlib';
+import { execa } from 'execa';
+import { DecompressInThread, decompressesInThread } from '../../../oci/image/decompress-in-thread.js';
+import { zstdDecompress } from '../../../oci/image/zstd.js';
+
+const PIECE = 128 << 10;
+const gunzipInPlace = () => new DecompressInThread(createGunzip(), PIECE);
+
+/** Feeds `data` in pieces of `piece` bytes, so headers and blocks are split across writes. */
+const decode = (data: Buffer, piece: number) => {
+  const pieces = [];
+  for (let i = 0; i < data.length; i += piece) pieces.push(data.subarray(i, i + piece));
+  return buffer(Readable.from(pieces).pipe(gunzipInPlace()));
+};
+
+test('this Node offers the synchronous call the unpack workers decompress with, for gzip and zstd', () => {
+  // Checked here so that a Node that drops it fails the suite, rather than the workers quietly using the pool.
+  assert.equal(decompressesInThread(createGunzip()), true);
+  assert.equal(decompressesInThread(zstdDecompress()), true);
+});
+
+test('gzip in place: members one after another, zero padding after them, whatever the piece size, as gunzip makes', async () => {
+  const a = Buffer.from('layer text\n'.repeat(50_000));
+  const b = randomBytes(400_000);
+  const blob = Buffer.concat([gzipSync(a), gzipSync(b, { level: 9 }), Buffer.alloc(1024)]);
+  assert.deepEqual(gunzipSync(blob), Buffer.concat([a, b]));
+  for (const piece of [7, 65536, blob.length]) {
+    assert.deepEqual(await decode(blob, piece), Buffer.concat([a, b]), `pieces of ${piece}`);
+  }
+});
+
+test('gzip in place: a cut-off stream, a corrupt one and junk after a member fail, as gunzip does', async () => {
+  const gz = gzipSync(randomBytes(300_000));
+  await assert.rejects(decode(gz.subarray(0, gz.length - 10), 4096), /unexpected end of file/);
+  const corrupt = Buffer.from(gz);
+  corrupt.fill(0xff, 1000, 1100);
+  await assert.rejects(decode(corrupt, 4096));
+  await assert.rejects(decode(Buffer.concat([gz, Buffer.from('junk after the member')]), 4096));
+  await assert.rejects(decode(Buffer.from('not gzip at all, only text'), 8), /incorrect header check/);
+});
+
+test('gzip in place: output comes only as fast as it is read, however far the input inflates', async () => {
+  // 256 MiB of zeros: a few hundred KiB of gzip.
+  const bomb = (await execa('sh', ['-c', 'head -c 268435456 /dev/zero | gzip -1 -c'], { encoding: 'buffer' })).stdout as Buffer;
+  const d = gunzipInPlace();
+  let taken = false;
+  d.write(bomb, () => { taken = true; });
+  await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setImmediate(r));
+  assert.ok(d.readableLength <= 2 * PIECE, `nothing reads, yet ${d.readableLength} bytes were inflated`);
+  assert.equal(taken, false, 'the input is not taken before its output is read');
+  let n = 0;
+  for await (const piece of d) {
+    assert.ok((piece as Buffer).every((x) => x === 0));
+    n += (piece as Buffer).length;
+    if (n >= 64 * PIECE) break;
+  }
+  assert.equal(n, 64 * PIECE);
+});
+
+test('gzip in place: all of a big stream comes out once read to its end, and destroying it midway stops it', async () => {
+  const data = randomBytes(3 << 20);
+  assert.deepEqual(await decode(gzipSync(data), 100_000), data);
+  const d = gunzipInPlace();
+  d.write(gzipSync(Buffer.alloc(8 << 20)));
+  d.destroy();
+  await new Promise((r) => d.once('close', r));
+  assert.equal(d.destroyed, true);
+});
