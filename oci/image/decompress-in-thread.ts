@@ -20,6 +20,12 @@ type Decompressor = (zlib.Gunzip | zlib.ZstdDecompress) & Native;
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * Output made in one go before the worker's event loop gets a turn: a few KiB of zstd can stand for gigabytes,
+ * and meanwhile the worker could not hear of a cancelled pull nor feed its other layers.
+ */
+const YIELD_BYTES = 8 << 20;
+
 /** Whether `stream` offers the synchronous call (Node's own gunzipSync relies on it; checked, not assumed). */
 export function decompressesInThread(stream: zlib.Gunzip | zlib.ZstdDecompress): boolean {
   const n = stream as Decompressor;
@@ -35,6 +41,11 @@ export class DecompressInThread extends Duplex {
   private outOff = 0;
   private pending: Pending | undefined;
   private pumping = false;
+  /** Output made since the event loop last had a turn, and whether the loop is having one now. */
+  private madeSinceTurn = 0;
+  private yielding = false;
+  /** The library took no more input: the stream is over, and whatever else is written is dropped. */
+  private ended = false;
 
   /**
    * `stream`: a fresh gunzip or zstd stream, only its native state used (see decompressesInThread); `piece`: the
@@ -49,11 +60,13 @@ export class DecompressInThread extends Duplex {
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    if (this.ended) return cb();
     this.pending = { input: chunk, off: 0, len: chunk.length, flush: this.z._defaultFlushFlag!, done: cb };
     this.pump();
   }
 
   override _final(cb: (err?: Error | null) => void): void {
+    if (this.ended) return cb();
     this.pending = {
       input: EMPTY, off: 0, len: 0, flush: this.z._finishFlushFlag!,
       done: (err) => {
@@ -75,17 +88,33 @@ export class DecompressInThread extends Duplex {
     cb(err);
   }
 
-  /** Decompresses the pending input until it is used up, or the reader has enough for now (_read goes on). */
+  /**
+   * Decompresses the pending input until it is used up, or the reader has enough for now (its _read goes on), or
+   * YIELD_BYTES were made since the event loop last turned (a turn, then on). A reader taking each piece as it
+   * comes calls back through promises and process.nextTick, never through the event loop, hence the count.
+   */
   private pump(): void {
     // Re-entered from push() or from a job's callback: the loop below is still running and takes it on.
-    if (this.pumping) return;
+    if (this.pumping || this.yielding) return;
     this.pumping = true;
     try {
+      let wanted = true;
       // A job's callback may hand in the next job at once (the last write's callback starts the final flush).
-      while (this.pending && this.step(this.pending)) { /* the next piece, or the next job */ }
+      while (this.pending && this.madeSinceTurn < YIELD_BYTES && wanted) wanted = this.step(this.pending);
+      if (this.pending && wanted) this.turn();
     } finally {
       this.pumping = false;
     }
+  }
+
+  /** Lets the event loop turn (other messages, a cancel, other layers), then goes on. */
+  private turn(): void {
+    this.madeSinceTurn = 0;
+    this.yielding = true;
+    setImmediate(() => {
+      this.yielding = false;
+      this.pump();
+    });
   }
 
   /** One call into the library for `job`; false when the reader has enough for now. */
@@ -102,6 +131,7 @@ export class DecompressInThread extends Duplex {
     job.off += job.len - availIn;
     job.len = availIn;
     const made = room - availOut;
+    this.madeSinceTurn += made;
     let wanted = true;
     if (made > 0) {
       wanted = this.push(this.out.subarray(this.outOff, this.outOff + made));
@@ -111,13 +141,21 @@ export class DecompressInThread extends Duplex {
       this.out = Buffer.allocUnsafe(this.piece);
       this.outOff = 0;
     }
-    // Output room left over: the library took all it will of this input (after a gzip member it leaves the
-    // zeros that pad it, as Node's gunzip stream does).
+    // Output room left over: the library took all it will of this input. With input left (zeros padding a gzip
+    // member, or anything after the data), the stream ends there, as Node's own gunzip stream ends it.
     if (availOut !== 0) {
       this.pending = undefined;
+      if (availIn > 0) this.endHere();
       job.done();
       return true;
     }
     return wanted;
+  }
+
+  private endHere(): void {
+    this.ended = true;
+    this.push(null);
+    // A zstd window of up to 128 MiB is given back now, not when the stream is collected.
+    this.z.close();
   }
 }

@@ -63,11 +63,17 @@ function unwritten(parts: Buffer[], written: number): Buffer[] {
  */
 export async function writeFileInPlace(path: string, body: AsyncIterable<Buffer>, flags = 'wx', mode = 0o600): Promise<void> {
   const fd = openSync(path, flags, mode);
+  let failed = true;
   try {
     let parts: Buffer[] = [];
     let bytes = 0;
     const flush = () => {
-      while (parts.length > 0) parts = unwritten(parts, writevSync(fd, parts));
+      while (parts.length > 0) {
+        const written = writevSync(fd, parts);
+        // Nothing taken and no error (a filesystem that will not say why): going again would spin forever.
+        if (written === 0) throw Object.assign(new Error(`writing ${path}: the filesystem took no bytes`), { code: 'EIO' });
+        parts = unwritten(parts, written);
+      }
       bytes = 0;
     };
     for await (const chunk of body) {
@@ -76,7 +82,13 @@ export async function writeFileInPlace(path: string, body: AsyncIterable<Buffer>
       if (bytes >= BATCH) flush();
     }
     flush();
+    failed = false;
   } finally {
-    closeSync(fd);
+    // A failure to close is the error only when nothing failed before it.
+    try {
+      closeSync(fd);
+    } catch (err) {
+      if (!failed) throw err;
+    }
   }
 }

@@ -198,6 +198,8 @@ export function parseOffThread<J extends DocumentJob>(job: J): Promise<ParsedDoc
   return new Promise<ParsedDocument<J>>((resolve, reject) => {
     w.jobs.set(id, {
       onMessage(m) {
+        // Its heap may now hold megabytes of JSON, which an idle worker never collects: it ends soon, warm or not.
+        w.unpacks = false;
         release(w, id);
         if (m.type === 'parsed') resolve(m.value as ParsedDocument<J>);
         else if (m.type === 'error') reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(m.message));

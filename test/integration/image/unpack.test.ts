@@ -5,10 +5,12 @@ import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
 import { getAttribute } from '@napi-rs/xattr';
 import { execa } from 'execa';
 import { InvalidArgument } from '../../../core/errors.js';
 import { unpackLayer } from '../../../oci/image/unpack.js';
+import { unpackInWorker } from '../../../oci/image/unpack-pool.js';
 import { unmountUnder } from '../../support/daemon.js';
 import { imageEnv } from '../../support/image-env.js';
 import { mountFreshExt4 } from '../../support/loop-fs.js';
@@ -103,6 +105,28 @@ describe('layer unpacking and overlay root filesystems', () => {
     }
     assert.deepEqual(await readdir(join(rootDir, 'layers')), []);
     assert.deepEqual(await readdir(join(rootDir, 'tmp')), []);
+  });
+
+  test('a worker unpacks a layer as the main thread does, however its bytes are cut: padding, junk and a second member after the first', async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'minicri-unpack-threads-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const first = gzipSync(await tarball([{ name: 'a', data: randomBytes(3 << 20) }, { name: 'b', data: 'small file\n' }]));
+    const second = gzipSync(await tarball([{ name: 'c', data: 'from another member\n' }]));
+    const cases: Array<{ what: string; pieces: Buffer[] }> = [
+      { what: 'zeros, then junk in its own piece', pieces: [first, Buffer.alloc(512), Buffer.from('garbage')] },
+      { what: 'zeros with the member, then junk', pieces: [Buffer.concat([first, Buffer.alloc(512)]), Buffer.from('garbage')] },
+      { what: 'zeros, then a second member', pieces: [Buffer.concat([first, Buffer.alloc(512)]), second] },
+      { what: 'all in one piece', pieces: [Buffer.concat([first, Buffer.alloc(512), second])] },
+    ];
+    let n = 0;
+    for (const c of cases) {
+      const main = await unpackLayer(Readable.from(c.pieces.map((p) => Buffer.from(p))), join(dir, `main${n}`), c.what);
+      const worker = await unpackInWorker(Readable.from(c.pieces.map((p) => Buffer.from(p))), join(dir, `worker${n}`), c.what);
+      assert.deepEqual(worker, main, c.what);
+      assert.deepEqual(await tree(join(dir, `worker${n}`)), ['a', 'b'], c.what);
+      assert.deepEqual(await readFile(join(dir, `worker${n}`, 'a')), await readFile(join(dir, `main${n}`, 'a')), c.what);
+      n++;
+    }
   });
 
   test('whiteouts and opaque directories: the overlay shows exactly what the image means', async (t) => {
