@@ -9,7 +9,9 @@ import type * as zlib from 'node:zlib';
 
 /** What Node's synchronous one-shot functions use of a decompression stream: its native handle and flush flags. */
 interface Native {
-  _handle?: { writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void };
+  _handle?: {
+    writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void;
+  };
   /** After each call: output room left, input left. */
   _writeState?: Uint32Array;
   _defaultFlushFlag?: number;
