@@ -178,6 +178,8 @@ case "$mode" in
     fi
     npm test --silent
     npm run --silent test:node
+    # exec skips the EXIT trap: the step log goes first.
+    rm -rf "${scratch[@]}"
     exec npm run --silent test:vm
     ;;
   start)
