@@ -61,8 +61,8 @@ function unwritten(parts: Buffer[], written: number): Buffer[] {
  * FileSink: for an unpack worker, a thread of its own, where a trip through the pool per batch (and the wake-ups
  * on both sides) cost more than the write.
  */
-export async function writeFileInPlace(path: string, body: AsyncIterable<Buffer>, flags = 'wx', mode = 0o600): Promise<void> {
-  const fd = openSync(path, flags, mode);
+export async function writeFileInPlace(path: string, body: AsyncIterable<Buffer>): Promise<void> {
+  const fd = openSync(path, 'wx', 0o600);
   let failed = true;
   try {
     let parts: Buffer[] = [];
