@@ -8,14 +8,18 @@ export class Background {
 
   constructor(private readonly log: Logger) {}
 
-  /** Starts `work` now without waiting for it; `what` names it in the log if it fails. */
-  run(what: string, work: () => Promise<unknown>): void {
+  /**
+   * Starts `work` now; `what` names it in the log if it fails. The promise returned resolves when it ends,
+   * failed or not, for a caller that may wait for it a while.
+   */
+  run(what: string, work: () => Promise<unknown>): Promise<void> {
     const task: Promise<void> = work()
       .then(() => undefined, (err: unknown) => {
         this.log.warn({ err: (err as Error).message }, `${what} failed; it is retried in the background`);
       })
       .finally(() => this.running.delete(task));
     this.running.add(task);
+    return task;
   }
 
   /** Waits until nothing started here runs any more (work started meanwhile included). */

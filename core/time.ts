@@ -28,3 +28,17 @@ export function sleep(ms: number, o: { unref?: boolean; signal?: AbortSignal } =
     throw o.signal?.aborted ? o.signal.reason : err;
   });
 }
+
+/**
+ * Resolves when `work` settles, however it ends, or after `ms`, whichever comes first: for a wait that may be
+ * cut short while the work goes on. Its timer does not outlive the wait.
+ */
+export async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => { timer = setTimeout(resolve, timerDelay(ms)); });
+  try {
+    await Promise.race([work.then(() => undefined, () => undefined), elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

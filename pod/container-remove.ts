@@ -1,11 +1,13 @@
-// RemoveContainer. Before the answer the container stops being: stopped if it still ran, its record moved to
-// the cleanup table (so it is gone from every list and status, and its name is free). What it held on the
-// host (runc state, the rootfs mount, its directory, image volumes) is released right after, in the
-// background, from that cleanup record: a failure is retried (pending.ts), a crash is finished at the next
+// RemoveContainer. First the container stops being: stopped if it still ran, its record moved to the cleanup
+// table (so it is gone from every list and status, and its name is free). Then what it held on the host (runc
+// state, the rootfs mount, its directory, image volumes) is released from that cleanup record, and the answer
+// waits for that (a while at most): done beside the calls that follow, its few dozen file operations slowed
+// kubelet's next relist by milliseconds. A failure is retried (pending.ts), a crash is finished at the next
 // start (recovery.ts), and removing its sandbox waits for it. Idempotent: an unknown id is not an error.
 import { rm } from 'node:fs/promises';
 import { faultPoint } from '../core/faults.js';
 import type { Logger } from '../core/log.js';
+import { settledWithin } from '../core/time.js';
 import { inParallel } from '../core/undo.js';
 import { usernsStagingEntry } from '../oci/runtime/userns.js';
 import { runtimeOf } from './container-refresh.js';
@@ -14,13 +16,21 @@ import type { PodContext } from './context.js';
 import { releaseImageVolumes } from './image-volumes.js';
 import { attemptRemoval, removalBegun } from './removal.js';
 
-/** Removes the container with that id or unique prefix, if there is one; its host cleanup finishes after. */
+/**
+ * How long RemoveContainer waits for the host cleanup's first try: one that hangs (an unmount of a busy
+ * filesystem) or fails goes on, or is retried, in the background, and the container is removed all the same.
+ */
+export const CLEANUP_WAIT_MS = 2_000;
+
+/** Removes the container with that id or unique prefix, if there is one, and releases what it held on the host. */
 export async function removeContainer(ctx: PodContext, idOrPrefix: string, log: Logger): Promise<void> {
   const found = ctx.tables.containers.lookup(idOrPrefix);
   if (!found) return;
   const retired = await ctx.locks.run(found.id, () =>
     attemptRemoval(ctx.tables.containers, found.id, () => retireContainerLocked(ctx, found.id, log)));
-  if (retired) ctx.background.run(`cleanup of removed container ${found.id}`, () => finishContainerCleanup(ctx, found.id, log));
+  if (!retired) return;
+  const cleanup = ctx.background.run(`cleanup of removed container ${found.id}`, () => finishContainerCleanup(ctx, found.id, log));
+  await settledWithin(cleanup, CLEANUP_WAIT_MS);
 }
 
 /** Removes one container and waits for its cleanup (the caller holds its lock): sandbox removal, recovery, retries. */

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { InvalidArgument, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { SessionStdio, TerminalSize, TerminalSizes } from '../../core/stdio.js';
-import { sleep } from '../../core/time.js';
+import { settledWithin } from '../../core/time.js';
 
 /** Built by scripts/build-native.sh next to the compiled sources. */
 export const STREAM_HELPER = fileURLToPath(new URL('../../streamhelper/minicri-streamhelper', import.meta.url));
@@ -78,7 +78,7 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
     const [code, signal] = await exited(child);
-    await Promise.race([new Promise((resolve) => child.once('close', resolve)), sleep(DRAIN_GRACE_MS, { unref: true })]);
+    await settledWithin(new Promise((resolve) => child.once('close', resolve)), DRAIN_GRACE_MS);
     child.stdout?.unpipe();
     child.stderr?.unpipe();
     child.stdout?.destroy();
@@ -129,7 +129,7 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
     const [code] = await exited(child);
-    await Promise.race([new Promise((resolve) => child.once('close', resolve)), sleep(DRAIN_GRACE_MS, { unref: true })]);
+    await settledWithin(new Promise((resolve) => child.once('close', resolve)), DRAIN_GRACE_MS);
     if (code === HELPER_FAILED) {
       throw new Internal(`attach to container "${r.id}": ${Buffer.concat(helperErr).toString().trim() || 'the attach helper failed'}`);
     }

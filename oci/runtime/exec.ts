@@ -10,7 +10,7 @@ import { constants } from 'node:os';
 import { execa } from 'execa';
 import type { Logger } from '../../core/log.js';
 import { InvalidArgument } from '../../core/errors.js';
-import { sleep } from '../../core/time.js';
+import { settledWithin } from '../../core/time.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 // How long to keep reading output after runc has exited (children of the exec'd process may hold the pipes).
@@ -98,7 +98,7 @@ export async function runcExecSync(r: RuncExecRequest): Promise<ExecSyncResult> 
     });
     clearTimeout(timer);
     clearTimeout(runcKillTimer);
-    await Promise.race([settled, sleep(DRAIN_GRACE_MS, { unref: true })]);
+    await settledWithin(settled, DRAIN_GRACE_MS);
     // Whatever still holds the pipes (a background child of the command) does not hold us up.
     sub.stdout!.destroy();
     sub.stderr!.destroy();

@@ -293,15 +293,16 @@ describe('containers', () => {
     const conmons = async () => (await execa('pgrep', ['-x', 'conmon', '-a'], { reject: false })).stdout.split('\n').filter((l) => l.includes(id));
     assert.equal((await conmons()).length, 1, 'one conmon watches it');
     await env.rt.runtime.call('RemoveContainer', { container_id: id });
-    // Gone for every caller once RemoveContainer answers; its host objects are released right after.
+    // Gone for every caller once RemoveContainer answers, and its host objects with it: the answer waits for
+    // the cleanup (none is left pending to run beside the next calls).
+    assert.deepEqual(await env.rt.pendingRemovals(), [], 'nothing left to clean up when RemoveContainer answers');
+    assert.ok(!(await env.runcList()).includes(id));
+    await assert.rejects(stat(dir), { code: 'ENOENT' });
     await assert.rejects(env.rt.runtime.call('ContainerStatus', { container_id: id }), grpcCode(grpc.status.NOT_FOUND));
     assert.ok(!(await env.rt.runtime.call('ListContainers', {})).containers.some((c) => c.id === id));
     await env.rt.runtime.call('RemoveContainer', { container_id: id });
-    await env.rt.removalsSettled();
-    assert.ok(!(await env.runcList()).includes(id));
     assert.deepEqual(await conmons(), [], 'its conmon is gone');
     assert.ok(!(await readFile('/proc/self/mounts', 'utf8')).includes(id), 'no mount names the container');
-    await assert.rejects(stat(dir), { code: 'ENOENT' });
     await assert.rejects(env.rt.runtime.call('ContainerStatus', { container_id: id }), grpcCode(grpc.status.NOT_FOUND));
   });
 });

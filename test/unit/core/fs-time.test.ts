@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { exists } from '../../../core/fs.js';
-import { MAX_TIMER_MS, sleep, timerDelay } from '../../../core/time.js';
+import { MAX_TIMER_MS, settledWithin, sleep, timerDelay } from '../../../core/time.js';
 
 test('exists: a file or directory is there, a missing path and a dangling link are not', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'minicri-exists-'));
@@ -35,4 +35,22 @@ test('timerDelay keeps a deadline weeks away a long wait: Node fires a longer ti
   const signal = AbortSignal.timeout(timerDelay(2 ** 40));
   assert.equal(signal.aborted, false);
   assert.throws(() => AbortSignal.timeout(2 ** 40), RangeError, 'what the clamp avoids');
+});
+
+test('settledWithin: ends with the work, failed or not, or when the time is up, and leaves no timer behind', async () => {
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const before = timers();
+  let done = false;
+  await settledWithin(sleep(5).then(() => { done = true; }), 60_000);
+  assert.equal(done, true, 'it waited for the work');
+  assert.equal(timers(), before, 'the 60 s timer went with the wait');
+
+  await settledWithin(Promise.reject(new Error('cleanup failed')), 60_000);
+  assert.equal(timers(), before);
+
+  let hung = false;
+  const t0 = Date.now();
+  await settledWithin(new Promise(() => undefined), 30).then(() => { hung = true; });
+  assert.equal(hung, true, 'a hung work is given up on after its time');
+  assert.ok(Date.now() - t0 < 10_000, 'within its time, not for ever');
 });
