@@ -1,18 +1,10 @@
 // rpc: each RPC alone, sequential, on one persistent connection: what kubelet's frequent small calls cost.
 // The reads run against one pod with one running container; RemoveContainer against a stopped container
 // made (untimed) for each sample. The lifecycle bench covers the RPCs that make and stop pods.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CriClient } from '../test/support/cri-client.js';
-import { MAIN } from '../test/support/daemon.js';
+import { withFloorServer } from './lib/floor-server.js';
 import { benchContainer, benchPod } from './lib/pods.js';
 import { summarize, timed, type Summary } from './lib/stats.js';
-import { shebangNodeCommand } from './lib/targets.js';
 
 export interface RpcResult {
   samples: number;
@@ -90,23 +82,12 @@ export async function grpcFloorBench(samples: number): Promise<RpcResult> {
   return { samples, errors: [], rpc };
 }
 
-async function floorServerVersion(kind: string, samples: number): Promise<Summary> {
-  const dir = await mkdtemp(join(tmpdir(), 'minicri-grpc-floor-'));
-  const socket = join(dir, 'floor.sock');
-  const { env, nodeFlags } = shebangNodeCommand(readFileSync(MAIN, 'utf8'));
-  const server = spawn(process.execPath, [...nodeFlags, fileURLToPath(new URL('./grpc-floor-server.js', import.meta.url)), socket, kind], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const client = new CriClient(socket);
+async function floorServerVersion(kind: 'grpc' | 'http2', samples: number): Promise<Summary> {
   const into: Record<string, number[]> = {};
-  try {
-    await once(server.stdout!, 'data');
+  await withFloorServer(kind, async (client) => {
     const call = () => client.runtime.call('Version', {});
     for (let i = 0; i < WARMUP; i++) await call();
     for (let i = 0; i < samples; i++) await timed(into, 'Version', call);
-  } finally {
-    client.close();
-    server.kill('SIGTERM');
-    await once(server, 'exit');
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
   return summarize(into.Version!);
 }

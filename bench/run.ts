@@ -20,7 +20,7 @@ import { ANON_MIB, checkpointBench } from './checkpoint.js';
 import { eventsBench } from './events.js';
 import { floorBench } from './floor.js';
 import { hostileBench } from './hostile.js';
-import { densityBench } from './density.js';
+import { densityBench, relistFloor, STEADY_RELISTS } from './density.js';
 import { DEBIAN_RUNC, makeBenchEnv, type BenchEnv } from './lib/env.js';
 import { DEFAULT_REFERENCE_DIR } from './lib/reference.js';
 import { medianOf, table, type Json, type Row } from './lib/report.js';
@@ -161,7 +161,13 @@ async function density(e: BenchEnv, order: readonly TargetName[], round: number,
     record('load', `density${pods}`, round, await quietMachine(`round ${round}: density ${pods}`));
     for (const name of i % 2 ? [...pair].reverse() : pair) {
       log(`round ${round}: density ${pods} on ${name}`);
-      record(`density${pods}`, name, round, await densityBench(running.get(name)!, e.busybox, logRoot, { pods, ...densityOpts }));
+      const floor = name === 'minicri' && wanted.has('floor');
+      const { replies, ...result } = await densityBench(running.get(name)!, e.busybox, logRoot, { pods, ...densityOpts, floor });
+      record(`density${pods}`, name, round, result);
+      if (replies) {
+        log(`round ${round}: density ${pods}: the relist's floor, with minicri's replies`);
+        record(`density${pods}`, 'floor', round, { relist: await relistFloor(replies, pods, densityOpts.relists) });
+      }
     }
   }
 }
@@ -338,6 +344,8 @@ function rows(): Row[] {
     r.push({ metric: `density ${n}: per pod start p99 (ms)`, bench: d, path: 'perPodStart.p99' });
     r.push({ metric: `density ${n}: relist p50 (ms)`, bench: d, path: 'relist.whole.p50' });
     r.push({ metric: `density ${n}: relist p99 (ms)`, bench: d, path: 'relist.whole.p99' });
+    r.push({ metric: `density ${n}: relist after ${STEADY_RELISTS} more relists, p50 (ms)`, bench: d, path: 'steadyRelist.whole.p50' });
+    r.push({ metric: `density ${n}: relist after ${STEADY_RELISTS} more relists, p99 (ms)`, bench: d, path: 'steadyRelist.whole.p99' });
     r.push({ metric: `density ${n}: ListPodSandbox + ListContainers p50 (ms)`, bench: d, path: 'relist.lists.p50' });
     r.push({ metric: `density ${n}: pods changed per relist`, bench: d, path: 'relist.changedPerRelist' });
     r.push({ metric: `density ${n}: STOPPED event after a kill p50 (ms)`, bench: d, path: 'events.stoppedLatency.p50' });
@@ -406,7 +414,8 @@ against it, and minicri runs on the same runc 1.3.6; "minicri, runc 1.1.5" is mi
 ip netns, the bridge CNI plugin, mount and runc (see bench/floor.ts), the least work each RPC must do; for
 \`rpc Version\` it is a bare grpc-js server with no work in its handler (bench/grpc-floor-server.ts), what
 any Node CRI server pays per call, and \`rpc Version, bare HTTP/2\` node:http2 alone sending a ready-made reply:
-what is left without grpc-js.
+what is left without grpc-js. For the density relists it is a bare grpc-js server answering the relist's calls
+with minicri's own replies of that size, already encoded, warmed first with as many relists as there are pods.
 
 Machine: ${Object.entries(mach).map(([k, v]) => `${k} ${v}`).join('; ')}.
 
