@@ -26,9 +26,9 @@ export const CLEANUP_WAIT_MS = 2_000;
 export async function removeContainer(ctx: PodContext, idOrPrefix: string, log: Logger): Promise<void> {
   const found = ctx.tables.containers.lookup(idOrPrefix);
   if (!found) return;
-  const retired = await ctx.locks.run(found.id, () =>
-    attemptRemoval(ctx.tables.containers, found.id, () => retireContainerLocked(ctx, found.id, log)));
-  if (!retired) return;
+  await ctx.locks.run(found.id, () => attemptRemoval(ctx.tables.containers, found.id, () => retireContainerLocked(ctx, found.id, log)));
+  // Waited for also by a call that a concurrent one beat to the record (its try finds nothing left to do).
+  if (!ctx.tables.containerCleanups.get(found.id)) return;
   const cleanup = ctx.background.run(`cleanup of removed container ${found.id}`, () => finishContainerCleanup(ctx, found.id, log));
   await settledWithin(cleanup, CLEANUP_WAIT_MS);
 }

@@ -41,15 +41,19 @@ test('settledWithin: ends with the work, failed or not, or when the time is up, 
   const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
   const before = timers();
   let done = false;
+  let t0 = Date.now();
   await settledWithin(sleep(5).then(() => { done = true; }), 60_000);
   assert.equal(done, true, 'it waited for the work');
+  assert.ok(Date.now() - t0 < 10_000, 'and no longer');
   assert.equal(timers(), before, 'the 60 s timer went with the wait');
 
+  t0 = Date.now();
   await settledWithin(Promise.reject(new Error('cleanup failed')), 60_000);
+  assert.ok(Date.now() - t0 < 10_000, 'a failed work ends the wait too');
   assert.equal(timers(), before);
 
   let hung = false;
-  const t0 = Date.now();
+  t0 = Date.now();
   await settledWithin(new Promise(() => undefined), 30).then(() => { hung = true; });
   assert.equal(hung, true, 'a hung work is given up on after its time');
   assert.ok(Date.now() - t0 < 10_000, 'within its time, not for ever');

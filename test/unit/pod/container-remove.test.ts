@@ -1,12 +1,12 @@
-// RemoveContainer through the fakes: the container is gone (record moved, name free) when the call returns;
-// the release of its host objects runs after, is retried when it fails, is finished by its sandbox's removal
-// and by recovery after a crash, and never twice at once.
+// RemoveContainer through the fakes: the container is gone (record moved, name free) and its host objects
+// released when the call returns (a release that hangs is waited for a while only); a failed release is retried,
+// finished by its sandbox's removal and by recovery after a crash, and never runs twice at once.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { silentLogger } from '../../../core/log.js';
 import { createContainer } from '../../../pod/container-create.js';
-import { removeContainer } from '../../../pod/container-remove.js';
+import { CLEANUP_WAIT_MS, removeContainer } from '../../../pod/container-remove.js';
 import { Retrier } from '../../../pod/pending.js';
 import { recover } from '../../../pod/recovery.js';
 import { removeSandbox } from '../../../pod/sandbox-remove.js';
@@ -34,15 +34,43 @@ describe('RemoveContainer and the cleanup after it', () => {
     return { heal: () => { f.ctx.images.removeRootfs = removeOf; } };
   }
 
-  it('takes the record away before it returns, frees the name, and releases the rest right after', async () => {
+  it('takes the record away, frees the name, and releases the rest before it returns', async () => {
     const id = await create();
     await removeContainer(f.ctx, id, silentLogger);
     assert.equal(f.ctx.tables.containers.get(id), undefined, 'gone for every caller once the call returns');
-    const again = await create();
-    assert.notEqual(again, id, 'the name is free for a new container');
-    await f.ctx.background.drain();
     assert.equal(f.ctx.tables.containerCleanups.get(id), undefined, 'the cleanup finished and took its record');
     assert.equal(rootfsReleases(), 1);
+    const again = await create();
+    assert.notEqual(again, id, 'the name is free for a new container');
+  });
+
+  it('answers after a while when the release hangs, leaving it to finish in the background', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const id = await create();
+    let release: () => void = () => undefined;
+    const removeOf = f.ctx.images.removeRootfs.bind(f.ctx.images);
+    f.ctx.images.removeRootfs = (cid) => new Promise<void>((resolve) => { release = resolve; }).then(() => removeOf(cid));
+    let answered = false;
+    const removal = removeContainer(f.ctx, id, silentLogger).then(() => { answered = true; });
+    for (let i = 0; i < 20 && !answered; i++) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      t.mock.timers.tick(CLEANUP_WAIT_MS / 10);
+    }
+    await removal;
+    assert.equal(answered, true, 'the call answered once its wait was over');
+    assert.equal(f.ctx.tables.containers.get(id), undefined);
+    assert.ok(f.ctx.tables.containerCleanups.get(id), 'the release is still pending');
+    release();
+    await f.ctx.background.drain();
+    assert.equal(f.ctx.tables.containerCleanups.get(id), undefined, 'and finished after');
+    assert.equal(rootfsReleases(), 1);
+  });
+
+  it('a second RemoveContainer of the same container also answers after its release', async () => {
+    const id = await create();
+    await Promise.all([removeContainer(f.ctx, id, silentLogger), removeContainer(f.ctx, id, silentLogger)].map((p, i) =>
+      p.then(() => assert.equal(f.ctx.tables.containerCleanups.get(id), undefined, `call ${i + 1} answered after the release`))));
+    assert.equal(rootfsReleases(), 1, 'released once');
   });
 
   it('keeps a failed cleanup with its error and backoff, and the background retry finishes it', async () => {
