@@ -7,7 +7,6 @@
 // after one pod changed each time (its container stopped, or removed once stopped). Everything goes after.
 // With the floor among the targets, the same relists are then timed against a bare grpc-js server answering
 // with minicri's replies (relistFloor): what Node and grpc-js alone take for them.
-import type * as grpc from '@grpc/grpc-js';
 import { pool } from '../core/locks.js';
 import { stoppedLatencies, subscribe } from './events.js';
 import { benchContainer, benchPod } from './lib/pods.js';
@@ -17,7 +16,6 @@ import { now, round, since, summarize, type Summary } from './lib/stats.js';
 import { changedPods, snapshotOf, type RelistSnapshot } from './relist.js';
 import { KUBELET_POD_WORKERS } from './restart.js';
 import { liveProcesses } from '../oci/runtime/processes.js';
-import { loadCri } from '../server/proto.js';
 import { withFloorServer } from './lib/floor-server.js';
 
 /** After the pods are made: V8 and Go collect some seconds after a burst of work, which is the burst's cost. */
@@ -31,7 +29,7 @@ export interface DensityOptions {
   kills: number;
   /** Seconds the idle CPU is read over. */
   idleSeconds: number;
-  /** Whether to keep the replies of a relist for the floor (relistFloor). */
+  /** Whether to time the relists against the floor too (relistFloor), with this daemon's replies. */
   floor?: boolean;
 }
 
@@ -48,11 +46,11 @@ export interface DensityResult {
   perPodPssKiB: number;
   perPodRssKiB: number;
   events: { supported: boolean | string; idleCpuPercent: number; stoppedLatency: Summary };
-  relist: { whole: Summary; lists: Summary; statusCalls: Summary; changedPerRelist: number };
+  relist: { whole: Summary; lists: Summary; statusCalls: Summary; changedPerRelist: number; changes?: Changes };
   /** The same relists after STEADY_RELISTS more. */
   steadyRelist: DensityResult['relist'];
-  /** With `floor`: one relist's replies, as the daemon encoded them. */
-  replies?: Record<string, Buffer>;
+  /** With `floor`: the relists against the floor (relistFloor), answering with this daemon's replies. */
+  floorRelist?: DensityResult['relist'] | undefined;
   teardownSeconds: number;
   /** Seconds each step of the bench took, for sizing a run. */
   stepSeconds: Record<string, number>;
@@ -99,6 +97,8 @@ export async function densityBench(target: Target, image: string, logRoot: strin
     const events = await evented(target, containers.slice(0, opts.kills).map((c) => c.id), opts.idleSeconds, errors);
     const r0 = now();
     const { relist, steady, replies } = await relists(target, containers, opts.relists, errors, opts.floor === true);
+    // With the pods still running, as the daemon was timed.
+    const floorRelist = replies && await relistFloor(replies, opts.relists);
     const d0 = now();
     await drain(target.client, KUBELET_POD_WORKERS);
     const stepSeconds = { start: startAllSeconds, evented: round(Number(r0 - e0) / 1e9), relist: round(Number(d0 - r0) / 1e9), teardown: round(since(d0) / 1000) };
@@ -106,7 +106,7 @@ export async function densityBench(target: Target, image: string, logRoot: strin
       pods: opts.pods, startAllSeconds, perPodStart: summarize(perPod),
       daemon: { idle, loaded }, added: { helpers: helpers.length, pauses: pauses.length, ...addedMem },
       perPodPssKiB: per('pssKiB'), perPodRssKiB: per('rssKiB'),
-      events, relist, steadyRelist: steady, replies, teardownSeconds: stepSeconds.teardown, stepSeconds, errors,
+      events, relist, steadyRelist: steady, floorRelist, teardownSeconds: stepSeconds.teardown, stepSeconds, errors,
     };
   } catch (err) {
     await drain(target.client, KUBELET_POD_WORKERS).catch(() => undefined);
@@ -155,93 +155,106 @@ async function relistOnce(
   return calls.length;
 }
 
-const relistSummary = (times: Record<string, number[]>, changedTotal: number, n: number): DensityResult['relist'] => ({
+/** What the changes before a pass's relists were: containers stopped, removed, and turns with none left to change. */
+interface Changes { stops: number; removes: number; none: number }
+
+const relistSummary = (times: Record<string, number[]>, changedTotal: number, n: number, changes?: Changes): DensityResult['relist'] => ({
   whole: summarize(times.whole ?? []), lists: summarize(times.lists ?? []), statusCalls: summarize(times.statusCalls ?? []),
-  changedPerRelist: round(changedTotal / Math.max(1, n), 2),
+  changedPerRelist: round(changedTotal / Math.max(1, n), 2), ...(changes && { changes }),
 });
 
 /** Relists made untimed between the two timed passes: kubelet's relist each second over a node's first ~17 minutes. */
 export const STEADY_RELISTS = 1000;
 
 /**
- * `n` timed relists (after an untimed one), each after one pod changed: the next container in turn stopped,
- * or removed when it had stopped already. The status calls are those kubelet makes for the pods that changed.
- * Then STEADY_RELISTS more untimed, and `n` timed again as before (`steady`): the daemon's code as V8 has it
- * after minutes of relisting, not just after the pods were made. With `floor`, the replies of the last relist
- * are kept for the floor to answer with.
+ * `n` timed relists (after an untimed one), each after one pod changed: as many of them as there are containers
+ * not running (the evented bench's kills) remove a stopped container, the oldest first, and the rest stop a
+ * running one, in turn (each kind stands in for the other when it runs out). The status calls are those kubelet
+ * makes for the pods that changed. Then STEADY_RELISTS more untimed, and a second pass of `n` timed, changed the
+ * same way (`steady`): the daemon's code as V8 has it after minutes of relisting, not just after the pods were
+ * made. With `floor`, the replies to a relist's calls after the first pass are kept for the floor.
  */
 async function relists(
   target: Target, containers: Array<{ pod: string; id: string }>, n: number, errors: string[], floor: boolean,
 ): Promise<{ relist: DensityResult['relist']; steady: DensityResult['relist']; replies?: Record<string, Buffer> }> {
   const rt = target.client.runtime;
   let prev: RelistSnapshot | undefined;
-  let last: StatusCalls = [];
   const changed = (...[items, listed]: Lists): StatusCalls => {
     const next = snapshotOf(items, listed);
     const pods = changedPods(prev, next);
     prev = next;
-    last = pods.map((pod) => ({ pod, containers: [...next.containers].filter(([, c]) => c.pod === pod).map(([id]) => id) }));
-    return last;
+    return pods.map((pod) => ({ pod, containers: [...next.containers].filter(([, c]) => c.pod === pod).map(([id]) => id) }));
   };
-  const removed = new Set<string>();
-  let turn = 0;
-  const change = async () => {
-    for (let tried = 0; tried < containers.length; tried++) {
-      const c = containers[turn++ % containers.length]!;
-      if (removed.has(c.id)) continue;
-      try {
-        const state = (await rt.call('ContainerStatus', { container_id: c.id })).status?.state;
-        if (state === 'CONTAINER_RUNNING') await rt.call('StopContainer', { container_id: c.id, timeout: '10' });
-        else {
-          await rt.call('RemoveContainer', { container_id: c.id });
-          removed.add(c.id);
-        }
-      } catch (err) {
-        errors.push(`changing ${c.id}: ${(err as Error).message}`);
-      }
+  await relistOnce(rt, {}, changed);
+  const stateOf = (id: string) => prev!.containers.get(id)?.state;
+  const running = containers.filter((c) => stateOf(c.id) === 'CONTAINER_RUNNING').map((c) => c.id);
+  const stopped = containers.filter((c) => stateOf(c.id) !== undefined && stateOf(c.id) !== 'CONTAINER_RUNNING').map((c) => c.id);
+  const removesPerPass = stopped.length;
+  const change = async (i: number, counts: Changes) => {
+    const remove = (i < removesPerPass && stopped.length > 0) || running.length === 0;
+    const id = remove ? stopped.shift() : running.shift();
+    if (!id) {
+      counts.none++;
       return;
+    }
+    try {
+      if (remove) await rt.call('RemoveContainer', { container_id: id });
+      else {
+        await rt.call('StopContainer', { container_id: id, timeout: '10' });
+        stopped.push(id);
+      }
+      counts[remove ? 'removes' : 'stops']++;
+    } catch (err) {
+      errors.push(`changing ${id}: ${(err as Error).message}`);
     }
   };
   const timedPass = async () => {
     const times: Record<string, number[]> = {};
+    const counts: Changes = { stops: 0, removes: 0, none: 0 };
     let changedTotal = 0;
-    for (let i = 0; i < n && containers.length; i++) {
-      await change();
+    for (let i = 0; i < n; i++) {
+      await change(i, counts);
       changedTotal += await relistOnce(rt, times, changed);
     }
-    return relistSummary(times, changedTotal, n);
+    return relistSummary(times, changedTotal, n, counts);
   };
-  await relistOnce(rt, {}, changed);
   const relist = await timedPass();
+  // Kept before the second pass, which can leave no container at the smallest size.
+  const replies = floor ? await repliesFor(rt, prev!, errors) : undefined;
   for (let i = 0; i < STEADY_RELISTS; i++) await relistOnce(rt, {}, changed);
   const steady = await timedPass();
-  const pod = last[0];
-  if (!floor || !pod?.containers[0]) return { relist, steady };
-  const methods = loadCri().RuntimeService.service;
-  const reply = async (method: 'ListPodSandbox' | 'ListContainers' | 'PodSandboxStatus' | 'ContainerStatus', request: object) =>
-    (methods[method] as grpc.MethodDefinition<object, object>).responseSerialize(await rt.call(method, request as never));
-  const replies = {
-    ListPodSandbox: await reply('ListPodSandbox', {}),
-    ListContainers: await reply('ListContainers', {}),
-    PodSandboxStatus: await reply('PodSandboxStatus', { pod_sandbox_id: pod.pod }),
-    ContainerStatus: await reply('ContainerStatus', { container_id: pod.containers[0] }),
+  return { relist, steady, ...(replies && { replies }) };
+}
+
+/** The replies to a relist's calls, of a container the changes stopped when there is one, for the floor. */
+async function repliesFor(rt: Runtime, now: RelistSnapshot, errors: string[]): Promise<Record<string, Buffer> | undefined> {
+  const listed = [...now.containers];
+  const [id, c] = listed.find(([, l]) => l.state === 'CONTAINER_EXITED') ?? listed[0] ?? [];
+  if (!id || !c) {
+    errors.push('no container is left: the floor has no replies to answer with');
+    return undefined;
+  }
+  return {
+    ListPodSandbox: await rt.raw('ListPodSandbox', {}),
+    ListContainers: await rt.raw('ListContainers', {}),
+    PodSandboxStatus: await rt.raw('PodSandboxStatus', { pod_sandbox_id: c.pod }),
+    ContainerStatus: await rt.raw('ContainerStatus', { container_id: id }),
   };
-  return { relist, steady, replies };
 }
 
 /**
  * The relist's floor: the same relists against a bare grpc-js server (bench/grpc-floor-server.ts, the daemon's
  * node flags) that answers with the daemon's own replies, one pod's status calls each time. In place of the
- * change, the two round trips the daemon's loop makes (ContainerStatus, then a Version for the stop). It is
- * first warmed with as many relists as there are pods, about the calls the daemon answered making them.
+ * change, the two round trips the daemon's loop makes at least (a status, then a Version for the stop or removal).
+ * It is first warmed with STEADY_RELISTS relists: the least Node and grpc-js take, their code optimized.
  */
-export async function relistFloor(replies: Record<string, Buffer>, pods: number, n: number): Promise<DensityResult['relist']> {
+export async function relistFloor(replies: Record<string, Buffer>, n: number): Promise<DensityResult['relist']> {
   const times: Record<string, number[]> = {};
   // The floor answers any id with the reply it holds.
   const calls: StatusCalls = [{ pod: 'floor', containers: ['floor'] }];
   await withFloorServer({ replay: replies }, async (client) => {
     const rt = client.runtime;
-    for (let i = 0; i < pods; i++) await relistOnce(rt, {}, () => calls);
+    for (let i = 0; i < STEADY_RELISTS; i++) await relistOnce(rt, {}, () => calls);
     for (let i = 0; i < n; i++) {
       await rt.call('ContainerStatus', { container_id: 'floor' });
       await rt.call('Version', {});

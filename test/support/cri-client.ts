@@ -30,6 +30,15 @@ export class ServiceClient<D> {
     });
   }
 
+  /** A unary call's reply as the server encoded it, not decoded. */
+  raw<K extends KnownKeys<D> & keyof D & string>(name: K, request: RequestOf<D[K]>): Promise<Buffer> {
+    const method = this.definition[name];
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(method.path, method.requestSerialize, (bytes: Buffer) => bytes, request,
+        (err, response) => (err ? reject(err) : resolve(response!)));
+    });
+  }
+
   /** A server-streaming call's messages, until the stream ends or `until` says stop. */
   stream<K extends KnownKeys<D> & keyof D & string>(name: K, request: RequestOf<D[K]>): AsyncIterable<ResponseOf<D[K]>> & { cancel(): void } {
     const method = this.definition[name];
