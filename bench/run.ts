@@ -435,8 +435,8 @@ Reading it:
 - Density: pods made 10 at a time; the relist is kubelet's generic PLEG after one pod changed (ListPodSandbox,
   ListContainers, and the status calls of the pods that changed); the runtime's memory per pod is the daemon's
   growth plus conmon (minicri, one per container and per pause) or the shim (containerd, one per pod), plus the
-  pause, over the pods. "After 1000 more relists" is the same 100 changed relists timed again after 1000 untimed
-  ones, the daemon's code as V8 has optimized it by then (at 110 pods that pass runs out of running containers to
+  pause, over the pods. "After ${STEADY_RELISTS} more relists" is the same ${densityOpts.relists} changed relists timed again
+  after ${STEADY_RELISTS} untimed ones, the daemon's code as V8 has optimized it by then (at 110 pods that pass runs out of running containers to
   stop: its changes are mostly removes; the results' \`changes\` say which).
 - Pull peak RSS is VmRSS of the daemon and its helper processes read every 25 ms during the cold pull.
 - Host memory per pod is the daemon's PSS growth from idle to ${relistPods} pods plus the PSS of its helper processes
