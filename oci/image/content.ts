@@ -33,46 +33,72 @@ export interface BlobWriter {
 }
 
 /**
+ * A blob's size and digest, checked as its bytes go by: update() fails as soon as there are more bytes than
+ * declared, verify() at the end when size or digest are wrong.
+ */
+export class BlobCheck {
+  private readonly hash = createHash('sha256');
+  bytes = 0;
+
+  constructor(private readonly digest: string, private readonly size: number | undefined, private readonly what: string) {}
+
+  update(chunk: Uint8Array): void {
+    this.bytes += chunk.length;
+    if (this.size !== undefined && this.bytes > this.size) {
+      throw new Internal(`${this.what} is larger than its declared ${this.size} bytes: the registry serves corrupt content`);
+    }
+    this.hash.update(chunk);
+  }
+
+  verify(): void {
+    const got = `sha256:${this.hash.digest('hex')}`;
+    if (this.size !== undefined && this.bytes !== this.size) {
+      throw new Internal(`${this.what} is ${this.bytes} bytes, not the declared ${this.size}: the registry serves corrupt content`);
+    }
+    if (got !== this.digest) throw new Internal(`${this.what} has digest ${got}, not ${this.digest}: the registry serves corrupt content`);
+  }
+}
+
+/**
  * The pass-through behind ContentStore.tee: hashes the bytes going by, writes them to `tmp` when given, and
  * fails at the end of the stream (after the file is complete) when size or digest are wrong.
  */
 export function blobWriter(
   tmp: string | undefined, digest: string, size: number | undefined, what: string, onBytes?: (n: number) => void,
 ): BlobWriter {
-  const hash = createHash('sha256');
+  const check = new BlobCheck(digest, size, what);
   const file = tmp === undefined ? undefined : new FileSink(tmp);
-  let bytes = 0;
   let verified = false;
   const closed = file ? new Promise<void>((resolve) => file.once('close', resolve)) : Promise.resolve();
   const stream = new Transform({
     transform(chunk: Buffer, _enc, cb) {
-      bytes += chunk.length;
-      if (size !== undefined && bytes > size) {
-        return cb(new Internal(`${what} is larger than its declared ${size} bytes: the registry serves corrupt content`));
+      try {
+        check.update(chunk);
+      } catch (err) {
+        return cb(err as Error);
       }
-      hash.update(chunk);
       onBytes?.(chunk.length);
       if (!file || file.write(chunk)) cb(null, chunk);
       else file.once('drain', () => cb(null, chunk));
     },
     flush(cb) {
-      const check = () => {
-        const got = `sha256:${hash.digest('hex')}`;
-        if (size !== undefined && bytes !== size) {
-          return cb(new Internal(`${what} is ${bytes} bytes, not the declared ${size}: the registry serves corrupt content`));
+      const verify = () => {
+        try {
+          check.verify();
+        } catch (err) {
+          return cb(err as Error);
         }
-        if (got !== digest) return cb(new Internal(`${what} has digest ${got}, not ${digest}: the registry serves corrupt content`));
         verified = true;
         cb();
       };
-      if (file) file.end(check);
-      else check();
+      if (file) file.end(verify);
+      else verify();
     },
   });
   file?.on('error', (err) => stream.destroy(err));
   // A writer given up on (its stream destroyed) closes its file too.
   stream.on('close', () => { if (!verified) file?.destroy(); });
-  return { stream, bytes: () => bytes, verified: () => verified, closed };
+  return { stream, bytes: () => check.bytes, verified: () => verified, closed };
 }
 
 export class ContentStore {

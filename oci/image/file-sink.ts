@@ -57,38 +57,61 @@ function unwritten(parts: Buffer[], written: number): Buffer[] {
 }
 
 /**
- * Writes `body` to a new file at `path` with the calling thread's own system calls, in the same batches as
- * FileSink: for an unpack worker, a thread of its own, where a trip through the pool per batch (and the wake-ups
- * on both sides) cost more than the write.
+ * A new file at `path` written with the calling thread's own system calls, in the same batches as FileSink: for
+ * an unpack worker, a thread of its own, where a trip through the pool per batch (and the wake-ups on both sides)
+ * cost more than the write. The pieces written must stay unchanged until the next flush (at most BATCH later).
  */
-export async function writeFileInPlace(path: string, body: AsyncIterable<Buffer>): Promise<void> {
-  const fd = openSync(path, 'wx', 0o600);
-  let failed = true;
-  try {
-    let parts: Buffer[] = [];
-    let bytes = 0;
-    const flush = () => {
-      while (parts.length > 0) {
-        const written = writevSync(fd, parts);
-        // Nothing taken and no error (a filesystem that will not say why): going again would spin forever.
-        if (written === 0) throw Object.assign(new Error(`writing ${path}: the filesystem took no bytes`), { code: 'EIO' });
-        parts = unwritten(parts, written);
-      }
-      bytes = 0;
-    };
-    for await (const chunk of body) {
-      parts.push(chunk);
-      bytes += chunk.length;
-      if (bytes >= BATCH) flush();
-    }
-    flush();
-    failed = false;
-  } finally {
-    // A failure to close is the error only when nothing failed before it.
+export class InPlaceFile {
+  private readonly fd: number;
+  private parts: Buffer[] = [];
+  private bytes = 0;
+
+  constructor(private readonly path: string) {
+    this.fd = openSync(path, 'wx', 0o600);
+  }
+
+  write(chunk: Buffer): void {
+    this.parts.push(chunk);
+    this.bytes += chunk.length;
+    if (this.bytes >= BATCH) this.flush();
+  }
+
+  /** Writes what is batched and closes the file; after a failure (`ok` false), only closes it. */
+  close(ok = true): void {
+    let error: unknown;
     try {
-      closeSync(fd);
+      if (ok) this.flush();
     } catch (err) {
-      if (!failed) throw err;
+      error = err;
     }
+    try {
+      closeSync(this.fd);
+    } catch (err) {
+      // A failure to close is the error only when nothing failed before it.
+      if (ok) error ??= err;
+    }
+    if (error !== undefined) throw error;
+  }
+
+  private flush(): void {
+    while (this.parts.length > 0) {
+      const written = writevSync(this.fd, this.parts);
+      // Nothing taken and no error (a filesystem that will not say why): going again would spin forever.
+      if (written === 0) throw Object.assign(new Error(`writing ${this.path}: the filesystem took no bytes`), { code: 'EIO' });
+      this.parts = unwritten(this.parts, written);
+    }
+    this.bytes = 0;
+  }
+}
+
+/** Writes `body` to a new file at `path` with the calling thread's own system calls (see InPlaceFile). */
+export async function writeFileInPlace(path: string, body: AsyncIterable<Buffer>): Promise<void> {
+  const file = new InPlaceFile(path);
+  let ok = false;
+  try {
+    for await (const chunk of body) file.write(chunk);
+    ok = true;
+  } finally {
+    file.close(ok);
   }
 }

@@ -1,14 +1,16 @@
 // The worker side of unpack-pool.ts: unpacks layers from the chunks the main thread sends, several at once,
 // so gunzip's bookkeeping, the diff-id hash, the tar parsing, the file writes and their garbage stay off the
 // thread that serves CRI calls; for a download, the blob's own hash (and file, where blobs are kept) too.
-import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
 import { causeWhere, MinicriError } from '../../core/errors.js';
-import { unpackLayerBlob } from './unpack.js';
+import { LayerFeed } from './layer-feed.js';
 import type { FromWorker, ToWorker } from './unpack-pool.js';
 
 const port = parentPort!;
-const sources = new Map<number, PassThrough>();
+
+/** A layer under way: its feed once open, and its pieces' turn (each taken only after the one before). */
+interface Layer { feed: Promise<LayerFeed>; turn: Promise<unknown> }
+const layers = new Map<number, Layer>();
 
 function send(m: FromWorker): void {
   port.postMessage(m);
@@ -20,44 +22,63 @@ function systemError(err: unknown): { errno?: string; path?: string } {
   return e ? { errno: e.code, ...(e.path ? { path: e.path } : {}) } : {};
 }
 
+/** Tells the main thread why `id` failed: an unpack's own verdict, or the system error behind it. */
+function sendError(id: number, err: Error): void {
+  send({ type: 'error', id, code: err instanceof MinicriError ? err.code : undefined, message: err.message, ...systemError(err) });
+}
+
+/** Runs `step` on the layer's feed after whatever it is doing: pieces are written in the order they came. */
+function after(layer: Layer, step: (feed: LayerFeed) => unknown): void {
+  layer.turn = layer.turn.then(async () => step(await layer.feed)).catch(() => undefined);
+}
+
+/** The layer's result, once: the last of its messages, after which it is forgotten. */
+function finish(id: number, layer: Layer): void {
+  after(layer, (feed) => feed.end().then(
+    (r) => send({ type: 'done', id, diffId: r.diffId, bytes: r.bytes }),
+    (err: Error) => sendError(id, err),
+  ).finally(() => layers.delete(id)));
+}
+
 port.on('message', (m: ToWorker) => {
-  const source = sources.get(m.id);
+  const layer = layers.get(m.id);
   switch (m.type) {
     case 'parse':
       // The JSON checks (zod) load with the first parse: a worker that only unpacks starts sooner, and its
       // smaller heap is quicker to collect, which it does every few MiB of a big layer.
       import('./manifest.js')
         .then(({ parseDocument }) => send({ type: 'parsed', id: m.id, value: parseDocument(m.job) }))
-        .catch((err: unknown) => send({
-          type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: (err as Error).message,
-        }));
+        .catch((err: Error) => sendError(m.id, err));
       return;
     case 'start': {
-      const s = new PassThrough({ highWaterMark: 1 << 20 });
-      sources.set(m.id, s);
       // The blob's own digest check (and file), here too, when the bytes come from the registry.
-      unpackLayerBlob(s, m.dest, m.what, undefined, m.blob).then(
-        (r) => send({ type: 'done', id: m.id, diffId: r.diffId, bytes: r.bytes }),
-        (err: Error) => send({
-          type: 'error', id: m.id, code: err instanceof MinicriError ? err.code : undefined, message: err.message, ...systemError(err),
-        }),
-      ).finally(() => sources.delete(m.id));
+      const feed = LayerFeed.open(m.dest, m.what, m.blob);
+      layers.set(m.id, { feed, turn: feed });
+      feed.catch((err: Error) => {
+        layers.delete(m.id);
+        sendError(m.id, err);
+      });
       return;
     }
     case 'chunk': {
-      // Each piece is written as it came from the socket: joining them took fresh memory for every batch, and
-      // its page faults cost more CPU than the hashing (the daemon's malloc maps anything over 128 KiB afresh).
+      if (!layer) return;
+      // Each piece is taken as it came from the socket: joining them took fresh memory for every batch, and its
+      // page faults cost more CPU than the hashing (the daemon's malloc maps anything over 128 KiB afresh).
       const pieces = m.data.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength));
       const bytes = pieces.reduce((a, p) => a + p.byteLength, 0);
-      const ack = () => send({ type: 'ack', id: m.id, bytes });
-      if (pieces.length === 0) ack();
-      pieces.forEach((p, i) => source?.write(p, i === pieces.length - 1 ? ack : undefined));
+      after(layer, async (feed) => {
+        for (const p of pieces) await feed.write(p);
+        send({ type: 'ack', id: m.id, bytes });
+      });
       return;
     }
     case 'end':
-      source?.end();
+      if (layer) finish(m.id, layer);
       return;
     case 'abort':
-      source?.destroy(new Error(m.message));
+      // At once, not after the pieces waiting: one of them may wait on the tar parser.
+      if (!layer) return;
+      void layer.feed.then((feed) => feed.abort(new Error(m.message)), () => undefined);
+      finish(m.id, layer);
   }
 });

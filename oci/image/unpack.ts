@@ -17,7 +17,6 @@ import tar from 'tar-stream';
 import { Internal, InvalidArgument, MinicriError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import { blobWriter } from './content.js';
-import { DecompressInThread, decompressesInThread } from './decompress-in-thread.js';
 import { FileSink, writeFileInPlace } from './file-sink.js';
 import { zstdDecompress } from './zstd.js';
 import { dirInRoot } from './dir-in-root.js';
@@ -58,28 +57,36 @@ async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-type Compression = 'gzip' | 'zstd' | 'none';
+export type Compression = 'gzip' | 'zstd' | 'none';
 
-function sniff(head: Buffer): Compression {
+/** The format of a layer blob, told by its first bytes (registries do not always label layers right). */
+export function sniff(head: Buffer): Compression {
   if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'gzip';
   if (head.length >= 4 && head.readUInt32LE(0) === 0xfd2fb528) return 'zstd';
   return 'none';
 }
 
 /**
- * Whether this thread decompresses and writes big files itself: an unpack worker is a thread of its own, where a
- * trip through libuv's pool per piece costs more than the work; the event loop's thread leaves both to the pool.
+ * Whether this thread writes big files itself: an unpack worker is a thread of its own, where a trip through
+ * libuv's pool per piece costs more than the work; the event loop's thread leaves it to the pool.
  */
 const IN_PLACE = !isMainThread;
 
+/**
+ * Output pieces as large as the daemon's malloc still serves from its arenas (see file-sink.ts): each piece is a
+ * trip through the steps after it, and each mapped afresh would cost page faults. A 100 MB pull took about a
+ * fifth less CPU than in 64 KiB pieces, and an eighth less than in 256 KiB ones. gunzip makes pieces of this
+ * size, and so does either format inflated in place (layer-feed.ts).
+ */
+export const INFLATE_PIECE = MALLOC_MMAP_THRESHOLD - MALLOC_OVERHEAD;
+
+/** A decompressor of Node's for the data's format: a stream (libuv's pool) whose native state may also be used in place. */
+export function nativeDecompressor(compression: 'gzip' | 'zstd'): zlib.Gunzip | zlib.ZstdDecompress {
+  return compression === 'gzip' ? zlib.createGunzip({ chunkSize: INFLATE_PIECE }) : zstdDecompress();
+}
+
 function decompressor(compression: Compression): Duplex {
-  if (compression === 'none') return new PassThrough();
-  // Output pieces as large as the daemon's malloc still serves from its arenas (see file-sink.ts): each piece is
-  // a trip through the streams below (and the pool), and each mapped afresh would cost page faults. A 100 MB
-  // pull took about a fifth less CPU than in 64 KiB pieces, and an eighth less than in 256 KiB ones.
-  const piece = MALLOC_MMAP_THRESHOLD - MALLOC_OVERHEAD;
-  const stream = compression === 'gzip' ? zlib.createGunzip({ chunkSize: piece }) : zstdDecompress();
-  return IN_PLACE && decompressesInThread(stream) ? new DecompressInThread(stream, piece) : stream;
+  return compression === 'none' ? new PassThrough() : nativeDecompressor(compression);
 }
 
 /**
@@ -179,21 +186,15 @@ export async function unpackLayer(source: Readable, dest: string, what: string, 
   const hash = createHash('sha256');
   let bytes = 0;
   const tap = new Transform({ transform(chunk: Buffer, _e, cb) { hash.update(chunk); bytes += chunk.length; cb(null, chunk); } });
-  // tar-stream's extract keeps consuming past the end-of-archive blocks, so the digest covers the whole stream.
   const extract = tar.extract();
   source.pipe(decompress);
   const feeding = pipeline(decompress, tap, extract);
   // Awaited below; handled now so a failure while entries are still being applied is not an unhandled rejection.
   feeding.catch(() => undefined);
-  const u = new Unpacker(dest, what);
   try {
-    for await (const entry of extract) {
-      await u.apply(entry.header as Header, entry as AsyncIterable<Buffer>);
-      entry.resume();
-    }
+    await applyTar(extract, dest, what);
     await feeding;
     if (sourceError) throw sourceError;
-    u.finish();
   } catch (err) {
     source.unpipe(decompress);
     decompress.destroy();
@@ -201,14 +202,31 @@ export async function unpackLayer(source: Readable, dest: string, what: string, 
     await feeding.catch(() => undefined);
     // A blob's digest is known only at its end: read the rest, so that a corrupt download is reported as such.
     if (!sourceError) await drain(source);
-    if (sourceError) throw sourceError;
-    if (err instanceof MinicriError) throw err;
-    if (HOST_ERRORS.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
-    throw new InvalidArgument(`${what} cannot be unpacked: ${(err as Error).message}`, { cause: err });
+    throw sourceError ?? unpackFailure(err, what);
   }
   const diffId = `sha256:${hash.digest('hex')}`;
   log?.debug({ layer: what, bytes, ms: Date.now() - started }, 'layer unpacked');
   return { diffId, bytes };
+}
+
+/**
+ * Applies the entries of the tar stream `extract` is fed into `dest` (made empty), one after another. tar-stream's
+ * extract keeps consuming past the end-of-archive blocks, so whoever feeds it reaches the stream's end.
+ */
+export async function applyTar(extract: tar.Extract, dest: string, what: string): Promise<void> {
+  const u = new Unpacker(dest, what);
+  for await (const entry of extract) {
+    await u.apply(entry.header as Header, entry as AsyncIterable<Buffer>);
+    entry.resume();
+  }
+  u.finish();
+}
+
+/** What a failure to unpack is reported as: the node's own trouble (a full disk) as it is, anything else the layer's. */
+export function unpackFailure(err: unknown, what: string): unknown {
+  if (err instanceof MinicriError) return err;
+  if (HOST_ERRORS.has((err as NodeJS.ErrnoException).code ?? '')) return err;
+  return new InvalidArgument(`${what} cannot be unpacked: ${(err as Error).message}`, { cause: err });
 }
 
 /**

@@ -5,12 +5,13 @@ import { buffer } from 'node:stream/consumers';
 import { test } from 'node:test';
 import { createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import { execa } from 'execa';
-import { DecompressInThread, decompressesInThread } from '../../../oci/image/decompress-in-thread.js';
+import { decompressesInThread } from '../../../oci/image/decompress-in-thread.js';
 import { zstdDecompress } from '../../../oci/image/zstd.js';
 import { decodesAtReadersPace } from '../../support/decoder-pace.js';
+import { inPlaceStream } from '../../support/in-place-stream.js';
 
 const PIECE = 128 << 10;
-const gunzipInPlace = () => new DecompressInThread(createGunzip(), PIECE);
+const gunzipInPlace = () => inPlaceStream(createGunzip(), PIECE);
 
 /** Feeds `data` in pieces of `piece` bytes, so headers and blocks are split across writes. */
 const decode = (data: Buffer, piece: number) => {
@@ -55,7 +56,7 @@ test('gzip in place: all of a big stream comes out once read to its end, and des
   const data = randomBytes(3 << 20);
   assert.deepEqual(await decode(gzipSync(data), 100_000), data);
   const gunzip = createGunzip();
-  const d = new DecompressInThread(gunzip, PIECE);
+  const d = inPlaceStream(gunzip, PIECE);
   d.write(gzipSync(Buffer.alloc(8 << 20)));
   let after = 0;
   d.destroy();

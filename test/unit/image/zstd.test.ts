@@ -4,16 +4,16 @@ import { Readable, type Duplex } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { test } from 'node:test';
 import { execa } from 'execa';
-import { DecompressInThread } from '../../../oci/image/decompress-in-thread.js';
 import { zstdDecompress } from '../../../oci/image/zstd.js';
 import { decodesAtReadersPace } from '../../support/decoder-pace.js';
+import { inPlaceStream } from '../../support/in-place-stream.js';
 
 const zstd = async (input: Buffer, ...args: string[]) => (await execa('zstd', ['-c', '-q', ...args], { input, encoding: 'buffer' })).stdout as Buffer;
 
 /** The two ways layers are decoded: Node's stream (libuv's pool), and in place on an unpack worker's thread. */
 const DECODERS = [
   { how: 'stream', make: () => zstdDecompress() },
-  { how: 'in place', make: () => new DecompressInThread(zstdDecompress(), 128 << 10) },
+  { how: 'in place', make: () => inPlaceStream(zstdDecompress(), 128 << 10) },
 ];
 
 /** Feeds `data` in pieces of `piece` bytes, so frame and block headers are split across writes. */
