@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import tar from 'tar-stream';
+import { Internal } from '../../core/errors.js';
 import { BlobCheck } from './content.js';
 import { InPlaceDecompressor, decompressesInThread } from './decompress-in-thread.js';
 import { InPlaceFile } from './file-sink.js';
@@ -67,6 +68,14 @@ export class LayerFeed {
     }
   }
 
+  /**
+   * The blob itself failed (more bytes than declared, its file not written) or its source did: more bytes cannot
+   * change the outcome, and end() can answer now rather than after a download that may never end.
+   */
+  get blobFailed(): boolean {
+    return this.sourceError !== undefined;
+  }
+
   /** The blob is over: the layer's result, or why it failed (the blob's or its source's failure first). */
   end(): Promise<UnpackResult> {
     this.result ??= this.finish();
@@ -105,7 +114,10 @@ export class LayerFeed {
     const compression = sniff(head);
     if (compression === 'none') return 'none';
     const native = nativeDecompressor(compression);
-    if (!decompressesInThread(native)) throw new Error(`this Node cannot decompress ${compression} in place`);
+    if (!decompressesInThread(native)) {
+      native.close();
+      throw new Internal(`this Node cannot decompress ${compression} on an unpack worker: run minicri on the Node setup.sh installs`);
+    }
     return new InPlaceDecompressor(native, INFLATE_PIECE);
   }
 

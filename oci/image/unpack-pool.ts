@@ -133,6 +133,8 @@ export function unpackInWorker(source: Readable, dest: string, what: string, blo
           return;
         }
         finish();
+        // Answered before its source ended (a bad blob, a layer dir not made): the rest is not read.
+        if (!ended) source.destroy();
         if (sourceError) reject(sourceError);
         else if (m.type === 'parsed') reject(new Internal(`${what}: the worker answered a parse`));
         else if (m.type === 'done') resolve({ diffId: m.diffId, bytes: m.bytes });

@@ -32,12 +32,13 @@ function after(layer: Layer, step: (feed: LayerFeed) => unknown): void {
   layer.turn = layer.turn.then(async () => step(await layer.feed)).catch(() => undefined);
 }
 
-/** The layer's result, once: the last of its messages, after which it is forgotten. */
+/** The layer's result, once: its last message, after which what still comes for it is dropped. */
 function finish(id: number, layer: Layer): void {
+  layers.delete(id);
   after(layer, (feed) => feed.end().then(
     (r) => send({ type: 'done', id, diffId: r.diffId, bytes: r.bytes }),
     (err: Error) => sendError(id, err),
-  ).finally(() => layers.delete(id)));
+  ));
 }
 
 port.on('message', (m: ToWorker) => {
@@ -68,7 +69,9 @@ port.on('message', (m: ToWorker) => {
       const bytes = pieces.reduce((a, p) => a + p.byteLength, 0);
       after(layer, async (feed) => {
         for (const p of pieces) await feed.write(p);
-        send({ type: 'ack', id: m.id, bytes });
+        // A blob known to be bad is answered now: its source may never end (an endless body).
+        if (feed.blobFailed) finish(m.id, layer);
+        else send({ type: 'ack', id: m.id, bytes });
       });
       return;
     }

@@ -1,6 +1,5 @@
-// Repro (review of fb67d87): a blob that goes past its declared size is known to be corrupt at that piece, and
-// the old worker path answered at once; LayerFeed keeps it to itself until the main thread sends 'end', so a
-// registry that never ends its body keeps the pull downloading forever.
+// A blob that goes past its declared size is known to be corrupt at that piece: the worker answers then, and the
+// rest of its source is not read, or a registry that never ends its body would keep the pull downloading forever.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +27,7 @@ test('a worker fails a blob going past its declared size while its source still 
   });
   try {
     await assert.rejects(Promise.race([unpacking, deadline]), /larger than its declared 200000 bytes/);
+    assert.equal(source.destroyed, true, 'the rest of the body is not read');
   } finally {
     clearTimeout(timer);
   }
