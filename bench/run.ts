@@ -68,7 +68,7 @@ const { values: args } = parseArgs({
     only: { type: 'string', default: BENCHES.join(',') },
     targets: { type: 'string', default: 'minicri,containerd,minicri-runc115,floor' },
     reference: { type: 'string', default: DEFAULT_REFERENCE_DIR },
-    'load-wait': { type: 'string', default: '120' },
+    'load-wait': { type: 'string', default: '300' },
     'cpu-prof': { type: 'boolean', default: false },
     'no-md': { type: 'boolean', default: false },
   },
