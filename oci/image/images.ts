@@ -69,9 +69,18 @@ export interface FsInfo { mountpoint: string; usedBytes: number; inodesUsed: num
 const ID_RE = /^(?:sha256:)?([a-f0-9]{64})$/;
 const ID_PREFIX_RE = /^(?:sha256:)?([a-f0-9]{12,63})$/;
 
-/** The ENOSPC error behind `err` (directly or as a cause), if a full disk is what failed. */
-function noSpaceError(err: unknown): NodeJS.ErrnoException | undefined {
-  return causeWhere(err, (e) => e.code === 'ENOSPC');
+/**
+ * A pull's failure as RESOURCE_EXHAUSTED when a full disk (ENOSPC) or a used-up disk quota (EDQUOT) is behind it
+ * (itself or a cause), naming where; else `err` as it is. Pure.
+ */
+export function pullSpaceError(err: unknown, rootDir: string, image: string): unknown {
+  const full = causeWhere(err, (e) => e.code === 'ENOSPC' || e.code === 'EDQUOT');
+  if (!full) return err;
+  const where = full.path ?? rootDir;
+  const [what, fix] = full.code === 'EDQUOT'
+    ? ['the disk quota is used up on the device holding', 'raise the quota, free space there']
+    : ['no space left on the device holding', 'free space there'];
+  return new ResourceExhausted(`${what} ${where} while pulling "${image}": ${fix} or move root_dir to a larger filesystem`, { cause: err });
 }
 
 /** uid or username from an image config's User ("1000", "1000:1000", "nobody", "nobody:nogroup"). */
@@ -203,12 +212,7 @@ export class Images {
       return record;
     } catch (err) {
       pull.log.warn({ err: (err as Error).message, bytes: pull.downloaded }, 'image pull failed');
-      const full = noSpaceError(err);
-      if (full) {
-        throw new ResourceExhausted(`no space left on the device holding ${full.path ?? this.opts.rootDir} while pulling "${pull.name}": `
-          + 'free space there or move root_dir to a larger filesystem', { cause: err });
-      }
-      throw err;
+      throw pullSpaceError(err, this.opts.rootDir, pull.name);
     } finally {
       this.stats.inFlight--;
       lease.release();
