@@ -77,7 +77,7 @@ export class InPlaceFile {
   }
 
   /** Writes what is batched and closes the file; after a failure (`ok` false), only closes it. */
-  close(ok = true): void {
+  close(ok: boolean): void {
     let error: unknown;
     try {
       if (ok) this.flush();

@@ -32,8 +32,12 @@ function after(layer: Layer, step: (feed: LayerFeed) => unknown): void {
   layer.turn = layer.turn.then(async () => step(await layer.feed)).catch(() => undefined);
 }
 
-/** The layer's result, once: its last message, after which what still comes for it is dropped. */
+/**
+ * The layer's result, once: its last message, after which what still comes for it is dropped. Pieces already
+ * queued behind a bad blob each see it failed, and all but the first find it answered.
+ */
 function finish(id: number, layer: Layer): void {
+  if (layers.get(id) !== layer) return;
   layers.delete(id);
   after(layer, (feed) => feed.end().then(
     (r) => send({ type: 'done', id, diffId: r.diffId, bytes: r.bytes }),

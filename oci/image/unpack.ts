@@ -57,7 +57,7 @@ async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-export type Compression = 'gzip' | 'zstd' | 'none';
+type Compression = 'gzip' | 'zstd' | 'none';
 
 /** The format of a layer blob, told by its first bytes (registries do not always label layers right). */
 export function sniff(head: Buffer): Compression {
