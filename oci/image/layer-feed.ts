@@ -11,13 +11,15 @@ import { BlobCheck } from './content.js';
 import { InPlaceDecompressor, decompressesInThread } from './decompress-in-thread.js';
 import { InPlaceFile } from './file-sink.js';
 import {
-  applyTar, INFLATE_PIECE, nativeDecompressor, sniff, unpackFailure, type BlobToWrite, type UnpackResult,
+  applyTar, INFLATE_PIECE, nativeDecompressor, sniff, SNIFF_BYTES, unpackFailure, type BlobToWrite, type UnpackResult,
 } from './unpack.js';
 
 export class LayerFeed {
   private readonly diff = createHash('sha256');
   private bytes = 0;
   private inflater: InPlaceDecompressor | 'none' | undefined;
+  /** The blob's first bytes, while too few to tell its format by. */
+  private head: Buffer | undefined;
   private readonly extract = tar.extract();
   private readonly applying: Promise<void>;
   /** Wakes a piece waiting for the tar parser to take more (it drained, or it is gone). */
@@ -60,12 +62,22 @@ export class LayerFeed {
     }
     if (this.failure !== undefined) return;
     try {
-      this.inflater ??= this.inflaterFor(piece);
-      if (this.inflater === 'none') await this.take(piece);
-      else await this.inflater.write(piece, this.take);
+      if (!this.inflater) {
+        // The format is told by the first few bytes, which the network may split over pieces.
+        this.head = this.head ? Buffer.concat([this.head, piece]) : piece;
+        if (this.head.length < SNIFF_BYTES) return;
+        piece = this.head;
+        this.head = undefined;
+        this.inflater = inflaterFor(piece);
+      }
+      await this.inflate(piece);
     } catch (err) {
       this.unpackFailed(err);
     }
+  }
+
+  private inflate(piece: Buffer): Promise<unknown> | undefined {
+    return this.inflater instanceof InPlaceDecompressor ? this.inflater.write(piece, this.take) : this.take(piece);
   }
 
   /**
@@ -91,6 +103,11 @@ export class LayerFeed {
   private async finish(): Promise<UnpackResult> {
     if (this.sourceError === undefined && this.failure === undefined) {
       try {
+        if (this.head) {
+          // A blob shorter than a format's mark: told by what there is.
+          this.inflater = inflaterFor(this.head);
+          await this.inflate(this.head);
+        }
         if (this.inflater instanceof InPlaceDecompressor) await this.inflater.finish(this.take);
         this.extract.end(undefined);
       } catch (err) {
@@ -107,18 +124,6 @@ export class LayerFeed {
     if (this.sourceError !== undefined) throw this.sourceError;
     if (this.failure !== undefined) throw unpackFailure(this.failure, this.what);
     return { diffId: `sha256:${this.diff.digest('hex')}`, bytes: this.bytes };
-  }
-
-  /** The first piece tells the format; Node's decompressors are used in place (checked: see decompressesInThread). */
-  private inflaterFor(head: Buffer): InPlaceDecompressor | 'none' {
-    const compression = sniff(head);
-    if (compression === 'none') return 'none';
-    const native = nativeDecompressor(compression);
-    if (!decompressesInThread(native)) {
-      native.close();
-      throw new Internal(`this Node cannot decompress ${compression} on an unpack worker: run minicri on the Node setup.sh installs`);
-    }
-    return new InPlaceDecompressor(native, INFLATE_PIECE);
   }
 
   /** Hands a piece of the tar stream on; waits while the parser holds enough. */
@@ -141,4 +146,16 @@ export class LayerFeed {
     if (this.inflater instanceof InPlaceDecompressor) this.inflater.close();
     this.extract.destroy();
   }
+}
+
+/** The blob's first bytes tell the format; Node's decompressors are used in place (checked: see decompressesInThread). */
+function inflaterFor(head: Buffer): InPlaceDecompressor | 'none' {
+  const compression = sniff(head);
+  if (compression === 'none') return 'none';
+  const native = nativeDecompressor(compression);
+  if (!decompressesInThread(native)) {
+    native.close();
+    throw new Internal(`this Node cannot decompress ${compression} on an unpack worker: run minicri on the Node setup.sh installs`);
+  }
+  return new InPlaceDecompressor(native, INFLATE_PIECE);
 }

@@ -59,6 +59,9 @@ async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
 
 type Compression = 'gzip' | 'zstd' | 'none';
 
+/** Bytes that tell every format sniff knows; fewer only when the blob is that short. */
+export const SNIFF_BYTES = 4;
+
 /** The format of a layer blob, told by its first bytes (registries do not always label layers right). */
 export function sniff(head: Buffer): Compression {
   if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'gzip';
@@ -95,6 +98,8 @@ function decompressor(compression: Compression): Duplex {
  */
 export class Decompress extends Duplex {
   private inner: Duplex | undefined;
+  /** The first bytes, while too few to tell the format by (the network may split them over chunks). */
+  private head: Buffer | undefined;
 
   private attach(inner: Duplex): Duplex {
     inner.on('data', (d: Buffer) => { if (!this.push(d)) inner.pause(); });
@@ -105,12 +110,21 @@ export class Decompress extends Duplex {
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    const inner = this.inner ?? this.attach(decompressor(sniff(chunk)));
-    if (inner.write(chunk)) cb();
-    else inner.once('drain', () => cb());
+    if (!this.inner) {
+      this.head = this.head ? Buffer.concat([this.head, chunk]) : chunk;
+      if (this.head.length < SNIFF_BYTES) return cb();
+      chunk = this.head;
+      this.head = undefined;
+      this.attach(decompressor(sniff(chunk)));
+    }
+    if (this.inner!.write(chunk)) cb();
+    else this.inner!.once('drain', () => cb());
   }
 
   override _final(cb: (err?: Error | null) => void): void {
+    // A blob shorter than a format's mark is told by what there is.
+    if (this.head) this.attach(decompressor(sniff(this.head))).write(this.head);
+    this.head = undefined;
     if (!this.inner) this.push(null);
     else this.inner.end();
     cb();

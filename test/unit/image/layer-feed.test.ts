@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { gzipSync } from 'node:zlib';
+import { execa } from 'execa';
 import { InvalidArgument } from '../../../core/errors.js';
 import { LayerFeed } from '../../../oci/image/layer-feed.js';
 import { tarball } from '../../support/test-images.js';
@@ -45,6 +46,21 @@ test('a layer fed in pieces of any size unpacks, with the diff id of its tar and
   // An uncompressed layer is its own tar.
   const f = await LayerFeed.open(join(dir, 'plain'), 'layer', { digest: sha256(tar), size: tar.length });
   assert.deepEqual(await feed(f, tar, 4096), { diffId: sha256(tar), bytes: tar.length });
+});
+
+test('the format is told from the first bytes however the network splits them: gzip, zstd and plain tar', async (t) => {
+  const dir = scratch(t);
+  const tar = await tarball([{ name: 'f', data: randomBytes(100_000) }]);
+  const zst = (await execa('zstd', ['-q', '-c'], { input: tar, encoding: 'buffer' })).stdout as Buffer;
+  for (const [format, blob] of [['gzip', gzipSync(tar)], ['zstd', zst], ['tar', tar]] as const) {
+    for (const head of [1, 2, 3]) {
+      // The first `head` bytes come one at a time, the rest in one piece.
+      const f = await LayerFeed.open(join(dir, `${format}${head}`), 'layer', { digest: sha256(blob), size: blob.length });
+      for (let i = 0; i < head; i++) await f.write(blob.subarray(i, i + 1));
+      await f.write(blob.subarray(head));
+      assert.deepEqual(await f.end(), { diffId: sha256(tar), bytes: tar.length }, `${format}, first ${head} bytes alone`);
+    }
+  }
 });
 
 test('the data ends with its gzip member: zeros and junk after it are only checked as the blob\'s', async (t) => {

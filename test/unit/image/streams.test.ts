@@ -42,5 +42,10 @@ test('Decompress tells gzip from plain data by its first bytes, whatever the chu
   assert.deepEqual(await collect(Readable.from(chunks(gz)).pipe(new Decompress())), data);
   assert.deepEqual(await collect(Readable.from(chunks(data)).pipe(new Decompress())), data);
   assert.equal((await collect(Readable.from([]).pipe(new Decompress()))).length, 0);
+  // The first bytes split over chunks (a slow network): still told apart.
+  const split = (b: Buffer) => [b.subarray(0, 1), b.subarray(1, 2), b.subarray(2, 3), b.subarray(3)];
+  assert.deepEqual(await collect(Readable.from(split(gz)).pipe(new Decompress())), data);
+  assert.deepEqual(await collect(Readable.from(split(data)).pipe(new Decompress())), data);
+  assert.deepEqual(await collect(Readable.from([data.subarray(0, 3)]).pipe(new Decompress())), data.subarray(0, 3), 'shorter than any mark');
   await assert.rejects(collect(Readable.from([gz.subarray(0, gz.length - 10)]).pipe(new Decompress())), /unexpected end of file/);
 });
