@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds minicri's small C programs as static binaries under dist/: the pause (it must run in an
 # empty root filesystem), the streaming helper (PTY exec, conmon attach, connects inside a pod's
-# netns) and the mount helper (mounts, unmounts and netns pins without a process each).
+# netns) and the mount helper (mounts, unmounts and netns pins without a process each); and the one
+# addon the daemon loads into itself (malloc_trim), with the system's gcc against the running Node's headers.
 # musl-gcc gives binaries of a few KiB; without it glibc's static libc works too.
 # CC overrides the compiler. Each is built to a temp name and renamed, so a failure leaves no broken binary.
 set -eu
@@ -30,3 +31,19 @@ build oci/runtime/pause/pause.c dist/pause/pause
 build oci/runtime/streamhelper/streamhelper.c dist/streamhelper/minicri-streamhelper
 build mounter/mounter.c dist/mounter/minicri-mounter
 
+# The addon runs inside Node, so it links against the C library Node does (glibc), not musl.
+node_include=$(node -p "require('node:path').join(process.execPath, '..', '..', 'include', 'node')")
+if [ ! -f "$node_include/node_api.h" ]; then
+  echo "build-native.sh: no Node headers in $node_include: run the Node setup.sh installs (its tarball has them)" >&2
+  exit 1
+fi
+out="$root/dist/native/malloc-trim.node"
+mkdir -p "$(dirname "$out")"
+tmp="$out.tmp.$$"
+trap 'rm -f "$tmp"' EXIT
+${CC_ADDON:-gcc} -shared -fPIC -O2 -Wall -Wextra -Werror -s -I"$node_include" -o "$tmp" "$root/core/malloc-trim/malloc-trim.c" || {
+  echo "build-native.sh: compiling core/malloc-trim/malloc-trim.c failed: install gcc and libc6-dev, or set CC_ADDON" >&2
+  exit 1
+}
+mv -f "$tmp" "$out"
+echo "built $out"

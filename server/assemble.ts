@@ -10,6 +10,7 @@ import { CniManager } from '../cni/manager.js';
 import { PodResourcesClient } from '../cni/pod-resources.js';
 import { Background } from '../core/background.js';
 import { KeyedLock } from '../core/locks.js';
+import { loadMallocTrim } from '../core/malloc-trim.js';
 import type { Logger } from '../core/log.js';
 import type { Timeline } from '../core/timeline.js';
 import { Images, type PullIntent } from '../oci/image/images.js';
@@ -74,7 +75,12 @@ export async function assemble({ config, log, store, version, lists, t }: Assemb
     const imageRecords = store.table<ImageRecord>('image');
     const locks = new KeyedLock();
     const background = new Background(log.child({ module: 'background' }));
-    const collector = quietCollector(log.child({ module: 'memory' }), { busy: () => locks.busy });
+    const memoryLog = log.child({ module: 'memory' });
+    const collector = quietCollector(memoryLog, { busy: () => locks.busy });
+    const noTrim = loadMallocTrim();
+    if (noTrim) {
+      memoryLog.warn({ why: noTrim }, 'memory freed after pulls stays with the daemon: its malloc_trim addon did not load (run npm run build)');
+    }
     for (const table of [tables.sandboxes, tables.containers, imageRecords]) table.onChange(() => collector.changed());
     const runtimes = await t.step('runtimes', () => openRuntimes(config, log));
     for (const runtime of runtimes.values()) runtime.watchExits();

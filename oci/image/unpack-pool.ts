@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { Internal, InvalidArgument } from '../../core/errors.js';
+import { returnFreedMemory } from '../../core/malloc-trim.js';
 import { parseDocument, type DocumentJob, type ParsedDocument } from './manifest.js';
 import type { BlobToWrite, UnpackResult } from './unpack.js';
 
@@ -33,7 +34,7 @@ export type FromWorker =
 const BATCH = 512 << 10;
 const IN_FLIGHT = 2 << 20;
 /**
- * A worker that unpacked is ended after this long without a job, and the daemon is as small as before the pull.
+ * A worker that unpacked is ended after this long without a job, and what it held goes back to the system.
  * A node pulls in bursts (a rollout, a new node's first pods, kubelet pulling a pod's images one after another),
  * and a worker started afresh runs its first layers unoptimized: a cold pull of a 100 MB image took about 0.33 s
  * on new workers and 0.22 s on warm ones (half again the CPU). Two idle workers hold about 29 MiB.
@@ -41,6 +42,12 @@ const IN_FLIGHT = 2 << 20;
 const IDLE_MS = 5 * 60_000;
 /** One that only parsed goes sooner: its heap may still hold a registry's megabytes of JSON. */
 const PARSED_IDLE_MS = 5000;
+/**
+ * Once every worker has been without a job this long, what the pieces of the pull took from malloc is given back
+ * to the system (core/malloc-trim.ts); again when a worker ends, for what its end freed.
+ */
+const TRIM_AFTER_MS = 2000;
+let trimTimer: NodeJS.Timeout | undefined;
 
 interface Job { onMessage(m: FromWorker): void; onFailure(err: Error): void }
 
@@ -103,7 +110,7 @@ function idleLater(w: UnpackWorker): void {
   w.idle = setTimeout(() => {
     if (w.jobs.size === 0) {
       forget(w);
-      void w.worker.terminate();
+      void w.worker.terminate().then(returnFreedMemory);
     }
   }, w.unpacks ? IDLE_MS : PARSED_IDLE_MS).unref();
 }
@@ -219,6 +226,10 @@ function release(w: UnpackWorker, id: number): void {
   if (w.jobs.size === 0) {
     w.worker.unref();
     idleLater(w);
+  }
+  clearTimeout(trimTimer);
+  if (running.every((r) => r.jobs.size === 0)) {
+    trimTimer = setTimeout(() => { if (running.every((r) => r.jobs.size === 0)) returnFreedMemory(); }, TRIM_AFTER_MS).unref();
   }
 }
 
