@@ -31,8 +31,9 @@ build oci/runtime/pause/pause.c dist/pause/pause
 build oci/runtime/streamhelper/streamhelper.c dist/streamhelper/minicri-streamhelper
 build mounter/mounter.c dist/mounter/minicri-mounter
 
-# The addon runs inside Node, so it links against the C library Node does (glibc), not musl.
-node_include=$(node -p "require('node:path').join(process.execPath, '..', '..', 'include', 'node')")
+# The addon runs inside Node, so it links against the C library Node does (glibc), not musl. The headers are those
+# of the Node running npm (the one setup.sh installs), not of whatever node comes first in PATH.
+node_include=$("${npm_node_execpath:-node}" -p "require('node:path').join(process.execPath, '..', '..', 'include', 'node')")
 if [ ! -f "$node_include/node_api.h" ]; then
   echo "build-native.sh: no Node headers in $node_include: run the Node setup.sh installs (its tarball has them)" >&2
   exit 1

@@ -85,8 +85,10 @@ MINICRI_NODE=/usr/local/lib/minicri/node
 node_pin=$(sed -n 's/^node=//p' scripts/node-version)
 npm_pin=$(sed -n 's/^npm=//p' scripts/node-version)
 [ -n "$node_pin" ] && [ -n "$npm_pin" ] || { echo "setup.sh: scripts/node-version names no node= or npm= version" >&2; exit 1; }
+# Its headers too: build-native.sh compiles the malloc_trim addon against them.
 node_is_pinned() {
-  [ "$("$MINICRI_NODE/bin/node" --version 2>/dev/null)" = "v$node_pin" ] &&
+  [ -f "$MINICRI_NODE/include/node/node_api.h" ] &&
+    [ "$("$MINICRI_NODE/bin/node" --version 2>/dev/null)" = "v$node_pin" ] &&
     [ "$("$MINICRI_NODE/bin/node" "$MINICRI_NODE/lib/node_modules/npm/bin/npm-cli.js" --version 2>/dev/null)" = "$npm_pin" ]
 }
 node_is_pinned || command -v npm >/dev/null || packages+=(nodejs npm)
@@ -138,7 +140,7 @@ if ! node_is_pinned; then
   check_integrity npm "$fetched/npm-$npm_pin.tgz"
   rm -rf "$MINICRI_NODE.new" && mkdir -p "$MINICRI_NODE.new/lib/node_modules/npm"
   step "unpacking Node.js into $MINICRI_NODE.new" "the packages in $fetched did not unpack: a full disk (df -h $fetched /usr/local)?" \
-    sh -c 'tar -xzf "$1"/node-linux-*.tgz -C "$2" --strip-components=1 package/bin &&
+    sh -c 'tar -xzf "$1"/node-linux-*.tgz -C "$2" --strip-components=1 package/bin package/include &&
       tar -xzf "$1"/npm-*.tgz -C "$2/lib/node_modules/npm" --strip-components=1' - "$fetched" "$MINICRI_NODE.new"
   ln -s ../lib/node_modules/npm/bin/npm-cli.js "$MINICRI_NODE.new/bin/npm"
   ln -s ../lib/node_modules/npm/bin/npx-cli.js "$MINICRI_NODE.new/bin/npx"

@@ -32,3 +32,15 @@ test('scripts/node-version holds only comments, the two versions and sha512 inte
 test('the tests run on the pinned Node.js (setup.sh puts it first in PATH)', async () => {
   assert.equal(process.versions.node, (await pin()).node);
 });
+
+test('setup.sh unpacks the pinned Node.js\'s headers, which build-native.sh compiles the malloc_trim addon against', async () => {
+  const setup = await readFile(new URL('scripts/setup.sh', root), 'utf8');
+  const build = await readFile(new URL('scripts/build-native.sh', root), 'utf8');
+  assert.match(build, /'include', 'node'/, 'build-native.sh looks for node_api.h beside the running node');
+  const unpack = /tar -xzf "\$1"\/node-linux-\*\.tgz [^&]*/.exec(setup)?.[0];
+  assert.ok(unpack, 'setup.sh unpacks the node-linux package with tar');
+  assert.match(unpack, /package\/include\b/, `a fresh machine's build fails without include/node/node_api.h: ${unpack}`);
+  // A Node installed before without its headers is fetched again, not taken as the pinned one.
+  const pinned = /node_is_pinned\(\) \{[^}]*\}/.exec(setup)?.[0] ?? '';
+  assert.match(pinned, /include\/node\/node_api\.h/, 'node_is_pinned asks for the headers too');
+});
