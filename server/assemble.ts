@@ -79,7 +79,8 @@ export async function assemble({ config, log, store, version, lists, t }: Assemb
     const collector = quietCollector(memoryLog, { busy: () => locks.busy });
     const noTrim = loadMallocTrim();
     if (noTrim) {
-      memoryLog.warn({ why: noTrim }, 'memory freed after pulls stays with the daemon: its malloc_trim addon did not load (run npm run build)');
+      memoryLog.warn({ why: noTrim }, 'memory freed after pulls stays with the daemon: its malloc_trim addon did not load '
+        + '(run npm run build)');
     }
     for (const table of [tables.sandboxes, tables.containers, imageRecords]) table.onChange(() => collector.changed());
     const runtimes = await t.step('runtimes', () => openRuntimes(config, log));
