@@ -12,24 +12,28 @@ elif command -v musl-gcc >/dev/null 2>&1; then cc=musl-gcc
 else cc=gcc
 fi
 
+# build SRC OUT COMPILER HINT FLAGS...: compiles SRC into OUT; HINT says what to install when the compiler fails.
 build() {
   src="$root/$1"
   out="$root/$2"
+  compiler=$3
+  hint=$4
+  shift 4
   mkdir -p "$(dirname "$out")"
   tmp="$out.tmp.$$"
   trap 'rm -f "$tmp"' EXIT
-  "$cc" -static -Os -Wall -Wextra -Werror -s -o "$tmp" "$src" || {
-    echo "build-native.sh: compiling $1 with $cc failed: install musl-tools (musl-gcc), or gcc and libc6-dev" \
-      "(glibc's static libc), or set CC to a C compiler that links statically" >&2
+  "$compiler" "$@" -Wall -Wextra -Werror -s -o "$tmp" "$src" || {
+    echo "build-native.sh: compiling ${src#"$root/"} with $compiler failed: $hint" >&2
     exit 1
   }
   mv -f "$tmp" "$out"
   echo "built $out"
 }
 
-build oci/runtime/pause/pause.c dist/pause/pause
-build oci/runtime/streamhelper/streamhelper.c dist/streamhelper/minicri-streamhelper
-build mounter/mounter.c dist/mounter/minicri-mounter
+static="install musl-tools (musl-gcc), or gcc and libc6-dev (glibc's static libc), or set CC to a C compiler that links statically"
+build oci/runtime/pause/pause.c dist/pause/pause "$cc" "$static" -static -Os
+build oci/runtime/streamhelper/streamhelper.c dist/streamhelper/minicri-streamhelper "$cc" "$static" -static -Os
+build mounter/mounter.c dist/mounter/minicri-mounter "$cc" "$static" -static -Os
 
 # The addon runs inside Node, so it links against the C library Node does (glibc), not musl. The headers are those
 # of the Node running npm (the one setup.sh installs), not of whatever node comes first in PATH.
@@ -38,13 +42,5 @@ if [ ! -f "$node_include/node_api.h" ]; then
   echo "build-native.sh: no Node headers in $node_include: run the Node setup.sh installs (its tarball has them)" >&2
   exit 1
 fi
-out="$root/dist/native/malloc-trim.node"
-mkdir -p "$(dirname "$out")"
-tmp="$out.tmp.$$"
-trap 'rm -f "$tmp"' EXIT
-${CC_ADDON:-gcc} -shared -fPIC -O2 -Wall -Wextra -Werror -s -I"$node_include" -o "$tmp" "$root/core/malloc-trim/malloc-trim.c" || {
-  echo "build-native.sh: compiling core/malloc-trim/malloc-trim.c failed: install gcc and libc6-dev, or set CC_ADDON" >&2
-  exit 1
-}
-mv -f "$tmp" "$out"
-echo "built $out"
+build core/malloc-trim/malloc-trim.c dist/native/malloc-trim.node "${CC_ADDON:-gcc}" "install gcc and libc6-dev, or set CC_ADDON" \
+  -shared -fPIC -O2 -I"$node_include"
