@@ -11,15 +11,14 @@ import { BlobCheck } from './content.js';
 import { InPlaceDecompressor, decompressesInThread } from './decompress-in-thread.js';
 import { InPlaceFile } from './file-sink.js';
 import {
-  applyTar, INFLATE_PIECE, nativeDecompressor, sniff, SNIFF_BYTES, unpackFailure, type BlobToWrite, type UnpackResult,
+  applyTar, FormatHead, INFLATE_PIECE, nativeDecompressor, sniff, unpackFailure, type BlobToWrite, type UnpackResult,
 } from './unpack.js';
 
 export class LayerFeed {
   private readonly diff = createHash('sha256');
   private bytes = 0;
   private inflater: InPlaceDecompressor | 'none' | undefined;
-  /** The blob's first bytes, while too few to tell its format by. */
-  private head: Buffer | undefined;
+  private readonly head = new FormatHead();
   private readonly extract = tar.extract();
   private readonly applying: Promise<void>;
   /** Wakes a piece waiting for the tar parser to take more (it drained, or it is gone). */
@@ -63,11 +62,9 @@ export class LayerFeed {
     if (this.failure !== undefined) return;
     try {
       if (!this.inflater) {
-        // The format is told by the first few bytes, which the network may split over pieces.
-        this.head = this.head ? Buffer.concat([this.head, piece]) : piece;
-        if (this.head.length < SNIFF_BYTES) return;
-        piece = this.head;
-        this.head = undefined;
+        const head = this.head.add(piece);
+        if (!head) return;
+        piece = head;
         this.inflater = inflaterFor(piece);
       }
       await this.inflate(piece);
@@ -103,10 +100,11 @@ export class LayerFeed {
   private async finish(): Promise<UnpackResult> {
     if (this.sourceError === undefined && this.failure === undefined) {
       try {
-        if (this.head) {
+        const rest = this.head.rest();
+        if (rest) {
           // A blob shorter than a format's mark: told by what there is.
-          this.inflater = inflaterFor(this.head);
-          await this.inflate(this.head);
+          this.inflater = inflaterFor(rest);
+          await this.inflate(rest);
         }
         if (this.inflater instanceof InPlaceDecompressor) await this.inflater.finish(this.take);
         this.extract.end(undefined);

@@ -60,13 +60,32 @@ async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
 type Compression = 'gzip' | 'zstd' | 'none';
 
 /** Bytes that tell every format sniff knows; fewer only when the blob is that short. */
-export const SNIFF_BYTES = 4;
+const SNIFF_BYTES = 4;
 
 /** The format of a layer blob, told by its first bytes (registries do not always label layers right). */
 export function sniff(head: Buffer): Compression {
   if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'gzip';
   if (head.length >= 4 && head.readUInt32LE(0) === 0xfd2fb528) return 'zstd';
   return 'none';
+}
+
+/** A blob's first bytes, gathered until they are enough to sniff (the network may split them over pieces). */
+export class FormatHead {
+  private held: Buffer | undefined;
+
+  /** `piece` behind what was held before it, once there are SNIFF_BYTES; undefined while there are fewer. */
+  add(piece: Buffer): Buffer | undefined {
+    const head = this.held ? Buffer.concat([this.held, piece]) : piece;
+    this.held = head.length < SNIFF_BYTES ? head : undefined;
+    return this.held ? undefined : head;
+  }
+
+  /** At the blob's end: what is still held (a blob shorter than any format's mark), taken. */
+  rest(): Buffer | undefined {
+    const held = this.held;
+    this.held = undefined;
+    return held;
+  }
 }
 
 /**
@@ -98,8 +117,7 @@ function decompressor(compression: Compression): Duplex {
  */
 export class Decompress extends Duplex {
   private inner: Duplex | undefined;
-  /** The first bytes, while too few to tell the format by (the network may split them over chunks). */
-  private head: Buffer | undefined;
+  private readonly head = new FormatHead();
 
   private attach(inner: Duplex): Duplex {
     inner.on('data', (d: Buffer) => { if (!this.push(d)) inner.pause(); });
@@ -111,10 +129,9 @@ export class Decompress extends Duplex {
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
     if (!this.inner) {
-      this.head = this.head ? Buffer.concat([this.head, chunk]) : chunk;
-      if (this.head.length < SNIFF_BYTES) return cb();
-      chunk = this.head;
-      this.head = undefined;
+      const head = this.head.add(chunk);
+      if (!head) return cb();
+      chunk = head;
       this.attach(decompressor(sniff(chunk)));
     }
     if (this.inner!.write(chunk)) cb();
@@ -123,8 +140,8 @@ export class Decompress extends Duplex {
 
   override _final(cb: (err?: Error | null) => void): void {
     // A blob shorter than a format's mark is told by what there is.
-    if (this.head) this.attach(decompressor(sniff(this.head))).write(this.head);
-    this.head = undefined;
+    const rest = this.head.rest();
+    if (rest) this.attach(decompressor(sniff(rest))).write(rest);
     if (!this.inner) this.push(null);
     else this.inner.end();
     cb();
