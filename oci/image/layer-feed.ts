@@ -73,6 +73,20 @@ export class LayerFeed {
     }
   }
 
+  /**
+   * Writes the pieces in turn, and frees each one that is the whole of its memory (the worker's own, moved to it
+   * from the socket) once written, if nothing holds it then: a compressed layer's inflater is done with its input
+   * when write() resolves, while the tar parser may keep a plain tar's bytes, and the blob's file batches them.
+   * Left to the collector, the memory of a whole pull's pieces waited for the worker's next collection: the
+   * daemon's malloc had to grow for them, and a new daemon paid the page faults.
+   */
+  async takePieces(pieces: Buffer[]): Promise<void> {
+    for (const piece of pieces) {
+      await this.write(piece);
+      if (this.file === undefined && this.inflater instanceof InPlaceDecompressor) free(piece);
+    }
+  }
+
   private inflate(piece: Buffer): Promise<unknown> | undefined {
     return this.inflater instanceof InPlaceDecompressor ? this.inflater.write(piece, this.take) : this.take(piece);
   }
@@ -144,6 +158,15 @@ export class LayerFeed {
     if (this.inflater instanceof InPlaceDecompressor) this.inflater.close();
     this.extract.destroy();
   }
+}
+
+/**
+ * Gives `piece`'s memory back now, when the piece is all of it (no other view can see it go): an ArrayBuffer
+ * transferred to a length of 0 is detached, and what it held is freed.
+ */
+function free(piece: Buffer): void {
+  const memory = piece.buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer };
+  if (piece.byteOffset === 0 && piece.byteLength === memory.byteLength) memory.transfer?.(0);
 }
 
 /** The blob's first bytes tell the format; Node's decompressors are used in place (checked: see decompressesInThread). */

@@ -72,7 +72,7 @@ port.on('message', (m: ToWorker) => {
       const pieces = m.data.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength));
       const bytes = pieces.reduce((a, p) => a + p.byteLength, 0);
       after(layer, async (feed) => {
-        for (const p of pieces) await feed.write(p);
+        await feed.takePieces(pieces);
         // A blob known to be bad is answered now: its source may never end (an endless body).
         if (feed.blobFailed) finish(m.id, layer);
         else send({ type: 'ack', id: m.id, bytes });

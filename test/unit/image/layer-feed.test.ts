@@ -113,3 +113,40 @@ test('an abort while a piece waits on the tar parser lets it go, and the layer f
   const made = statSync(join(dir, 'l', 'big'), { throwIfNoEntry: false })?.size ?? 0;
   assert.ok(made < 64 << 20, `the inflating stopped midway: ${made} bytes written`);
 });
+
+test('takePieces frees what a compressed layer has inflated at once, never a piece that anything still holds', async (t) => {
+  const dir = scratch(t);
+  const big = randomBytes(1 << 20);
+  const tar = await tarball([{ name: 'etc/os', data: 'freed\n' }, { name: 'big', data: big }]);
+  const gz = gzipSync(tar);
+  // Each piece the whole of its own memory, as the socket's pieces are once moved to the worker.
+  const own = (blob: Buffer) => pieces(blob, 65536).map((p) => { const u = new Uint8Array(p); return Buffer.from(u.buffer, 0, u.byteLength); });
+  const freed = (ps: Buffer[]) => ps.filter((p) => p.buffer.byteLength === 0).length;
+  const unpack = async (name: string, blob: Buffer, ps: Buffer[], keep: boolean) => {
+    const dest = join(dir, name);
+    const f = await LayerFeed.open(dest, name, { digest: sha256(blob), size: blob.length, ...(keep ? { tmp: join(dir, `${name}.blob`) } : {}) });
+    await f.takePieces(ps);
+    assert.deepEqual(await f.end(), { diffId: sha256(tar), bytes: tar.length }, name);
+    assert.deepEqual(readFileSync(join(dest, 'big')), big, name);
+    assert.equal(readFileSync(join(dest, 'etc/os'), 'utf8'), 'freed\n', name);
+  };
+
+  const gzPieces = own(gz);
+  await unpack('gzip', gz, gzPieces, false);
+  assert.equal(freed(gzPieces), gzPieces.length, 'every inflated piece was freed');
+
+  // The tar parser may hold a plain layer's bytes, and the blob's file batches its pieces before writing.
+  const tarPieces = own(tar);
+  await unpack('plain', tar, tarPieces, false);
+  assert.equal(freed(tarPieces), 0);
+  const keptPieces = own(gz);
+  await unpack('kept', gz, keptPieces, true);
+  assert.equal(freed(keptPieces), 0);
+  assert.deepEqual(readFileSync(join(dir, 'kept.blob')), gz);
+
+  // Views into a larger buffer (other views see the same memory) stay as they are.
+  const views = pieces(gz, 65536);
+  await unpack('views', gz, views, false);
+  assert.equal(freed(views), 0);
+  assert.equal(sha256(gz), sha256(Buffer.concat(views)));
+});
