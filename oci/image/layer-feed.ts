@@ -74,9 +74,10 @@ export class LayerFeed {
   }
 
   /**
-   * Writes the pieces in turn, and frees each one that is the whole of its memory (the worker's own, moved to it
-   * from the socket) once written, if nothing holds it then: a compressed layer's inflater is done with its input
-   * when write() resolves, while the tar parser may keep a plain tar's bytes, and the blob's file batches them.
+   * Writes the pieces in turn, and frees each one that is the whole of its memory once written, if nothing here
+   * holds it then: a compressed layer's inflater is done with its input when write() resolves, while the tar
+   * parser may keep a plain tar's bytes, and the blob's file batches them. The pieces are given away: the caller
+   * must not use them, nor any other view of their memory, after (the worker's come moved from the socket).
    * Left to the collector, the memory of a whole pull's pieces waited for the worker's next collection: the
    * daemon's malloc had to grow for them, and a new daemon paid the page faults.
    */
@@ -161,12 +162,18 @@ export class LayerFeed {
 }
 
 /**
- * Gives `piece`'s memory back now, when the piece is all of it (no other view can see it go): an ArrayBuffer
- * transferred to a length of 0 is detached, and what it held is freed.
+ * Gives `piece`'s memory back now, when the piece is all of it (a view into more, a pool's slice, is left alone):
+ * an ArrayBuffer transferred to a length of 0 is detached, and what it held is freed. Only sooner than the
+ * collector would: memory that cannot be detached (a WebAssembly memory's, say) is left to it.
  */
 function free(piece: Buffer): void {
   const memory = piece.buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer };
-  if (piece.byteOffset === 0 && piece.byteLength === memory.byteLength) memory.transfer?.(0);
+  if (piece.byteOffset !== 0 || piece.byteLength !== memory.byteLength) return;
+  try {
+    memory.transfer?.(0);
+  } catch {
+    // Not detachable: the collector frees it.
+  }
 }
 
 /** The blob's first bytes tell the format; Node's decompressors are used in place (checked: see decompressesInThread). */

@@ -24,9 +24,14 @@ function pieces(data: Buffer, size: number): Buffer[] {
   return out;
 }
 
-/** Writes `blob` in pieces of `size`, each after the last was taken, as the worker does; then ends. */
+/** Pieces of `size`, each the whole of its own memory, as the socket's pieces are once moved to the worker. */
+function own(data: Buffer, size: number): Buffer[] {
+  return pieces(data, size).map((p) => { const u = new Uint8Array(p); return Buffer.from(u.buffer, 0, u.byteLength); });
+}
+
+/** Hands `blob` over in pieces of `size` as the worker does (each freed once taken, where it may be); then ends. */
 async function feed(f: LayerFeed, blob: Buffer, size: number) {
-  for (const p of pieces(blob, size)) await f.write(p);
+  await f.takePieces(own(blob, size));
   return f.end();
 }
 
@@ -56,9 +61,11 @@ test('the format is told from the first bytes however the network splits them: g
     for (const head of [1, 2, 3]) {
       // The first `head` bytes come one at a time, the rest in one piece.
       const f = await LayerFeed.open(join(dir, `${format}${head}`), 'layer', { digest: sha256(blob), size: blob.length });
-      for (let i = 0; i < head; i++) await f.write(blob.subarray(i, i + 1));
-      await f.write(blob.subarray(head));
+      const given = [...own(blob.subarray(0, head), 1), ...own(blob.subarray(head), blob.length)];
+      await f.takePieces(given);
       assert.deepEqual(await f.end(), { diffId: sha256(tar), bytes: tar.length }, `${format}, first ${head} bytes alone`);
+      // The first bytes are held until the format is told; the piece that tells it is inflated and freed.
+      assert.deepEqual(given.map((p) => p.buffer.byteLength === 0), [...Array<boolean>(head).fill(false), format !== 'tar'], `${format}, ${head}`);
     }
   }
 });
@@ -105,7 +112,7 @@ test('an abort while a piece waits on the tar parser lets it go, and the layer f
   const gz = gzipSync(tar);
   const f = await LayerFeed.open(join(dir, 'l'), 'layer', { digest: sha256(gz), size: gz.length });
   // One piece inflating to 64 MiB: it waits on the parser (and on the event loop's turns) long before its end.
-  const writing = f.write(gz);
+  const writing = f.takePieces(own(gz, gz.length));
   await new Promise((r) => setImmediate(r));
   f.abort(new Error('the download stalled'));
   await writing;
@@ -119,8 +126,6 @@ test('takePieces frees what a compressed layer has inflated at once, never a pie
   const big = randomBytes(1 << 20);
   const tar = await tarball([{ name: 'etc/os', data: 'freed\n' }, { name: 'big', data: big }]);
   const gz = gzipSync(tar);
-  // Each piece the whole of its own memory, as the socket's pieces are once moved to the worker.
-  const own = (blob: Buffer) => pieces(blob, 65536).map((p) => { const u = new Uint8Array(p); return Buffer.from(u.buffer, 0, u.byteLength); });
   const freed = (ps: Buffer[]) => ps.filter((p) => p.buffer.byteLength === 0).length;
   const unpack = async (name: string, blob: Buffer, ps: Buffer[], keep: boolean) => {
     const dest = join(dir, name);
@@ -131,15 +136,19 @@ test('takePieces frees what a compressed layer has inflated at once, never a pie
     assert.equal(readFileSync(join(dest, 'etc/os'), 'utf8'), 'freed\n', name);
   };
 
-  const gzPieces = own(gz);
+  const gzPieces = own(gz, 65536);
   await unpack('gzip', gz, gzPieces, false);
   assert.equal(freed(gzPieces), gzPieces.length, 'every inflated piece was freed');
+  const zst = (await execa('zstd', ['-q', '-c'], { input: tar, encoding: 'buffer' })).stdout as Buffer;
+  const zstPieces = own(zst, 65536);
+  await unpack('zstd', zst, zstPieces, false);
+  assert.equal(freed(zstPieces), zstPieces.length);
 
   // The tar parser may hold a plain layer's bytes, and the blob's file batches its pieces before writing.
-  const tarPieces = own(tar);
+  const tarPieces = own(tar, 65536);
   await unpack('plain', tar, tarPieces, false);
   assert.equal(freed(tarPieces), 0);
-  const keptPieces = own(gz);
+  const keptPieces = own(gz, 65536);
   await unpack('kept', gz, keptPieces, true);
   assert.equal(freed(keptPieces), 0);
   assert.deepEqual(readFileSync(join(dir, 'kept.blob')), gz);
