@@ -1,10 +1,15 @@
 // The worker side of unpack-pool.ts: unpacks layers from the chunks the main thread sends, several at once,
 // so gunzip's bookkeeping, the diff-id hash, the tar parsing, the file writes and their garbage stay off the
 // thread that serves CRI calls; for a download, the blob's own hash (and file, where blobs are kept) too.
+import { flushCompileCache } from 'node:module';
 import { parentPort } from 'node:worker_threads';
 import { causeWhere, MinicriError } from '../../core/errors.js';
 import { LayerFeed } from './layer-feed.js';
 import type { FromWorker, ToWorker } from './unpack-pool.js';
+
+// What V8 compiled of this worker's modules, kept for the next worker (see unpack-pool.ts): a worker ends by
+// being terminated, and the daemon by SIGKILL at times, neither of which writes the cache.
+flushCompileCache();
 
 const port = parentPort!;
 
