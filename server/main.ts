@@ -1,9 +1,10 @@
-#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=1 --heap-growing-percent=40 --single-threaded-gc
+#!/usr/bin/env -S -u NODE_COMPILE_CACHE MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=1 --heap-growing-percent=40 --single-threaded-gc
 // The `minicri` command (server/cli.ts), started as fast as Node allows: a restarted daemon is only useful once it
 // answers, and most of a start used to go to finding, reading and compiling several hundred modules. So the
 // command runs bundled (dist/bundle/minicri.js, made by scripts/bundle.mjs), and V8's compiled code for it
 // is kept on disk between starts (Node's module compile cache), in a directory only root can write to, since V8
-// runs what it finds there (compile-cache.ts).
+// runs what it finds there (compile-cache.ts). NODE_COMPILE_CACHE is dropped from the environment first: Node
+// would otherwise use the directory it names from its start, before anything could check it.
 // The flags on the first line: a small young generation keeps the daemon's RSS down, and with it the cost of
 // every fork it makes to run runc, conmon or a CNI plugin; the daemon's allocations are small and short-lived. V8 would
 // otherwise let the old generation grow to about four times what is live before collecting it: with

@@ -127,10 +127,14 @@ export async function drain(client: CriClient, concurrency = 8): Promise<void> {
   }
 }
 
-/** The environment assignments and node flags of a script's `#!/usr/bin/env -S [NAME=VALUE ...] node ...` line. Pure. */
+/**
+ * The environment assignments and node flags of a script's `#!/usr/bin/env -S [-u NAME ...] [NAME=VALUE ...] node ...`
+ * line (the names it unsets are not among them). Pure.
+ */
 export function shebangNodeCommand(script: string): { env: Record<string, string>; nodeFlags: string[] } {
   const first = script.slice(0, script.indexOf('\n'));
   const words = first.replace(/^#!\S*\s+(-S\s+)?/, '').split(/\s+/).filter(Boolean);
+  while (words[0] === '-u') words.splice(0, 2);
   const env: Record<string, string> = {};
   while (words.length > 0 && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0]!)) {
     const [name, ...value] = words.shift()!.split('=');

@@ -70,6 +70,7 @@ describe('shebangNodeCommand', () => {
       { env: {}, nodeFlags: ['--max-semi-space-size=2', '--heap-growing-percent=60'] });
     const command = shebangNodeCommand('#!/usr/bin/env -S A_B=1 C=x=y node --flag\n');
     assert.deepEqual(command, { env: { A_B: '1', C: 'x=y' }, nodeFlags: ['--flag'] });
+    assert.deepEqual(shebangNodeCommand('#!/usr/bin/env -S -u X -u Y A=1 node --f\n'), { env: { A: '1' }, nodeFlags: ['--f'] });
     assert.deepEqual(shebangNodeCommand('#!/usr/bin/env node\nx'), { env: {}, nodeFlags: [] });
     assert.deepEqual(shebangNodeCommand('#!/bin/sh -e\nx'), { env: {}, nodeFlags: [] });
     assert.deepEqual(shebangNodeCommand('#!/usr/bin/env -S X=1 python3\n'), { env: {}, nodeFlags: [] });

@@ -4,8 +4,13 @@ import { chmod, chown, lstat, mkdir, mkdtemp, rm, symlink } from 'node:fs/promis
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { execa } from 'execa';
 import { distrust, prepareCompileCacheDir, type DirFacts } from '../../../server/compile-cache.js';
+
+/** The command, run as itself, so its first line's environment and flags apply. */
+const MAIN = fileURLToPath(new URL('../../../server/main.js', import.meta.url));
 
 const facts = (o: { uid?: number; mode?: number; dir?: boolean; link?: boolean }): DirFacts =>
   ({ uid: o.uid ?? 0, mode: o.mode ?? 0o40755, isDirectory: () => o.dir ?? true, isSymbolicLink: () => o.link ?? false });
@@ -54,5 +59,17 @@ describe('the compile cache directory', () => {
       assert.match(prepareCompileCacheDir(base, 'open', 'compile')!, /open\/compile is writable by its group or others/);
       assert.equal((await lstat(join(base, 'open', 'compile'))).mode & 0o777, 0o777, 'made trusted by a chmod');
     });
+  });
+
+  it('is never one NODE_COMPILE_CACHE names: the command drops it before Node starts', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'minicri-env-ccache-'));
+    try {
+      const named = join(dir, 'cache');
+      const run = await execa(MAIN, ['--no-such-option'], { env: { NODE_COMPILE_CACHE: named }, reject: false });
+      assert.match(run.stderr, /no-such-option/, 'the command ran and refused the option');
+      assert.equal(existsSync(named), false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
