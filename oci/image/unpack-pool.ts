@@ -73,8 +73,8 @@ function start(): UnpackWorker {
   // A young generation of its own size: the daemon runs with a tiny one to stay small when idle, which would
   // make streaming 100 MB through a layer mostly garbage collection. 16 MiB unpacked as fast as 48 MiB did (the
   // bytes are off the heap) and leaves an idle worker 9 MiB smaller.
-  // V8's compile cache, when the daemon keeps one (server/main.ts), serves the worker's modules too: Node reads its
-  // directory from a thread's environment as the thread starts, and the worker writes what it compiled.
+  // V8's compile cache, when the daemon keeps one (server/main.ts), serves the worker's modules too, in a directory
+  // of its own below the daemon's: Node reads it from a thread's environment as the thread starts.
   const cache = getCompileCacheDir();
   const w = new Worker(new URL('./unpack-worker.js', import.meta.url), {
     resourceLimits: { maxYoungGenerationSizeMb: 16 },

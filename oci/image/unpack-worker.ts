@@ -7,8 +7,8 @@ import { causeWhere, MinicriError } from '../../core/errors.js';
 import { LayerFeed } from './layer-feed.js';
 import type { FromWorker, ToWorker } from './unpack-pool.js';
 
-// What V8 compiled of this worker's modules, kept for the next worker (see unpack-pool.ts): a worker ends by
-// being terminated, and the daemon by SIGKILL at times, neither of which writes the cache.
+// What V8 compiled of this worker's modules, kept for the next worker (see unpack-pool.ts) now rather than when
+// the worker ends: a daemon killed with SIGKILL takes its workers with it before that.
 flushCompileCache();
 
 const port = parentPort!;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { enableCompileCache, getCompileCacheDir } from 'node:module';
+import { constants, enableCompileCache, getCompileCacheDir } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -16,9 +16,10 @@ test('an unpack worker compiles through the compile cache the daemon keeps, and 
   const dir = mkdtempSync(join(tmpdir(), 'minicri-worker-cache-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   // As server/main.ts does for the daemon. This process writes its own entries only at its exit.
-  enableCompileCache(join(dir, 'cache'));
+  const { status } = enableCompileCache(join(dir, 'cache'));
+  assert.equal(status, constants.compileCacheStatus.ENABLED, 'NODE_COMPILE_CACHE and NODE_DISABLE_COMPILE_CACHE must be unset for this test');
   const cache = getCompileCacheDir();
-  assert.ok(cache, 'the compile cache is on in this process');
+  assert.ok(cache);
   assert.deepEqual(readdirSync(cache), []);
 
   const tar = await tarball([{ name: 'f', data: randomBytes(256 << 10) }]);
