@@ -4,11 +4,11 @@
 // on and the daemon's memory stays put; a restart ends the stream with a status. PodSandboxStatus carries the
 // containers' statuses and a timestamp, and the Stream* lists end with OK.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import type { ContainerEventResponse__Output } from '../../../gen/runtime/v1/ContainerEventResponse.js';
 import { idleServerStream } from '../../support/idle-grpc-stream.js';
+import { rssBytes } from '../../support/rss.js';
 import { ContainerEnv } from './env.js';
 
 /** Events a subscriber has got so far, and how its stream ended (once it has). */
@@ -47,10 +47,6 @@ async function subscribe(env: ContainerEnv): Promise<Subscriber> {
 
 const short = (e: ContainerEventResponse__Output) => `${e.container_event_type.replace(/^CONTAINER_|_EVENT$/g, '')} ${e.container_id.slice(0, 6)}`;
 
-async function daemonRss(env: ContainerEnv): Promise<number> {
-  const status = await readFile(`/proc/${env.daemon.process.pid}/status`, 'utf8');
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)![1]) * 1024;
-}
 
 describe('container events', { timeout: 300_000 }, () => {
   let env: ContainerEnv;
@@ -103,7 +99,7 @@ describe('container events', { timeout: 300_000 }, () => {
     const pod = await env.runPod(t, 'burst');
     // Containers that keep running make every event of the pod carry all their statuses: a few KiB each.
     for (let i = 0; i < 6; i++) await env.run(pod, `steady${i}`, ['sleep', '1000'], (c) => { c.labels = { ...c.labels, pad: 'x'.repeat(60) }; });
-    const rssBefore = await daemonRss(env);
+    const rssBefore = rssBytes(env.daemon.process.pid!);
     const cycles = 30;
     for (let i = 0; i < cycles; i++) {
       const id = await env.create(pod, `short${i}`, ['sleep', '1000']);
@@ -118,7 +114,7 @@ describe('container events', { timeout: 300_000 }, () => {
     assert.equal(cut.code, grpc.status.RESOURCE_EXHAUSTED, `the idle subscriber ended with ${grpc.status[cut.code]}: ${cut.details}`);
     assert.match(cut.details, /more than 8 events behind \(container_events_buffer\)/);
     assert.ok(cut.messages.length < total, `the idle subscriber got ${cut.messages.length} of ${total} events`);
-    const rssAfter = await daemonRss(env);
+    const rssAfter = rssBytes(env.daemon.process.pid!);
     // Generous: the burst itself (30 containers made and removed) moves the heap; an unbounded queue of
     // several-KiB events for the idle client would not stay inside it once events kept coming.
     assert.ok(rssAfter < rssBefore + 64 * 1024 * 1024, `daemon RSS went from ${rssBefore} to ${rssAfter}`);

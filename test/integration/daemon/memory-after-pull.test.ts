@@ -1,17 +1,17 @@
 // After a pull of big layers the daemon gives back what the pull's pieces took from malloc (core/malloc-trim.ts):
 // without it, glibc's arenas kept some 50 MiB of a 100 MB pull for as long as the daemon ran.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { makeDaemonDirs, removeDirs, TestDaemon } from '../../support/daemon.js';
 import { hostCheck } from '../../support/pod-daemon.js';
 import { startRegistry } from '../../support/registry.js';
+import { rssBytes } from '../../support/rss.js';
 import { buildImage, pushImage } from '../../support/test-images.js';
 import { waitFor } from '../../support/wait.js';
 
 hostCheck('the memory-after-pull test');
 
-const rssMiB = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const rssMiB = (pid: number) => rssBytes(pid) / (1 << 20);
 
 test('the memory a pull of big layers took goes back to the system once the unpack workers are idle', { timeout: 120_000 }, async (t) => {
   const registry = await startRegistry();

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { makeDaemonDirs, removeDirs, TestDaemon, type DaemonDirs } from '../../s
 import { hostCheck } from '../../support/pod-daemon.js';
 import { freePort, startRegistry, type TestRegistry } from '../../support/registry.js';
 import { startRegistryProxy, type RegistryProxy } from '../../support/registry-proxy.js';
+import { rssBytes } from '../../support/rss.js';
 import { buildImage, pushImage, type BuiltImage } from '../../support/test-images.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -125,11 +126,6 @@ async function startHostile(): Promise<Hostile> {
       await new Promise((r) => server.close(r));
     },
   };
-}
-
-function rssBytes(pid: number): number {
-  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return Number(kb) * 1024;
 }
 
 const isGrpcError = (e: unknown): e is grpc.ServiceError => typeof (e as grpc.ServiceError)?.code === 'number';

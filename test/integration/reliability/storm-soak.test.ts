@@ -1,11 +1,12 @@
 // Load as kubelet makes it: 110 pods (kubelet's max-pods) with a container each, created at once and
 // removed at once; then 500 pod lifecycles, after which the daemon's memory and fds are where they were.
 import assert from 'node:assert/strict';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { describe, it } from 'node:test';
 import type { TestDaemon } from '../../support/daemon.js';
 import { podDaemon } from '../../support/pod-daemon.js';
 import { containerConfig, PAUSE_IMAGE, podConfig } from '../../support/pods.js';
+import { rssBytes } from '../../support/rss.js';
 
 async function startPod(daemon: TestDaemon, name: string): Promise<string> {
   const config = podConfig(name);
@@ -21,8 +22,7 @@ async function removePod(daemon: TestDaemon, id: string): Promise<void> {
 }
 
 async function usage(pid: number): Promise<{ rssKiB: number; fds: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return { rssKiB: Number(/^VmRSS:\s+(\d+)/m.exec(status)![1]), fds: (await readdir(`/proc/${pid}/fd`)).length };
+  return { rssKiB: rssBytes(pid) / 1024, fds: (await readdir(`/proc/${pid}/fd`)).length };
 }
 
 describe('storm and soak', () => {

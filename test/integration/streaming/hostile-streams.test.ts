@@ -3,10 +3,10 @@
 // SPDY frame far over the frame limit, SPDY header bombs, and one container's sessions past its own limit. Each attack
 // also checks the daemon keeps answering CRI calls (a liveness deadline) while it runs.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { containerConfig } from '../../support/pods.js';
+import { rssBytes } from '../../support/rss.js';
 import { streamingPod } from '../../support/streaming-pod.js';
 import { channelText, readAll, spdyConnect, spdyExec, spdyRemoteCommand, UpgradeRefused, wsConnect } from '../../support/streaming-client.js';
 import { waitFor } from '../../support/wait.js';
@@ -19,11 +19,6 @@ const FLOOD_BYTES = 1024 * 1024 * 1024;
 const PER_CONTAINER = 3;
 const PAIRS = 4;
 const HTTP_GET = 'GET / HTTP/1.0\r\nHost: pod\r\n\r\n';
-
-function rssBytes(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(m![1]) * 1024;
-}
 
 describe('streaming under hostile clients', () => {
   const pod = streamingPod(87, 'hstream', 'the hostile streaming tests',

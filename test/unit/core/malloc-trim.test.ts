@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { loadMallocTrim, returnFreedMemory } from '../../../core/malloc-trim.js';
+import { rssBytes } from '../../support/rss.js';
 
-const rssMiB = () => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
+const rssMiB = () => rssBytes() / (1 << 20);
 
 test('the built addon loads, and memory freed in the middle of malloc\'s heap goes back to the system', async () => {
   assert.equal(loadMallocTrim(), undefined, 'npm run build makes dist/native/malloc-trim.node');
