@@ -1,8 +1,9 @@
 // Layer unpacking on a worker thread: the main thread reads the blob (from the registry or the store) and
 // hands its bytes to a worker that unpacks them, so a pull's CPU work runs beside the event loop that serves
 // CRI calls, and its garbage is collected on the worker's own heap. Two workers share the layers under way
-// (each stays compiled and warm across layers) and end after five minutes idle. Big manifests and configs
-// are parsed there too: a registry's 8 MiB of JSON takes seconds to parse and check.
+// (each stays compiled and warm across layers) and end after five minutes idle, unless the daemon keeps them
+// (keepUnpackWorkers). Big manifests and configs are parsed there too: a registry's 8 MiB of JSON takes
+// seconds to parse and check.
 import { getCompileCacheDir } from 'node:module';
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
@@ -41,6 +42,8 @@ const IN_FLIGHT = 2 << 20;
  * on new workers and 0.22 s on warm ones (half again the CPU). Two idle workers hold 40–55 MiB after a 100 MB pull.
  */
 const IDLE_MS = 5 * 60_000;
+/** Whether workers that unpacked stay for good instead (keepUnpackWorkers). */
+let keepWorkers = false;
 /** One that only parsed goes sooner: its heap may still hold a registry's megabytes of JSON. */
 const PARSED_IDLE_MS = 5000;
 /**
@@ -112,8 +115,18 @@ export function warmUnpackWorkers(layers: number): void {
   for (let i = running.length; i < Math.min(layers, WORKERS); i++) idleLater(Object.assign(start(), { unpacks: true }));
 }
 
+/**
+ * Workers that unpacked stay from now on, warm for every later pull however far apart (the daemon's warm-up,
+ * warm-up.ts, runs them): two idle workers hold about 40 MiB. One that parsed a big document still ends.
+ */
+export function keepUnpackWorkers(): void {
+  keepWorkers = true;
+  for (const w of running) if (w.unpacks) clearTimeout(w.idle);
+}
+
 function idleLater(w: UnpackWorker): void {
   clearTimeout(w.idle);
+  if (w.unpacks && keepWorkers) return;
   w.idle = setTimeout(() => {
     if (w.jobs.size === 0) {
       forget(w);
