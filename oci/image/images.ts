@@ -17,7 +17,9 @@ import { Pull, type PullContext, type PulledImage } from './pull.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
 import { RegistryClient } from './registry.js';
 import { LayerStore, type Rootfs, type RootfsOptions } from './snapshot.js';
+import { keepUnpackWorkers } from './unpack-pool.js';
 import { diskUsage } from './usage.js';
+import { warmUpPull } from './warm-up.js';
 import type { AuthConfig, ImageConfig, ImageRecord, ImageRepository, RegistryHostsConfig } from './types.js';
 
 /** The record type of `ImagesOptions.pulls`, for the daemon's state store. */
@@ -247,6 +249,18 @@ export class Images {
     // The table keeps what it is given: it gets its own copy of what the caller is handed.
     repo.put(structuredClone(record));
     return record;
+  }
+
+  // ---- warm-up ----
+
+  /**
+   * Pulls a made-up image from a loopback registry into stores of its own and deletes it (warm-up.ts), so the
+   * next pull runs on optimized code, and keeps the unpack workers from then on. Nothing is recorded here; a
+   * failure is the caller's to log.
+   */
+  async warmUp(signal?: AbortSignal): Promise<void> {
+    keepUnpackWorkers();
+    await warmUpPull(this.pulls, join(this.opts.rootDir, 'tmp'), this.opts.log, signal);
   }
 
   // ---- local import ----

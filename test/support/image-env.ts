@@ -19,15 +19,17 @@ export interface ImageEnv {
 }
 
 export async function imageEnv(t: TestContext, registries: RegistryHostsConfig = { mirrors: {}, insecure: [] },
-  extra: Partial<Pick<ImagesOptions, 'usedBy' | 'stallTimeoutMs' | 'progressIntervalMs' | 'log' | 'keepLayerBlobs'>> = {}): Promise<ImageEnv> {
+  extra: Partial<Pick<ImagesOptions, 'usedBy' | 'stallTimeoutMs' | 'progressIntervalMs' | 'log' | 'keepLayerBlobs' | 'transport'>> = {},
+): Promise<ImageEnv> {
   const rootDir = await mkdtemp(join(tmpdir(), 'minicri-image-'));
   const repo = new MemoryImageRepository();
   const requests: string[] = [];
+  const { transport = undiciTransport, ...rest } = extra;
   const recording: Transport = (url, init) => {
     requests.push(url.toString());
-    return undiciTransport(url, init);
+    return transport(url, init);
   };
-  const images = await Images.open({ rootDir, repo, registries, log: silentLogger, transport: recording, ...extra });
+  const images = await Images.open({ rootDir, repo, registries, log: silentLogger, transport: recording, ...rest });
   t.after(async () => {
     for (const fs of await images.listRootfs().catch(() => [])) await images.removeRootfs(fs.key).catch(() => undefined);
     await rm(rootDir, { recursive: true, force: true });
