@@ -39,6 +39,7 @@ import type { Edge } from './edge.js';
 import { imageService } from './image-service.js';
 import type { ListEncoders } from './list-encoding.js';
 import { startMetrics, type Metrics } from './metrics.js';
+import { warmUpPullsWhenQuiet } from './pull-warm-up.js';
 import { quietCollector } from './quiet-collector.js';
 import { runtimeService } from './runtime-service.js';
 import { openRuntimes } from './runtimes.js';
@@ -182,6 +183,10 @@ export async function assemble({ config, log, store, version, lists, t }: Assemb
     const edge: Edge = { config, version, pods, networkChecks, images, meta: store, streaming, lists, apparmor };
     // The sweep holds host objects against the records, so it waits for the leftovers' records to settle.
     const swept = recovered.finished.then(() => sweepOrphans(pods, log.child({ module: 'recovery' })));
+    const warmUp = config.warm_up_pulls ? warmUpPullsWhenQuiet({
+      ready: swept, busy: () => locks.busy || images.stats.inFlight > 0, warmUp: (signal) => images.warmUp(signal),
+      log: log.child({ module: 'images' }),
+    }) : undefined;
     const events = pods.events;
     const streams = streaming;
     return {
@@ -193,6 +198,7 @@ export async function assemble({ config, log, store, version, lists, t }: Assemb
         await streams.stop();
       },
       stop: async () => {
+        await warmUp?.stop();
         await swept;
         await retrier.stop();
         await background.drain();

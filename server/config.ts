@@ -43,6 +43,11 @@ const schema = z.strictObject({
   // Keep each pulled layer's compressed blob beside the unpacked layer (containerd does unless told to discard
   // unpacked layers; CRI-O does not). Nothing minicri serves reads them: off, a pull writes only the layers.
   keep_layer_blobs: z.boolean().default(false),
+  // Once started and quiet, run the pull path on about 32 MB of generated layers from a loopback server, and keep
+  // the two unpack workers from then on (oci/image/warm-up.ts): the first pull after a start, and any pull
+  // minutes after the last, then runs on optimized code. Costs about 40 MiB of daemon memory for good; off, the
+  // workers end five minutes after a pull.
+  warm_up_pulls: z.boolean().default(true),
   // Where pods' network namespaces are pinned; iproute2's directory, so `ip netns` sees them.
   netns_dir: absolutePath.default('/var/run/netns'),
   log_level: logLevel.default('info'),

@@ -59,6 +59,8 @@ export function makeDaemonDirs(extraToml = '', net?: DaemonNetwork, opts: { ownN
     `state_dir = "${dirs.stateDir}"`,
     // Debug unless the test chose a level (long runs would otherwise log megabytes).
     ...(/^log_level\s*=/m.test(extraToml) ? [] : ['log_level = "debug"']),
+    // No warm-up unless the test asks: it would add a pull's CPU, and 40 MiB kept, to every daemon a test starts.
+    ...(/^warm_up_pulls\s*=/m.test(extraToml) ? [] : ['warm_up_pulls = false']),
     extraToml,
     '[cni]',
     `conf_dir = "${net?.confDir ?? join(base, 'net.d')}"`,

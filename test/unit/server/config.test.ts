@@ -25,6 +25,7 @@ describe('config', () => {
       [1 << 20, 4 << 20, 8 << 20, 200, 1000, 3600], 'the registry limits the README documents');
     assert.equal(c.writable_layer_usage_max_age_seconds, 10, 'a writable layer\'s usage is at most 10 s old');
     assert.equal(c.keep_layer_blobs, false, 'pulled layers are kept unpacked only, as the README says');
+    assert.equal(c.warm_up_pulls, true, 'the pull path is warmed up at start and its workers kept, as the README says');
     assert.equal(c.registries.max_concurrent_downloads, 4, 'four layers at a time, as the README says');
     assert.throws(() => parseConfig({ registries: { max_concurrent_downloads: 0 } }), /config key "registries\.max_concurrent_downloads"/);
     assert.equal(c.userns_refuse_host_id_overlap, false, 'a user namespace mapped below 65536 is warned about, not refused');
