@@ -60,7 +60,7 @@ export interface Assembled {
   runtime: RuntimeHandlers;
   image: ImageHandlers;
   metrics?: Metrics;
-  /** Ends the event streams (with UNAVAILABLE, so kubelet reconnects) and the streaming server. */
+  /** Ends the event streams (with UNAVAILABLE, so kubelet reconnects), the streaming server and the pull warm-up. */
   closeStreams(): Promise<void>;
   /** Stops the rest once no call runs any more: the sweep, retries, background work, runtimes, network. */
   stop(): Promise<void>;
@@ -194,11 +194,12 @@ export async function assemble({ config, log, store, version, lists, t }: Assemb
       image: imageService(edge),
       metrics,
       closeStreams: async () => {
+        // No warm-up starts, nor goes on, while the calls drain.
+        await warmUp?.stop();
         events.close();
         await streams.stop();
       },
       stop: async () => {
-        await warmUp?.stop();
         await swept;
         await retrier.stop();
         await background.drain();

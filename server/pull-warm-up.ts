@@ -1,6 +1,6 @@
 // When the daemon warms up its pull path (oci/image/warm-up.ts): after a start's recovery and sweep, a few
-// seconds on, and only once no operation and no pull is under way, so it never holds up kubelet's first calls
-// after a restart nor competes with a pull (which warms the path itself).
+// seconds on, and only once no operation and no pull is under way, so it does not hold up kubelet's first
+// calls after a restart. A pull that comes while it runs shares the workers and download slots with it.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../core/log.js';
 

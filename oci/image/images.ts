@@ -254,13 +254,13 @@ export class Images {
   // ---- warm-up ----
 
   /**
-   * Pulls a made-up image from a loopback registry into stores of its own and deletes it (warm-up.ts), so the
-   * next pull runs on optimized code, and keeps the unpack workers from then on. Nothing is recorded here; a
-   * failure is the caller's to log.
+   * Pulls a made-up image from a registry of its own into stores of its own and deletes it (warm-up.ts), so the
+   * next pull runs on optimized code; once that worked, the unpack workers stay from then on. Nothing is
+   * recorded; a failure is the caller's to log.
    */
   async warmUp(signal?: AbortSignal): Promise<void> {
+    await warmUpPull(this.pulls, this.opts.transport, join(this.opts.rootDir, 'tmp'), this.opts.log, signal);
     keepUnpackWorkers();
-    await warmUpPull(this.pulls, join(this.opts.rootDir, 'tmp'), this.opts.log, signal);
   }
 
   // ---- local import ----

@@ -44,7 +44,7 @@ const IN_FLIGHT = 2 << 20;
 const IDLE_MS = 5 * 60_000;
 /** Whether workers that unpacked stay for good instead (keepUnpackWorkers). */
 let keepWorkers = false;
-/** One that only parsed goes sooner: its heap may still hold a registry's megabytes of JSON. */
+/** One that parsed a big document goes sooner, kept or not: its heap may still hold a registry's megabytes of JSON. */
 const PARSED_IDLE_MS = 5000;
 /**
  * Once every worker has been without a job this long, what the pieces of the pull took from malloc is given back
@@ -55,7 +55,11 @@ let trimTimer: NodeJS.Timeout | undefined;
 
 interface Job { onMessage(m: FromWorker): void; onFailure(err: Error): void }
 
-interface UnpackWorker { worker: Worker; jobs: Map<number, Job>; idle?: NodeJS.Timeout; unpacks?: boolean }
+interface UnpackWorker {
+  worker: Worker; jobs: Map<number, Job>; idle?: NodeJS.Timeout; unpacks?: boolean;
+  /** It parsed a big document: its heap may hold megabytes of garbage, so it ends soon once idle, kept or not. */
+  parsed?: boolean;
+}
 
 /** Two workers: with the hashing, the tar entries and the writes of several layers, one thread is the bottleneck. */
 const WORKERS = 2;
@@ -121,18 +125,18 @@ export function warmUnpackWorkers(layers: number): void {
  */
 export function keepUnpackWorkers(): void {
   keepWorkers = true;
-  for (const w of running) if (w.unpacks) clearTimeout(w.idle);
+  for (const w of running) if (w.unpacks && !w.parsed) clearTimeout(w.idle);
 }
 
 function idleLater(w: UnpackWorker): void {
   clearTimeout(w.idle);
-  if (w.unpacks && keepWorkers) return;
+  if (w.unpacks && keepWorkers && !w.parsed) return;
   w.idle = setTimeout(() => {
     if (w.jobs.size === 0) {
       forget(w);
       void w.worker.terminate().then(returnFreedMemory);
     }
-  }, w.unpacks ? IDLE_MS : PARSED_IDLE_MS).unref();
+  }, w.unpacks && !w.parsed ? IDLE_MS : PARSED_IDLE_MS).unref();
 }
 
 /**
@@ -228,7 +232,7 @@ export function parseOffThread<J extends DocumentJob>(job: J): Promise<ParsedDoc
     w.jobs.set(id, {
       onMessage(m) {
         // Its heap may now hold megabytes of JSON, which an idle worker never collects: it ends soon, warm or not.
-        w.unpacks = false;
+        w.parsed = true;
         release(w, id);
         if (m.type === 'parsed') resolve(m.value as ParsedDocument<J>);
         else if (m.type === 'error') reject(m.code === 'invalid-argument' ? new InvalidArgument(m.message) : new Internal(m.message));

@@ -1,28 +1,31 @@
 // The pull path, run once on a made-up image before a pull needs it. A new daemon's first pull runs on code V8
 // has yet to compile and optimize, on the main thread (the manifest and config, the HTTP body and its batching
 // for the workers, the layer store) and on unpack workers that must first start: a ~100 MB image took
-// 0.35–0.38 s so, against 0.21–0.23 s on a daemon that had pulled before, and a node pulls right after its
-// runtime starts (a new node's pods, a restart for an upgrade). So, once the daemon is up and quiet, it pulls
-// an image of two generated layers from a loopback registry of this module, through the same Pull its CRI
-// pulls take (registry client, unpack workers, every check of digest, size and diff id), into a content and
-// layer store of its own under the image store's tmp dir, and deletes it: no image, blob or lease is recorded.
+// 0.35–0.38 s so, against 0.21–0.23 s on a daemon that had pulled before. So, once the daemon is up and quiet
+// (server/pull-warm-up.ts), it pulls an image of two generated layers from a registry of this module, through
+// the same Pull its CRI pulls take (the registry client, the unpack workers, every check of digest, size and
+// diff id), into a content and layer store of its own under the image store's tmp dir, and deletes it: no
+// image, blob or lease is recorded, and the pull metrics do not count it. The registry listens on a Unix socket
+// in that directory (root's alone), not on a port: no other process can ask it for anything.
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough, pipeline as pipelineEach, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
+import { Agent } from 'undici';
 import { SingleFlight } from '../../core/locks.js';
 import type { Logger } from '../../core/log.js';
 import { ContentStore } from './content.js';
+import { undiciTransport, type Transport } from './http.js';
 import { Leases } from './lease.js';
 import { buildImageConfig, MediaType } from './manifest.js';
 import { HOST_PLATFORM } from './platform.js';
 import { Pull, type PullContext } from './pull.js';
 import { parseReference } from './reference.js';
+import { RegistryClient } from './registry.js';
 import { LayerStore } from './snapshot.js';
 
 /** What one made-up layer holds: small files (most of a layer's entries) and big ones (most of its bytes). */
@@ -37,7 +40,7 @@ export const WARM_UP_LAYERS: readonly WarmUpLayer[] = [0, 1].map(() => ({
   smallFiles: 64, smallBytes: 4096, bigFiles: 8, bigBytes: 2 << 20,
 }));
 
-/** The repository and tag the loopback registry answers for. */
+/** The repository and tag the registry answers for. */
 const REPOSITORY = 'minicri/warm-up';
 const TAG = 'latest';
 const PATH = new RegExp(`^/v2/${REPOSITORY}/(manifests|blobs)/([^/]+)$`);
@@ -106,13 +109,15 @@ function hashing(hash: Hash): Transform {
 const sha256 = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
 export interface WarmUpRegistry {
-  /** The image's reference: 127.0.0.1:<port>/minicri/warm-up:latest. */
+  /** The image's reference: localhost/minicri/warm-up:latest. */
   ref: string;
+  /** `base` with every request sent to the registry's socket, whatever the URL's host. */
+  transport(base: Transport): Transport;
   close(): Promise<void>;
 }
 
-/** A loopback registry serving one image of `layers`: its manifest (by tag or digest), config and layer blobs. */
-export async function serveWarmUpImage(layers: readonly WarmUpLayer[] = WARM_UP_LAYERS): Promise<WarmUpRegistry> {
+/** A registry on the Unix socket `socketPath` serving one image of `layers`: its manifest (by tag or digest), config and layers. */
+export async function serveWarmUpImage(socketPath: string, layers: readonly WarmUpLayer[] = WARM_UP_LAYERS): Promise<WarmUpRegistry> {
   const ids = await Promise.all(layers.map((l, i) => warmUpBlobId(i, l)));
   const config = Buffer.from(JSON.stringify(buildImageConfig({
     entrypoint: [], cmd: ['/warm-up'], env: [], workingDir: '', user: '', exposedPorts: [], volumes: [], stopSignal: '', labels: {},
@@ -146,10 +151,13 @@ export async function serveWarmUpImage(layers: readonly WarmUpLayer[] = WARM_UP_
       res.writeHead(404).end();
     }
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(socketPath, resolve));
+  const agent = new Agent({ connect: { socketPath } });
   return {
-    ref: `127.0.0.1:${(server.address() as AddressInfo).port}/${REPOSITORY}:${TAG}`,
+    ref: `localhost/${REPOSITORY}:${TAG}`,
+    transport: (base) => (url, init) => base(url, { ...init, dispatcher: agent }),
     async close() {
+      await agent.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
@@ -157,27 +165,36 @@ export async function serveWarmUpImage(layers: readonly WarmUpLayer[] = WARM_UP_
 }
 
 /**
- * Pulls the warm-up image with `pulls`' registry client, download slots and settings, into stores of its own
- * under `tmpDir`, which it leaves as it was. Fails as a pull of a bad image would: the path is broken then.
+ * Pulls the warm-up image into stores of its own under `tmpDir`, which it leaves as it was: with a registry
+ * client of its own (default limits, no mirrors or credentials, `transport` sent to the warm-up registry) and
+ * `pulls`' download slots and settings. Fails as a pull of a bad image would: the path is broken then.
  */
-export async function warmUpPull(pulls: PullContext, tmpDir: string, log: Logger, signal?: AbortSignal): Promise<void> {
+export async function warmUpPull(
+  pulls: PullContext, transport: Transport | undefined, tmpDir: string, log: Logger, signal?: AbortSignal,
+): Promise<void> {
   const dir = join(tmpDir, `warm-up-${randomBytes(8).toString('hex')}`);
-  const registry = await serveWarmUpImage();
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   try {
-    const ctx: PullContext = {
-      ...pulls,
-      content: new ContentStore(dir, join(dir, 'tmp'), log),
-      layers: new LayerStore(dir, join(dir, 'tmp'), log),
-      transfers: new SingleFlight<number>(),
-      receiving: new Map(),
-      // Not the node's pulls: the pull metrics do not count it.
-      received: () => undefined,
-    };
-    await ctx.content.init();
-    await ctx.layers.init();
-    await new Pull(ctx, parseReference(registry.ref), undefined, new Leases().open(), signal).fetch();
+    const registry = await serveWarmUpImage(join(dir, 'registry.sock'));
+    try {
+      const ctx: PullContext = {
+        ...pulls,
+        client: new RegistryClient({
+          hosts: { mirrors: {}, insecure: [] }, log, transport: registry.transport(transport ?? undiciTransport),
+        }),
+        content: new ContentStore(dir, join(dir, 'tmp'), log),
+        layers: new LayerStore(dir, join(dir, 'tmp'), log),
+        transfers: new SingleFlight<number>(),
+        receiving: new Map(),
+        received: () => undefined,
+      };
+      await ctx.content.init();
+      await ctx.layers.init();
+      await new Pull(ctx, parseReference(registry.ref), undefined, new Leases().open(), signal).fetch();
+    } finally {
+      await registry.close();
+    }
   } finally {
-    await registry.close();
     await rm(dir, { recursive: true, force: true });
   }
 }

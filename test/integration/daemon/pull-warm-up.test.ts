@@ -1,7 +1,8 @@
-// A started daemon warms up its pull path once it is quiet (warm_up_pulls, on by default): made-up layers from
-// a loopback server through its own pull code, nothing of them left in the store, its unpack workers kept, and
-// a real pull after it as it always was. With the setting off there is no warm-up.
+// A started daemon warms up its pull path once it is quiet (warm_up_pulls, on by default): a made-up image from
+// a registry of its own through its own pull code, nothing of it left in the store, its two unpack workers
+// running after it, and a real pull after it on them. With the setting off there is no warm-up.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -18,7 +19,8 @@ const threads = (pid: number) => readdir(`/proc/${pid}/task`).then((t) => t.leng
 test('a daemon warms up its pull path once quiet, keeps nothing of it but its workers, and pulls as before', { timeout: 120_000 }, async (t) => {
   const registry = await startRegistry();
   t.after(() => registry.stop());
-  const image = await buildImage([{ entries: [{ name: 'app/data', data: Buffer.alloc(1 << 20, 1) }] }], { Cmd: ['/bin/true'] });
+  // Incompressible and over 128 KiB: unpacked on a worker.
+  const image = await buildImage([{ entries: [{ name: 'app/data', data: randomBytes(1 << 20) }] }], { Cmd: ['/bin/true'] });
   await pushImage(registry, 'test/after-warm-up', ['1'], image);
 
   const warm = makeDaemonDirs('warm_up_pulls = true\nlog_level = "info"');
@@ -38,11 +40,12 @@ test('a daemon warms up its pull path once quiet, keeps nothing of it but its wo
   assert.deepEqual(await readdir(join(warm.rootDir, 'images', 'layers')), layersAtStart, 'no layer stored but the pause image\'s');
   const listed = await daemon.client.image.call('ListImages', {});
   assert.deepEqual(listed.images.flatMap((i) => i.repo_tags).filter((tag) => !tag.startsWith('localhost/minicri/pause:')), [], 'no image recorded');
-  assert.equal(await threads(pid), atStart + 2, 'its two unpack workers stay');
+  assert.equal(await threads(pid), atStart + 2, 'its two unpack workers are up');
 
   const ref = `${registry.host}/test/after-warm-up:1`;
   const { image_ref } = await daemon.client.image.call('PullImage', { image: { image: ref } });
   assert.equal(image_ref, image.configDigest);
+  assert.equal(await threads(pid), atStart + 2, 'pulled on them, no other worker started');
 
   assert.doesNotMatch(plain.log(), /pull path warmed up/, 'off, no warm-up');
   assert.equal(await threads(plain.process.pid!), plainAtStart, 'nor its workers');

@@ -2,7 +2,7 @@
 // the registry client, unpacked by the workers and checked like a pull's, and nothing left of them.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
@@ -51,17 +51,29 @@ async function storeIsEmpty(rootDir: string): Promise<void> {
   }
 }
 
-test('a warm-up pulls its image from a loopback registry through the registry client, and records and leaves nothing', async (t) => {
+test('a warm-up pulls its image through the registry client from a registry of its own, and records and leaves nothing', async (t) => {
   const { images, rootDir, requests } = await imageEnv(t);
   await images.warmUp();
-  const paths = requests.map((u) => new URL(u)).filter((u) => u.hostname === '127.0.0.1').map((u) => u.pathname.replace(/[0-9a-f]{64}/, 'H'));
-  assert.deepEqual(paths.sort(), [
-    '/v2/minicri/warm-up/blobs/sha256:H', '/v2/minicri/warm-up/blobs/sha256:H', '/v2/minicri/warm-up/blobs/sha256:H',
-    '/v2/minicri/warm-up/manifests/latest',
-  ], 'its manifest, its config and its two layers');
-  assert.equal(requests.length, paths.length, 'nothing asked of anywhere else');
+  assert.deepEqual(requests.map((u) => u.replace(/[0-9a-f]{64}/, 'H')).sort(), [
+    'http://localhost/v2/minicri/warm-up/blobs/sha256:H', 'http://localhost/v2/minicri/warm-up/blobs/sha256:H',
+    'http://localhost/v2/minicri/warm-up/blobs/sha256:H', 'http://localhost/v2/minicri/warm-up/manifests/latest',
+  ], 'its manifest, config and two layers, and nothing else');
   assert.deepEqual(images.list(), [], 'no image recorded');
   assert.equal(images.stats.bytes, 0, 'nor counted as the node\'s pulls');
+  await storeIsEmpty(rootDir);
+});
+
+test('the warm-up registry is a Unix socket in a directory only root may enter, gone after', async (t) => {
+  const { images, rootDir } = await imageEnv(t, undefined, {
+    transport: async (url, init) => {
+      const [dir] = await readdir(join(rootDir, 'tmp'));
+      const st = await stat(join(rootDir, 'tmp', dir!));
+      assert.equal(st.mode & 0o777, 0o700);
+      assert.ok((await stat(join(rootDir, 'tmp', dir!, 'registry.sock'))).isSocket());
+      return undiciTransport(url, init);
+    },
+  });
+  await images.warmUp();
   await storeIsEmpty(rootDir);
 });
 
@@ -84,7 +96,7 @@ function corrupting(): Transport {
 
 test('a warm-up whose bytes come back changed fails on the digest check, and leaves nothing', async (t) => {
   const { images, rootDir } = await imageEnv(t, undefined, { transport: corrupting() });
-  await assert.rejects(images.warmUp(), /layer sha256:[0-9a-f]{64} of "127\.0\.0\.1:\d+\/minicri\/warm-up:latest" .* has digest sha256:[0-9a-f]{64}, not sha256:/);
+  await assert.rejects(images.warmUp(), /layer sha256:[0-9a-f]{64} of "localhost\/minicri\/warm-up:latest" .* has digest sha256:[0-9a-f]{64}, not sha256:/);
   await storeIsEmpty(rootDir);
 });
 
@@ -94,12 +106,12 @@ test('a warm-up cut off by its signal stops, for that reason, and leaves nothing
   await assert.rejects(before.images.warmUp(AbortSignal.abort(reason)), (e) => e === reason);
   await storeIsEmpty(before.rootDir);
 
-  // Cut off once the first layer's answer is in: its bytes are under way.
+  // Cut off once a layer's answer is in (the manifest and config are small): its bytes are under way.
   const stop = new AbortController();
   const { images, rootDir } = await imageEnv(t, undefined, {
     transport: async (url, init) => {
       const res = await undiciTransport(url, init);
-      stop.abort(reason);
+      if (Number(res.headers.get('content-length')) > 1 << 20) stop.abort(reason);
       return res;
     },
   });
