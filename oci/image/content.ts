@@ -129,7 +129,7 @@ export class ContentStore {
 
   /** Stores bytes we already hold (manifests, configs); returns the digest. */
   async put(bytes: Buffer): Promise<string> {
-    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    const digest = digestOf(bytes);
     if (await this.has(digest)) return digest;
     const tmp = this.tmpPath();
     try {
@@ -216,6 +216,11 @@ export class ContentStore {
   private tmpPath(): string {
     return join(this.tmpDir, `blob-${randomBytes(8).toString('hex')}`);
   }
+}
+
+/** The content digest of bytes held whole: "sha256:<64 hex>". */
+export function digestOf(bytes: Uint8Array): string {
+  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 }
 
 export function hexOf(digest: string): string {

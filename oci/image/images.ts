@@ -1,17 +1,16 @@
 // The image catalogue: image records and their lookups; pulls (each run by a Pull, pull.ts) and local imports (the
 // pause image) committed as records; removal, container root filesystems, disk usage, and collecting what nothing uses.
-import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import tar from 'tar-stream';
 import { causeWhere, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted } from '../../core/errors.js';
 import { Mutex, Semaphore, SingleFlight } from '../../core/locks.js';
 import type { Logger } from '../../core/log.js';
-import { ContentStore } from './content.js';
+import { ContentStore, digestOf } from './content.js';
 import type { Transport } from './http.js';
 import { Leases, type PullIntentRepository } from './lease.js';
 import { DEFAULT_CONCURRENT_DOWNLOADS, type RegistryLimits } from './limits.js';
-import { buildImageConfig, MediaType } from './manifest.js';
+import { buildImageConfig, buildImageManifest, MediaType } from './manifest.js';
 import { HOST_PLATFORM } from './platform.js';
 import { Pull, type PullContext, type PulledImage } from './pull.js';
 import { formatReference, parseReference, refName, type ImageRef } from './reference.js';
@@ -273,22 +272,19 @@ export class Images {
     const ref = parseReference(name);
     if (ref.digest) throw new InvalidArgument(`local image name "${name}" cannot carry a digest`);
     const layer = await buildLayer(files);
-    const layerDigest = sha256(layer);
+    const layerDigest = digestOf(layer);
     const configBytes = Buffer.from(JSON.stringify(buildImageConfig(config, [layerDigest], HOST_PLATFORM)));
-    const manifest = Buffer.from(JSON.stringify({
-      schemaVersion: 2,
-      mediaType: MediaType.ociManifest,
-      config: { mediaType: MediaType.ociConfig, digest: sha256(configBytes), size: configBytes.length },
-      layers: [{ mediaType: MediaType.ociLayer, digest: layerDigest, size: layer.length }],
-    }));
-    const blobs = [sha256(manifest), sha256(configBytes), layerDigest];
+    const configDigest = digestOf(configBytes);
+    const manifest = buildImageManifest({ digest: configDigest, size: configBytes.length },
+      [{ mediaType: MediaType.ociLayer, digest: layerDigest, size: layer.length }]);
+    const blobs = [digestOf(manifest), configDigest, layerDigest];
     const lease = this.leases.open();
     try {
       for (const b of blobs) lease.hold(b);
       for (const b of [layer, configBytes, manifest]) await this.content.put(b);
       await this.layers.ensure(layerDigest, this.content.path(layerDigest), `layer of local image "${name}"`);
       const record = await this.mutex.lock(() => this.commit({
-        id: sha256(configBytes),
+        id: configDigest,
         tag: `${refName(ref)}:${ref.tag}`,
         size: configBytes.length + layer.length,
         config, layers: [layerDigest], blobs, pinned: opts.pinned ?? false,
@@ -373,10 +369,6 @@ export class Images {
       if (blobs || layers) this.opts.log.debug({ blobs, layers }, 'garbage collected');
     });
   }
-}
-
-function sha256(b: Buffer): string {
-  return `sha256:${createHash('sha256').update(b).digest('hex')}`;
 }
 
 function union(list: string[] | undefined, item: string | undefined): string[] {

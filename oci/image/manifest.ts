@@ -29,6 +29,16 @@ export const descriptorSchema = z.object({
 });
 export type Descriptor = z.infer<typeof descriptorSchema>;
 
+/** An OCI image manifest's bytes: the config's digest and size, and the layers' descriptors, base first. */
+export function buildImageManifest(config: { digest: string; size: number }, layers: Descriptor[]): Buffer {
+  return Buffer.from(JSON.stringify({
+    schemaVersion: 2,
+    mediaType: MediaType.ociManifest,
+    config: { mediaType: MediaType.ociConfig, ...config },
+    layers,
+  }));
+}
+
 const manifestSchema = z.object({
   schemaVersion: z.literal(2),
   mediaType: z.string().optional(),

@@ -11,6 +11,7 @@ import { basicCredentials, basicHeader, parseWwwAuthenticate, pullScope } from '
 import { CredentialFile, requestAuthApplies } from './credentials.js';
 import { readCapped, undiciTransport, type HttpAnswer, type HttpInit, type Transport } from './http.js';
 import { DEFAULT_REGISTRY_LIMITS, overLimitMessage, type RegistryLimits } from './limits.js';
+import { digestOf } from './content.js';
 import { MANIFEST_ACCEPT } from './manifest.js';
 import { DEFAULT_REGISTRY, formatReference, type ImageRef } from './reference.js';
 import { TlsDispatchers } from './tls.js';
@@ -165,7 +166,7 @@ export class RegistryClient {
   ): Promise<ManifestFetch> {
     const res = await this.request(endpoint, ref.repository, `manifests/${reference}`, MANIFEST_ACCEPT, creds, signal);
     const bytes = await readLimited(res, this.limits.manifestBytes, `manifest ${reference} from ${endpoint.url}`);
-    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    const digest = digestOf(bytes);
     if (reference.startsWith('sha256:') && digest !== reference) {
       throw new EndpointError('bad', `served a manifest whose digest is ${digest}, not the requested ${reference}`);
     }

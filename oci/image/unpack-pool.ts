@@ -125,18 +125,23 @@ export function warmUnpackWorkers(layers: number): void {
  */
 export function keepUnpackWorkers(): void {
   keepWorkers = true;
-  for (const w of running) if (w.unpacks && !w.parsed) clearTimeout(w.idle);
+  for (const w of running) if (unpacksOnly(w)) clearTimeout(w.idle);
+}
+
+/** A worker that unpacked and never parsed a big document: the one worth keeping warm. */
+function unpacksOnly(w: UnpackWorker): boolean {
+  return w.unpacks === true && w.parsed !== true;
 }
 
 function idleLater(w: UnpackWorker): void {
   clearTimeout(w.idle);
-  if (w.unpacks && keepWorkers && !w.parsed) return;
+  if (keepWorkers && unpacksOnly(w)) return;
   w.idle = setTimeout(() => {
     if (w.jobs.size === 0) {
       forget(w);
       void w.worker.terminate().then(returnFreedMemory);
     }
-  }, w.unpacks && !w.parsed ? IDLE_MS : PARSED_IDLE_MS).unref();
+  }, unpacksOnly(w) ? IDLE_MS : PARSED_IDLE_MS).unref();
 }
 
 /**

@@ -18,10 +18,10 @@ import tar from 'tar-stream';
 import { Agent } from 'undici';
 import { SingleFlight } from '../../core/locks.js';
 import type { Logger } from '../../core/log.js';
-import { ContentStore } from './content.js';
+import { ContentStore, digestOf } from './content.js';
 import { undiciTransport, type Transport } from './http.js';
 import { Leases } from './lease.js';
-import { buildImageConfig, MediaType } from './manifest.js';
+import { buildImageConfig, buildImageManifest, MediaType } from './manifest.js';
 import { HOST_PLATFORM } from './platform.js';
 import { Pull, type PullContext } from './pull.js';
 import { parseReference } from './reference.js';
@@ -106,8 +106,6 @@ function hashing(hash: Hash): Transform {
   return new Transform({ transform(chunk: Buffer, _e, done) { hash.update(chunk); done(null, chunk); } });
 }
 
-const sha256 = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
-
 export interface WarmUpRegistry {
   /** The image's reference: localhost/minicri/warm-up:latest. */
   ref: string;
@@ -122,14 +120,10 @@ export async function serveWarmUpImage(socketPath: string, layers: readonly Warm
   const config = Buffer.from(JSON.stringify(buildImageConfig({
     entrypoint: [], cmd: ['/warm-up'], env: [], workingDir: '', user: '', exposedPorts: [], volumes: [], stopSignal: '', labels: {},
   }, ids.map((id) => id.diffId), HOST_PLATFORM)));
-  const configDigest = sha256(config);
-  const manifest = Buffer.from(JSON.stringify({
-    schemaVersion: 2,
-    mediaType: MediaType.ociManifest,
-    config: { mediaType: MediaType.ociConfig, digest: configDigest, size: config.length },
-    layers: ids.map((id) => ({ mediaType: MediaType.ociLayerGzip, digest: id.digest, size: id.size })),
-  }));
-  const manifestDigest = sha256(manifest);
+  const configDigest = digestOf(config);
+  const manifest = buildImageManifest({ digest: configDigest, size: config.length },
+    ids.map((id) => ({ mediaType: MediaType.ociLayerGzip, digest: id.digest, size: id.size })));
+  const manifestDigest = digestOf(manifest);
   const layerOf = new Map(ids.map((id, i) => [id.digest, i]));
   const server = createServer((req, res) => {
     const [, kind, name] = PATH.exec(req.url ?? '') ?? [];
