@@ -129,6 +129,8 @@ export function warmUnpackWorkers(layers: number): void {
  */
 export function keepUnpackWorkers(): void {
   keepWorkers = true;
+  // The trim set off when the warm-up's last layer was done, before this call.
+  clearTimeout(trimTimer);
   for (const w of running) if (unpacksOnly(w)) clearTimeout(w.idle);
 }
 
