@@ -10,12 +10,7 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-interface Addon {
-  mallocTrim(): boolean;
-  /** See core/thread-arena.ts. */
-  threadArenaHeap(): number;
-  keepFromForks(start: number, length: number): boolean;
-}
+interface Addon { mallocTrim(): boolean }
 
 let addon: Addon | undefined;
 let unavailable: string | undefined;
@@ -35,9 +30,4 @@ export function loadMallocTrim(): string | undefined {
 /** Hands the free pages of malloc's arenas back to the system; whether there were any (false without the addon). */
 export function returnFreedMemory(): boolean {
   return loadMallocTrim() === undefined && addon!.mallocTrim();
-}
-
-/** The loaded addon, for core/thread-arena.ts; undefined where it cannot be loaded. */
-export function memoryAddon(): Addon | undefined {
-  return loadMallocTrim() === undefined ? addon : undefined;
 }

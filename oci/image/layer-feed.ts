@@ -84,7 +84,7 @@ export class LayerFeed {
   async takePieces(pieces: Buffer[]): Promise<void> {
     for (const piece of pieces) {
       await this.write(piece);
-      if (this.file === undefined && this.inflater instanceof InPlaceDecompressor) freePiece(piece);
+      if (this.file === undefined && this.inflater instanceof InPlaceDecompressor) free(piece);
     }
   }
 
@@ -166,7 +166,7 @@ export class LayerFeed {
  * an ArrayBuffer transferred to a length of 0 is detached, and what it held is freed. Only sooner than the
  * collector would: memory that cannot be detached (a WebAssembly memory's, say) is left to it.
  */
-export function freePiece(piece: Buffer): void {
+function free(piece: Buffer): void {
   const memory = piece.buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer };
   if (piece.byteOffset !== 0 || piece.byteLength !== memory.byteLength) return;
   try {
@@ -174,19 +174,6 @@ export function freePiece(piece: Buffer): void {
   } catch {
     // Not detachable: the collector frees it.
   }
-}
-
-/**
- * Grows the calling thread's malloc arena by `bytes` in pieces of the inflater's size, written through (every
- * page faulted in now), and frees them to malloc, not to the system: the returned piece, the last and highest,
- * must be kept, for glibc gives back what is free at an arena's top. A pull's pieces then come from pages the
- * thread already has (see unpack-pool.ts, keepUnpackWorkers).
- */
-export function reserveArena(bytes: number): Buffer {
-  const pieces = Array.from({ length: Math.max(1, Math.ceil(bytes / INFLATE_PIECE)) }, () => Buffer.allocUnsafe(INFLATE_PIECE).fill(0));
-  const top = pieces.pop()!;
-  for (const piece of pieces) freePiece(piece);
-  return top;
 }
 
 /** The blob's first bytes tell the format; Node's decompressors are used in place (checked: see decompressesInThread). */

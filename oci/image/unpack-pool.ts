@@ -17,8 +17,7 @@ export type ToWorker =
   | { type: 'chunk'; id: number; data: Uint8Array[] }
   | { type: 'end'; id: number }
   | { type: 'abort'; id: number; message: string }
-  | { type: 'parse'; id: number; job: DocumentJob }
-  | { type: 'reserve' };
+  | { type: 'parse'; id: number; job: DocumentJob };
 
 export type FromWorker =
   | { type: 'ack'; id: number; bytes: number }
@@ -45,30 +44,14 @@ const IN_FLIGHT = 2 << 20;
 const IDLE_MS = 5 * 60_000;
 /** Whether workers that unpacked stay for good instead (keepUnpackWorkers). */
 let keepWorkers = false;
-/** The daemon's RSS when the workers were kept: what the memory pulls keep is measured from here. */
-let keptAtRss = 0;
 /** One that parsed a big document goes sooner, kept or not: its heap may still hold a registry's megabytes of JSON. */
 const PARSED_IDLE_MS = 5000;
 /**
  * Once every worker has been without a job this long, what the pieces of the pull took from malloc is given back
- * to the system (core/malloc-trim.ts); again when a worker ends, for what its end freed. While the workers are
- * kept (keepUnpackWorkers), only past KEPT_PULL_MEMORY: memory given back is memory the next pull faults in
- * again, page by page, and on these VMs a fault costs 11–15 µs. A 100 MB pull took 10–11 thousand faults and
- * 0.41–0.47 s after the trim, 0.3–3 thousand and 0.28–0.32 s in the memory the pull before it left.
+ * to the system (core/malloc-trim.ts); again when a worker ends, for what its end freed.
  */
 const TRIM_AFTER_MS = 2000;
 let trimTimer: NodeJS.Timeout | undefined;
-/**
- * How far above its RSS when the workers were kept the daemon may stay after a pull without giving the pull's
- * memory back. A pull at the default four layers at once keeps 15–25 MiB beyond what the warm-up left; many more
- * layers at once (max_concurrent_downloads goes to 64) grow malloc's arenas further, and that goes back.
- */
-export const KEPT_PULL_MEMORY = 64 << 20;
-
-/** Whether the memory a pull freed goes back to the system, with the daemon's RSS at `rss` now. */
-export function pullMemoryGoesBack(kept: boolean, rss: number, keptAtRss: number): boolean {
-  return !kept || rss > keptAtRss + KEPT_PULL_MEMORY;
-}
 
 interface Job { onMessage(m: FromWorker): void; onFailure(err: Error): void }
 
@@ -138,20 +121,11 @@ export function warmUnpackWorkers(layers: number): void {
 
 /**
  * Workers that unpacked stay from now on, warm for every later pull however far apart (the daemon's warm-up,
- * warm-up.ts, runs them), and so does the memory pulls work in, up to KEPT_PULL_MEMORY (see TRIM_AFTER_MS): two
- * idle workers hold about 40 MiB, the memory about 45 MiB more. Each kept worker grows its arena now to what a
- * pull grows it to (see unpack-worker.ts). One that parsed a big document still ends.
+ * warm-up.ts, runs them): two idle workers hold about 40 MiB. One that parsed a big document still ends.
  */
 export function keepUnpackWorkers(): void {
   keepWorkers = true;
-  keptAtRss = process.memoryUsage.rss();
-  // The trim set off when the warm-up's last layer was done, before this call.
-  clearTimeout(trimTimer);
-  for (const w of running) {
-    if (!unpacksOnly(w)) continue;
-    clearTimeout(w.idle);
-    w.worker.postMessage({ type: 'reserve' } satisfies ToWorker);
-  }
+  for (const w of running) if (unpacksOnly(w)) clearTimeout(w.idle);
 }
 
 /** A worker that unpacked and never parsed a big document: the one worth keeping warm. */
@@ -283,11 +257,8 @@ function release(w: UnpackWorker, id: number): void {
     idleLater(w);
   }
   clearTimeout(trimTimer);
-  const idle = () => running.every((r) => r.jobs.size === 0);
-  if (idle()) {
-    trimTimer = setTimeout(() => {
-      if (idle() && pullMemoryGoesBack(keepWorkers, process.memoryUsage.rss(), keptAtRss)) returnFreedMemory();
-    }, TRIM_AFTER_MS).unref();
+  if (running.every((r) => r.jobs.size === 0)) {
+    trimTimer = setTimeout(() => { if (running.every((r) => r.jobs.size === 0)) returnFreedMemory(); }, TRIM_AFTER_MS).unref();
   }
 }
 

@@ -4,28 +4,14 @@
 import { flushCompileCache } from 'node:module';
 import { parentPort } from 'node:worker_threads';
 import { causeWhere, MinicriError } from '../../core/errors.js';
-import { keepThreadArenaFromForks } from '../../core/thread-arena.js';
-import { LayerFeed, reserveArena } from './layer-feed.js';
+import { LayerFeed } from './layer-feed.js';
 import type { FromWorker, ToWorker } from './unpack-pool.js';
 
 // What V8 compiled of this worker's modules, kept for the next worker (see unpack-pool.ts) now rather than when
 // the worker ends: a daemon killed with SIGKILL takes its workers with it before that.
 flushCompileCache();
 
-// The arena this thread's pieces are written to stays out of the daemon's forks (core/thread-arena.ts); where it
-// cannot (no addon, another malloc), a pull after the daemon started processes is only slower.
-keepThreadArenaFromForks();
-
 const port = parentPort!;
-
-/**
- * What a kept worker's arena is grown to at once (see unpack-pool.ts, keepUnpackWorkers): a ~100 MB pull at
- * four layers at once grew each worker's from the 9–10 MiB the warm-up left to 19–21 MiB, faulting in 2.5
- * thousand pages during the pull, and a fault costs 15–20 µs on these VMs.
- */
-const ARENA_RESERVE = 20 << 20;
-/** The reserve's top piece, kept so that the rest stays in the arena (reserveArena). */
-let reserveTop: Buffer | undefined;
 
 /** A layer under way: its feed once open, and its pieces' turn (each taken only after the one before). */
 interface Layer { feed: Promise<LayerFeed>; turn: Promise<unknown> }
@@ -65,10 +51,6 @@ function finish(id: number, layer: Layer): void {
 }
 
 port.on('message', (m: ToWorker) => {
-  if (m.type === 'reserve') {
-    reserveTop ??= reserveArena(ARENA_RESERVE);
-    return;
-  }
   const layer = layers.get(m.id);
   switch (m.type) {
     case 'parse':

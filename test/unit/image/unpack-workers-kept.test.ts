@@ -8,9 +8,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import {
-  KEPT_PULL_MEMORY, keepUnpackWorkers, parseOffThread, pullMemoryGoesBack, unpackInWorker, warmUnpackWorkers,
-} from '../../../oci/image/unpack-pool.js';
+import { keepUnpackWorkers, parseOffThread, unpackInWorker, warmUnpackWorkers } from '../../../oci/image/unpack-pool.js';
 import { tarball } from '../../support/test-images.js';
 
 const threads = () => readdirSync('/proc/self/task').length;
@@ -63,11 +61,3 @@ function bigConfig(): Buffer {
     rootfs: { type: 'layers', diff_ids: [`sha256:${'a'.repeat(64)}`] },
   }));
 }
-
-test('a pull\'s freed memory goes back unless the workers are kept and the daemon is within its budget of its size then', () => {
-  const atKeep = 170 << 20;
-  assert.equal(pullMemoryGoesBack(false, atKeep, 0), true, 'workers not kept: always');
-  assert.equal(pullMemoryGoesBack(true, atKeep + (20 << 20), atKeep), false, 'a pull\'s usual 20 MiB is kept');
-  assert.equal(pullMemoryGoesBack(true, atKeep + KEPT_PULL_MEMORY, atKeep), false, 'up to the budget');
-  assert.equal(pullMemoryGoesBack(true, atKeep + KEPT_PULL_MEMORY + 1, atKeep), true, 'past it, it goes back');
-});
