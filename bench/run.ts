@@ -23,6 +23,7 @@ import { hostileBench } from './hostile.js';
 import { densityBench, STEADY_RELISTS } from './density.js';
 import { DEBIAN_RUNC, makeBenchEnv, type BenchEnv } from './lib/env.js';
 import { DEFAULT_REFERENCE_DIR } from './lib/reference.js';
+import { faultCost } from './lib/fault-cost.js';
 import { medianOf, table, type Json, type Row } from './lib/report.js';
 import { ensurePackages, startTarget, TARGET_NAMES, type Target, type TargetName } from './lib/targets.js';
 import { LIFECYCLE_STEPS, lifecycleBench, POD_ONLY_STEPS } from './lifecycle.js';
@@ -129,6 +130,8 @@ async function quietMachine(what: string): Promise<{ load1: number; waitedSecond
 }
 
 async function machine(loadAtStart: string): Promise<Record<string, string | number>> {
+  // A fault's cost decides much of what a pull or a fork costs on this machine (fault-cost.ts).
+  const faults = faultCost();
   const cgroup = (await execa('stat', ['-fc', '%T', '/sys/fs/cgroup'], { reject: false })).stdout === 'cgroup2fs' ? 'v2' : 'v1 (hybrid)';
   return {
     cpu: `${cpus().length} x ${cpus()[0]?.model ?? '?'}`,
@@ -142,6 +145,7 @@ async function machine(loadAtStart: string): Promise<Record<string, string | num
     'containerd (reference)': env ? await version(env.reference.containerd) : '',
     'containerd 1.6': await version('containerd'),
     'daemons\' PATH': env?.daemonPath.replaced.length ? `without unpigz (replaced ${env.daemonPath.replaced.join(', ')})` : 'has no unpigz',
+    'page faults, fresh / after a fork (µs each)': `${faults.usPerFault.fresh} / ${faults.usPerFault.afterFork}`,
     'load average at start': loadAtStart,
     'load average at end': load(),
   };
