@@ -2,10 +2,11 @@
 // and a first write after a fork. Every process minicri starts (runc, conmon, a CNI plugin) is a fork of the
 // daemon (Node's child_process), which makes every writable page of the daemon copy-on-write: the next write to
 // each takes a fault, whatever the page was for. containerd's Go runtime starts processes without copying its
-// pages. On the VMs of 2026-11-28 either fault cost 11–20 µs, where a bare-metal kernel takes well under 1:
-// there a pull after a hundred pods wrote ~12 thousand pages of the daemon afresh, 0.2 s of CPU.
+// pages. On the VMs of 2026-11-28 either fault cost 11–20 µs: there a pull after a hundred pods wrote ~12
+// thousand pages of the daemon afresh, 0.2 s of CPU.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { parseProcStat } from '../../oci/runtime/runc-state.js';
 import { round } from './stats.js';
 
 const BYTES = 64 << 20;
@@ -17,7 +18,7 @@ export interface FaultCost {
   usPerFault: { fresh: number; afterFork: number };
 }
 
-const minorFaults = () => Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[7]);
+const minorFaults = () => parseProcStat(readFileSync('/proc/self/stat', 'utf8')).minorFaults;
 
 function write(buf: Buffer, value: number): { faults: number; ms: number } {
   const f0 = minorFaults();

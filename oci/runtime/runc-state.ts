@@ -16,11 +16,11 @@ export interface RuncStateFile {
 }
 
 /** Process state letter, parent pid, CPU time used (user plus system) and start time, both in clock ticks, from /proc/<pid>/stat text. */
-export function parseProcStat(text: string): { state: string; ppid: number; cpuTicks: number; startTime: number } {
+export function parseProcStat(text: string): { state: string; ppid: number; minorFaults: number; cpuTicks: number; startTime: number } {
   // The command name may hold spaces and parentheses: fields are counted from the last ')'.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   const cpuTicks = Number(fields[11]) + Number(fields[12]);
-  return { state: fields[0] ?? '', ppid: Number(fields[1]), cpuTicks, startTime: Number(fields[19]) };
+  return { state: fields[0] ?? '', ppid: Number(fields[1]), minorFaults: Number(fields[7]), cpuTicks, startTime: Number(fields[19]) };
 }
 
 export function runcStatus(state: RuncStateFile, procStat: string | undefined, execFifoExists: boolean): RuncStatus {

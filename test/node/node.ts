@@ -146,10 +146,11 @@ export class KindNode {
       // systemctl's --wait needs systemd's own socket, which a slow machine's node may not have made yet when its
       // PID 1 is there: until then systemctl fails at once ("Failed to connect to bus"), and is asked again.
       const upBy = Date.now() + 120_000;
-      let state = await node.exec(['systemctl', 'is-system-running', '--wait'], { reject: false, timeout: 120_000 });
+      const ask = () => node.exec(['systemctl', 'is-system-running', '--wait'], { reject: false, timeout: Math.max(1000, upBy - Date.now()) });
+      let state = await ask();
       while (/Failed to connect to bus/.test(state.stderr) && Date.now() < upBy) {
         await sleep(500);
-        state = await node.exec(['systemctl', 'is-system-running', '--wait'], { reject: false, timeout: Math.max(1000, upBy - Date.now()) });
+        state = await ask();
       }
       if (!/running|degraded/.test(state.stdout)) {
         throw new Error(`the node's systemd did not come up (systemctl is-system-running: exit ${state.exitCode}, "${state.stdout}", ${state.stderr}): ${await readFile(consoleLog, 'utf8')}`);

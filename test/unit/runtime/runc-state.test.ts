@@ -5,8 +5,8 @@ import { bundleOf, parseProcStat, runcStatus } from '../../../oci/runtime/runc-s
 const STAT = '10847 (sh -c (x)) S 1 10847 10847 0 -1 4194560 120 0 0 0 7 5 0 0 20 0 1 0 420988 2580480 171 18446744073709551615';
 const STATE = { init_process_pid: 10847, init_process_start: '420988', config: { labels: ['a=b', 'bundle=/var/lib/minicri/sandboxes/abc'] } };
 
-it('reads state, parent, CPU time and start time past a command name with spaces and parentheses', () => {
-  assert.deepEqual(parseProcStat(STAT), { state: 'S', ppid: 1, cpuTicks: 12, startTime: 420988 });
+it('reads state, parent, minor faults, CPU time and start time past a command name with spaces and parentheses', () => {
+  assert.deepEqual(parseProcStat(STAT), { state: 'S', ppid: 1, minorFaults: 120, cpuTicks: 12, startTime: 420988 });
 });
 
 it('applies runc status rules: fifo means created, a live init means running, anything else stopped', () => {
