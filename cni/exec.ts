@@ -1,9 +1,9 @@
 // Running one CNI plugin binary: environment per the CNI spec, config on stdin, a bounded run time,
 // and errors that name the plugin and carry its stderr and CNI error object.
 import path from 'node:path';
-import { execa } from 'execa';
 import { findExecutable } from '../core/executables.js';
 import type { Logger } from '../core/log.js';
+import { run, type RunResult } from '../core/spawn.js';
 import { DeadlineExceeded, FailedPrecondition, Internal } from '../core/errors.js';
 import { isObject } from './config.js';
 
@@ -71,42 +71,35 @@ export async function execPlugin(call: PluginCall, opts: ExecOptions): Promise<u
   const started = performance.now();
   // Own process group, so a timeout kills the plugin together with whatever it spawned
   // (iptables, a hung helper) and nothing keeps its output pipes open.
-  const child = execa(binary, [], {
-    input: call.stdin,
-    env: pluginEnv(call, opts.binDirs, process.env),
-    extendEnv: false,
-    detached: true,
-    reject: false,
-    stripFinalNewline: false,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }, opts.timeoutMs);
-  const result = await child.finally(() => clearTimeout(timer));
+  let result: RunResult | Error;
+  const timeout = AbortSignal.timeout(opts.timeoutMs);
+  try {
+    result = await run(binary, [], {
+      input: call.stdin,
+      env: pluginEnv(call, opts.binDirs, process.env),
+      detached: true,
+      signal: timeout,
+    });
+  } catch (err) {
+    result = err as Error;
+  }
   const ms = Math.round(performance.now() - started);
-  const fields = { plugin: call.pluginType, command: call.command, network: call.network, ms, exitCode: result.exitCode };
-  opts.log.debug(fields, 'CNI plugin call');
-  const stdout = String(result.stdout);
-  const stderr = String(result.stderr).trim();
-  if (timedOut) {
+  const exitCode = result instanceof Error ? undefined : result.code;
+  opts.log.debug({ plugin: call.pluginType, command: call.command, network: call.network, ms, exitCode }, 'CNI plugin call');
+  const stdout = result instanceof Error ? '' : result.stdout;
+  const stderr = result instanceof Error ? '' : result.stderr.trim();
+  if (!(result instanceof Error) && result.aborted) {
     throw new DeadlineExceeded(`${what} did not finish within ${opts.timeoutMs}ms and was killed${stderr ? `; stderr: ${stderr}` : ''}`);
   }
-  if (result.exitCode !== 0) {
+  if (exitCode !== 0) {
     const cniErr = parseCniError(stdout);
     const detail = cniErr
       ? `code ${cniErr.code}: ${cniErr.msg}${cniErr.details ? ` (${cniErr.details})` : ''}`
-      : result.exitCode === undefined
-        ? result.signal
+      : result instanceof Error
+        ? `could not run: ${result.message}`
+        : exitCode === null
           ? `killed by ${result.signal}`
-          : `could not run: ${result.originalMessage || result.shortMessage}`
-        : `exit status ${result.exitCode}${stdout.trim() ? `, output: ${stdout.trim().slice(0, 2000)}` : ''}`;
+          : `exit status ${exitCode}${stdout.trim() ? `, output: ${stdout.trim().slice(0, 2000)}` : ''}`;
     throw new CniPluginError(
       `${what} failed: ${detail}${stderr ? `; stderr: ${stderr.slice(0, 4000)}` : ''}`,
       call.pluginType,

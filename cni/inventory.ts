@@ -2,8 +2,8 @@
 // and portmap's iptables chains, each with the container (sandbox) id it belongs to.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
 import type { Logger } from '../core/log.js';
+import { run } from '../core/spawn.js';
 import { loadDefinitions } from './attachment-definitions.js';
 import { ResultCache } from './cache.js';
 import { isObject, loadNetworks } from './config.js';
@@ -58,7 +58,7 @@ export async function removeReservation(r: HostLocalReservation): Promise<void> 
 
 /** Per-pod chains portmap made (CNI-DN-* for DNAT, CNI-SN-* for hairpin SNAT), found by their id comments. */
 export async function portmapChains(): Promise<PortmapChain[]> {
-  return parsePortmapChains((await execa('iptables', ['-w', '-t', 'nat', '-S'], { reject: false })).stdout);
+  return parsePortmapChains(await natTable(['-S']));
 }
 
 /** Chains of `iptables -t nat -S` output whose rules carry portmap's `id: "<container id>"` comment. */
@@ -75,13 +75,19 @@ export function parsePortmapChains(rules: string): PortmapChain[] {
 
 /** Removes the jumps into a chain, then the chain. */
 export async function removePortmapChain(chain: string): Promise<void> {
-  const rules = (await execa('iptables', ['-w', '-t', 'nat', '-S'], { reject: false })).stdout.split('\n');
+  const rules = (await natTable(['-S'])).split('\n');
   for (const rule of rules) {
     const m = /^-A (\S+) (.*)$/.exec(rule);
     if (m && m[1] !== chain && new RegExp(`-j ${chain}(\\s|$)`).test(m[2]!)) {
-      await execa('sh', ['-c', `iptables -w -t nat -D ${m[1]} ${m[2]}`], { reject: false });
+      // Through a shell: the rule as -S printed it quotes its comment.
+      await run('sh', ['-c', `iptables -w -t nat -D ${m[1]} ${m[2]}`]);
     }
   }
-  await execa('iptables', ['-w', '-t', 'nat', '-F', chain], { reject: false });
-  await execa('iptables', ['-w', '-t', 'nat', '-X', chain], { reject: false });
+  await natTable(['-F', chain]);
+  await natTable(['-X', chain]);
+}
+
+/** What an iptables command on the nat table printed; nothing when it failed or there is no iptables (nor rules). */
+function natTable(args: string[]): Promise<string> {
+  return run('iptables', ['-w', '-t', 'nat', ...args]).then((r) => r.stdout, () => '');
 }

@@ -2,12 +2,12 @@
 // (netns/mounter/mounter.c) rather than a mount(8), umount(8) or ip(8) process each. Forking the daemon
 // and starting those programs cost about 2 ms a call and most of the CPU a pod storm spends on them;
 // the helper answers in a fraction of that. It is started on first use and again after it dies.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { getSystemErrorName } from 'node:util';
 import { Internal } from '../core/errors.js';
+import { spawn, type Subprocess } from '../core/spawn.js';
 import { mountPoints } from './mountinfo.js';
 
 export const MOUNTER = fileURLToPath(new URL('../mounter/minicri-mounter', import.meta.url));
@@ -55,7 +55,7 @@ interface Pending {
 /** One helper process and the requests it has not answered yet. */
 class Helper {
   private readonly pending = new Map<number, Pending>();
-  private readonly child: ChildProcess;
+  private readonly child: Subprocess;
   /** The pipes are sockets underneath: they can be unref'd so an idle helper keeps nobody alive. */
   private readonly out: Socket;
   private partial = '';
@@ -63,19 +63,23 @@ class Helper {
 
   /** onExit: it can take no more requests (exited or could not start). */
   constructor(private readonly onExit: (h: Helper) => void) {
-    const child = spawn(MOUNTER, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let child: Subprocess;
+    try {
+      child = spawn(MOUNTER, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (err) {
+      throw new Internal(`cannot run ${MOUNTER}: ${(err as Error).message} (npm run build makes it)`, { cause: err });
+    }
     this.child = child;
-    this.out = child.stdout as Socket;
+    this.out = child.stdout!;
     this.hold(false);
-    (child.stderr as Socket).unref();
-    (child.stdin as Socket).unref();
+    child.stderr!.unref();
+    child.stdin!.unref();
     this.out.setEncoding('utf8').on('data', (chunk: string) => this.answered(chunk));
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { this.stderr = (this.stderr + chunk).slice(-1000); });
-    for (const pipe of [child.stdin!, child.stdout!, child.stderr!]) pipe.on('error', () => { /* reported by 'close' or 'error' */ });
-    child.on('error', (err) => this.gone(`cannot run ${MOUNTER}: ${err.message} (npm run build makes it)`));
+    for (const pipe of [child.stdin!, child.stdout!, child.stderr!]) pipe.on('error', () => { /* reported by 'close' */ });
     child.on('exit', () => this.onExit(this));
     // 'close' comes once the helper and its children have all closed stdout: every answer is in by then.
-    child.on('close', (code, signal) =>
+    child.on('close', (code: number | null, signal: NodeJS.Signals | null) =>
       this.gone(`minicri-mounter exited (${signal ?? code})${this.stderr ? `: ${this.stderr.trim()}` : ''}`),
     );
   }

@@ -4,9 +4,9 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, NotFound } from '../core/errors.js';
 import { normalizeSysctls, sysctlNamespace } from '../core/sysctl.js';
+import { run } from '../core/spawn.js';
 import { mount, MS, pinNetns, unmountIfMounted } from '../mounter/mounter.js';
 import { netnsPinName, netnsSymlinkName, NETNS_PREFIX } from './names.js';
 
@@ -140,10 +140,8 @@ export async function setNetnsSysctls(nsPath: string, sysctls: Record<string, st
   }
   if (entries.length === 0) return;
   if (!(await netnsExists(nsPath))) throw new NotFound(`network namespace ${nsPath} does not exist: recreate the sandbox`);
-  const result = await execa('nsenter', [`--net=${nsPath}`, '--', 'sysctl', '-q', '-w', ...entries.map(([k, v]) => `${k}=${v}`)], {
-    reject: false,
-  });
-  if (result.exitCode === 0) return;
+  const result = await run('nsenter', [`--net=${nsPath}`, '--', 'sysctl', '-q', '-w', ...entries.map(([k, v]) => `${k}=${v}`)]);
+  if (result.code === 0) return;
   const stderr = String(result.stderr).trim();
   if (/cannot stat|No such file/i.test(stderr)) {
     throw new InvalidArgument(`unknown sysctl for pod network namespace ${nsPath}: ${stderr}: remove it from the pod's sysctls`);
@@ -157,7 +155,7 @@ export async function setNetnsSysctls(nsPath: string, sysctls: Record<string, st
     });
     throw new InvalidArgument(`the kernel refused the pod's sysctl value ${which.join(', ')}: give a value the kernel accepts for it`);
   }
-  throw new Internal(`cannot set sysctls in network namespace ${nsPath}: ${stderr || result.message}`);
+  throw new Internal(`cannot set sysctls in network namespace ${nsPath}: ${stderr || `status ${result.code ?? result.signal}`}`);
 }
 
 function errText(err: unknown): string {
@@ -175,9 +173,9 @@ export async function setDefaultRoutes(nsPath: string, ifName: string, gateways:
     `route flush exact ${gw.includes(':') ? '::/0' : '0.0.0.0/0'}`,
     `route add default via ${gw} dev ${ifName}`,
   ]);
-  const out = await execa('nsenter', [`--net=${nsPath}`, '--', 'ip', '-batch', '-'], { input: `${batch.join('\n')}\n`, reject: false });
-  if (out.exitCode !== 0) {
-    const why = String(out.stderr).trim() || `exit status ${out.exitCode}`;
+  const out = await run('nsenter', [`--net=${nsPath}`, '--', 'ip', '-batch', '-'], { input: `${batch.join('\n')}\n` });
+  if (out.code !== 0) {
+    const why = out.stderr.trim() || `status ${out.code ?? out.signal}`;
     throw new InvalidArgument(`cannot make ${ifName} the default route via ${gateways.join(', ')} in ${nsPath}: ${why}`);
   }
 }
@@ -190,10 +188,11 @@ const LOOPBACK_RESETS = ['OUTPUT', '-o', 'lo', '-p', 'tcp', '--tcp-flags', 'RST'
 /** Drops (`hold`) or lets through again the resets on the loopback of the namespace at `nsPath`. */
 export async function holdLoopbackResets(nsPath: string, hold: boolean): Promise<void> {
   for (const tool of ['iptables', 'ip6tables']) {
-    const r = await execa('nsenter', [`--net=${nsPath}`, '--', tool, '-w', hold ? '-I' : '-D', ...LOOPBACK_RESETS], { reject: false });
-    if (r.exitCode !== 0 && hold) {
+    const r = await run('nsenter', [`--net=${nsPath}`, '--', tool, '-w', hold ? '-I' : '-D', ...LOOPBACK_RESETS])
+      .catch((err: Error) => ({ code: null, stderr: err.message }));
+    if (r.code !== 0 && hold) {
       throw new FailedPrecondition(`cannot hold the loopback resets of ${nsPath} for a restore of TCP connections (${tool}: `
-        + `${String(r.stderr).trim()}): install ${tool} on the node`);
+        + `${r.stderr.trim()}): install ${tool} on the node`);
     }
   }
 }

@@ -1,10 +1,10 @@
 // Exec, Attach and PortForward: what the CRI calls check before a streaming URL is issued, and the
 // sessions themselves, run when the client connects to that URL.
-import type { ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FailedPrecondition, InvalidArgument } from '../core/errors.js';
 import type { SessionStdio } from '../core/stdio.js';
+import type { Subprocess } from '../core/spawn.js';
 import { connectInNetns, runAttachSession, runExecSession } from '../oci/runtime/exec-session.js';
 import { runningContainer, runtimeOf } from './container-refresh.js';
 import type { PodContext } from './context.js';
@@ -81,7 +81,7 @@ export async function runAttach(ctx: PodContext, containerId: string, io: Sessio
 }
 
 /** Connects to ports inside the sandbox's network namespace (a host-network pod's are the node's). */
-export function podConnector(ctx: PodContext, sandboxId: string): (port: number) => ChildProcess {
+export function podConnector(ctx: PodContext, sandboxId: string): (port: number) => Subprocess {
   const sandbox = readySandbox(ctx, sandboxId, 'forward ports into it');
   const netns = sandbox.netns?.path ?? '/proc/self/ns/net';
   return (port) => connectInNetns(netns, port);

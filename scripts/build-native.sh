@@ -1,8 +1,9 @@
 #!/bin/sh
 # Builds minicri's small C programs as static binaries under dist/: the pause (it must run in an
 # empty root filesystem), the streaming helper (PTY exec, conmon attach, connects inside a pod's
-# netns) and the mount helper (mounts, unmounts and netns pins without a process each); and the one
-# addon the daemon loads into itself (malloc_trim), with the system's gcc against the running Node's headers.
+# netns) and the mount helper (mounts, unmounts and netns pins without a process each); and the two
+# addons the daemon loads into itself (malloc_trim; posix_spawn and mknod), with the system's gcc against the
+# running Node's headers.
 # musl-gcc gives binaries of a few KiB; without it glibc's static libc works too.
 # CC overrides the compiler. Each is built to a temp name and renamed, so a failure leaves no broken binary.
 set -eu
@@ -35,7 +36,7 @@ build oci/runtime/pause/pause.c dist/pause/pause "$cc" "$static" -static -Os
 build oci/runtime/streamhelper/streamhelper.c dist/streamhelper/minicri-streamhelper "$cc" "$static" -static -Os
 build mounter/mounter.c dist/mounter/minicri-mounter "$cc" "$static" -static -Os
 
-# The addon runs inside Node, so it links against the C library Node does (glibc), not musl. The headers are those
+# The addons run inside Node, so they link against the C library Node does (glibc), not musl. The headers are those
 # of the Node running npm (the one setup.sh installs), not of whatever node comes first in PATH.
 node_include=$("${npm_node_execpath:-node}" -p "require('node:path').join(process.execPath, '..', '..', 'include', 'node')")
 if [ ! -f "$node_include/node_api.h" ]; then
@@ -44,3 +45,5 @@ if [ ! -f "$node_include/node_api.h" ]; then
 fi
 build core/malloc-trim/malloc-trim.c dist/native/malloc-trim.node "${CC_ADDON:-gcc}" "install gcc and libc6-dev, or set CC_ADDON" \
   -shared -fPIC -O2 -I"$node_include"
+build core/posix/posix.c dist/native/posix.node "${CC_ADDON:-gcc}" "install gcc and libc6-dev, or set CC_ADDON" \
+  -shared -fPIC -O2 -pthread -I"$node_include"

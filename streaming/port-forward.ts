@@ -3,9 +3,9 @@
 // channel and leaves the session's other connections alone. A session has at most
 // maxPortForwardPairs connections open at once; both directions keep back-pressure (the client's input
 // through client-input.ts, the pod's output through the stream's or channel's write callbacks).
-import type { ChildProcess } from 'node:child_process';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../core/log.js';
+import type { Subprocess } from '../core/spawn.js';
 import { ClientInput } from './client-input.js';
 import { closeReason, limitMessage, protocolFailureMessage, type StreamingLimits } from './limits.js';
 import { decodeChannelMessage, encodeChannelMessage, portPrefix } from './protocol.js';
@@ -14,7 +14,7 @@ import type { SpdySession, SpdyStream } from './spdy.js';
 import { channelWriter, wsInputBudget } from './ws-channels.js';
 
 /** Opens a connection to localhost:<port> in the pod: a process reading stdin and writing stdout. */
-export type PodConnector = (port: number) => ChildProcess;
+export type PodConnector = (port: number) => Subprocess;
 
 /** How long the client has to open the second stream of a data/error pair. */
 const PAIR_TIMEOUT_MS = 30_000;
@@ -24,18 +24,27 @@ function describeFailure(port: number, stderr: Buffer[], code: number | null): s
   return `error forwarding port ${port} to the pod: ${why}`;
 }
 
-/** Copies between one pod connection and a client's byte streams; calls `failed` with a message if it could not connect. */
+/**
+ * Copies between one pod connection and a client's byte streams; calls `failed` with a message if it could not
+ * connect, and returns no process when it could not even start one.
+ */
 function forward(
   connect: PodConnector, port: number, input: NodeJS.ReadableStream, output: NodeJS.WritableStream,
   failed: (msg: string) => void, log: Logger,
-): ChildProcess {
-  const child = connect(port);
+): Subprocess | undefined {
+  let child: Subprocess;
+  try {
+    child = connect(port);
+  } catch (err) {
+    input.resume();
+    failed(`error forwarding port ${port}: ${(err as Error).message}`);
+    return undefined;
+  }
   const stderr: Buffer[] = [];
   child.stderr!.on('data', (b: Buffer) => stderr.push(b));
   child.stdin!.on('error', () => undefined);
   input.pipe(child.stdin!);
   child.stdout!.pipe(output as NodeJS.WritableStream, { end: false });
-  child.once('error', (err) => failed(`error forwarding port ${port}: ${err.message}`));
   child.once('close', (code) => {
     input.unpipe(child.stdin!);
     // What the client still sends for this connection is dropped, not held against the session's budget.
@@ -55,7 +64,7 @@ function forward(
  */
 export function spdyPortForward(session: SpdySession, connect: PodConnector, limits: StreamingLimits, log: Logger): Promise<void> {
   const pairs = new Map<string, { error?: SpdyStream; data?: SpdyStream; timer: NodeJS.Timeout }>();
-  const children = new Set<ChildProcess>();
+  const children = new Set<Subprocess>();
   // Pairs being opened count as well as connections running: each pair may become a helper process.
   const open = () => pairs.size + children.size;
   const errorStreams = new Set<SpdyStream>();
@@ -72,6 +81,10 @@ export function spdyPortForward(session: SpdySession, connect: PodConnector, lim
       return;
     }
     const child = forward(connect, port, data, data, (msg) => { if (!error.writableEnded) error.end(msg); }, log);
+    if (!child) {
+      data.end();
+      return;
+    }
     children.add(child);
     errorStreams.add(error);
     child.once('close', (code) => {
@@ -169,7 +182,7 @@ export function wsPortForward(
   return closed.then(() => {
     for (const { input, child } of inputs) {
       input.destroy();
-      child.kill('SIGTERM');
+      child?.kill('SIGTERM');
     }
   });
 }

@@ -1,9 +1,9 @@
 // What a page fault costs on the machine a bench ran on, recorded with its results: a first write to a fresh page,
-// and a first write after a fork. Every process minicri starts (runc, conmon, a CNI plugin) is a fork of the
-// daemon (Node's child_process), which makes every writable page of the daemon copy-on-write: the next write to
-// each takes a fault, whatever the page was for. containerd's Go runtime starts processes without copying its
-// pages. On the VMs of 2026-11-28 either fault cost 11–20 µs: there a pull after a hundred pods wrote ~12
-// thousand pages of the daemon afresh, 0.2 s of CPU.
+// and a first write after a fork. A fork (Node's child_process) makes every writable page of the process
+// copy-on-write: the next write to each takes a fault, whatever the page was for. On the VMs of 2026-11-28
+// either fault cost 11–20 µs, and while minicri started its processes that way a pull after a hundred pods
+// wrote ~12 thousand pages of the daemon afresh, 0.2 s of CPU; it now starts them with posix_spawn
+// (core/spawn.ts), as containerd's Go runtime starts its own without copying its pages.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseProcStat } from '../../oci/runtime/runc-state.js';

@@ -16,6 +16,7 @@ import { setAttribute } from '@napi-rs/xattr';
 import tar from 'tar-stream';
 import { Internal, InvalidArgument, MinicriError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { makeNode } from '../../core/posix.js';
 import { blobWriter } from './content.js';
 import { FileSink, writeFileInPlace } from './file-sink.js';
 import { zstdDecompress } from './zstd.js';
@@ -43,12 +44,6 @@ function currentUmask(): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** execa is loaded on first use: whiteouts and device entries are rare, and loading it took an unpack worker 0.1 s. */
-async function run(cmd: string, args: string[]): Promise<void> {
-  const { execa } = await import('execa');
-  await execa(cmd, args);
 }
 
 async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
@@ -323,7 +318,7 @@ class Unpacker {
     if (c.kind === 'whiteout') {
       const path = join(dirInRoot(this.root, c.dir, this.what, true, this.dirs), c.name);
       this.clear(path, false);
-      await run('mknod', ['-m', '0000', path, 'c', '0', '0']);
+      makeNode(path, 'c', 0);
       return;
     }
     if (c.path.length === 0) {
@@ -373,9 +368,7 @@ class Unpacker {
       case 'block-device':
       case 'fifo': {
         this.clear(path, false);
-        const m = mode.toString(8);
-        if (h.type === 'fifo') await run('mkfifo', ['-m', m, path]);
-        else await run('mknod', ['-m', m, path, h.type === 'block-device' ? 'b' : 'c', String(h.devmajor ?? 0), String(h.devminor ?? 0)]);
+        makeNode(path, h.type === 'fifo' ? 'p' : h.type === 'block-device' ? 'b' : 'c', mode, h.devmajor ?? 0, h.devminor ?? 0);
         await this.meta(path, h, false);
         return;
       }

@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { lstat, link, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { getAttribute } from '@napi-rs/xattr';
-import { execa } from 'execa';
 import { DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, ResourceExhausted } from '../../core/errors.js';
 import { createExclusive, holdDir } from '../../core/fs.js';
+import { run } from '../../core/spawn.js';
 import {
   archiveMembers, bindMountsDump, configDump, rootfsDiff,
   BIND_MOUNTS, CONFIG_DUMP, DELETED_FILES, ROOTFS_DIFF_TAR, SPEC_DUMP,
@@ -107,10 +107,11 @@ export async function writeArchive(dir: string, location: string, signal: AbortS
 }
 
 async function tar(args: string[], what: string, signal: AbortSignal, input?: string): Promise<void> {
-  const stdin = input === undefined ? { stdin: 'ignore' as const } : { input };
-  const r = signal.aborted ? undefined : await execa('tar', args, { reject: false, cancelSignal: signal, ...stdin });
+  const r = signal.aborted ? undefined : await run('tar', args, { signal, input }).catch((err: Error) => {
+    throw new FailedPrecondition(`writing ${what}: cannot run tar (${err.message}): install tar on the node`);
+  });
   if (!r || signal.aborted) throw new DeadlineExceeded(`writing ${what} did not finish before the checkpoint's timeout`);
-  if (r.exitCode !== 0) throw tarError(what, r.stderr.trim());
+  if (r.code !== 0) throw tarError(what, r.stderr.trim());
 }
 
 /** tar's failure by its cause: a full disk or a directory it may not write in is the node's, not a bug. Pure. */

@@ -6,7 +6,6 @@
 // that nothing writes into the work dir once the caller removes it.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import type { Logger } from '../../core/log.js';
 import { DeadlineExceeded, FailedPrecondition, NotFound, Unavailable } from '../../core/errors.js';
 import { DUMP_LOG } from './checkpoint-layout.js';
@@ -14,6 +13,7 @@ import { faultPoint } from '../../core/faults.js';
 import { liveProcesses, liveProcessesWhere, type LiveProcess } from './processes.js';
 import { isNotExist, isNotRunning, runcErrorText } from './runc-errors.js';
 import { sleep } from '../../core/time.js';
+import { outputOf, spawn } from '../../core/spawn.js';
 
 export interface CheckpointRequest {
   /** Where CRIU writes its images (runc makes the dir). */
@@ -67,7 +67,8 @@ export async function runcDump(
   const late = () => new DeadlineExceeded(`checkpoint of container "${id}" did not finish in time: `
     + 'runc was stopped and the container resumed; give it a longer timeout');
   if (r.signal.aborted) throw late();
-  const sub = execa(runc.path, [...runc.args, ...checkpointArgs(id, r)], { reject: false, stdin: 'ignore' });
+  const sub = spawn(runc.path, [...runc.args, ...checkpointArgs(id, r)]);
+  const output = outputOf(sub);
   faultPoint('checkpoint-dump-running');
   let criu: number[] = [];
   const onAbort = () => {
@@ -77,13 +78,13 @@ export async function runcDump(
     });
   };
   r.signal.addEventListener('abort', onAbort, { once: true });
-  const result = await sub.finally(() => r.signal.removeEventListener('abort', onAbort));
-  log.debug({ id, exitCode: result.exitCode, ms: Date.now() - started }, 'runc checkpoint');
+  const result = await output.finally(() => r.signal.removeEventListener('abort', onAbort));
+  log.debug({ id, exitCode: result.code, ms: Date.now() - started }, 'runc checkpoint');
   if (r.signal.aborted) {
     await waitGone(criu, CRIU_EXIT_WAIT_MS, log);
     throw late();
   }
-  if (result.exitCode === 0) return;
+  if (result.code === 0) return;
   const text = runcErrorText(result.stderr || result.stdout);
   if (/criu.*(not found|no such file)|executable file not found/i.test(text)) {
     throw new FailedPrecondition(`cannot checkpoint container "${id}": CRIU is not installed (runc: ${text}); install the criu package`);

@@ -5,9 +5,9 @@
 // conmon forks itself into the background; we only talk to it through the sync pipe (fd 3, named by
 // _OCI_SYNCPIPE), where API version 1 writes one JSON line once runc create is done:
 //   {"data": <container pid>}   or   {"data": -1, "message": "<runc's error output>"}
-import { spawn } from 'node:child_process';
 import type { Logger } from '../../core/log.js';
 import { DeadlineExceeded, Internal } from '../../core/errors.js';
+import { spawn, type Subprocess } from '../../core/spawn.js';
 import { liveProcesses } from './processes.js';
 import { runcErrorText } from './runc-errors.js';
 
@@ -97,8 +97,8 @@ export function parseSyncMessage(line: string): SyncResult {
  * Start conmon for a container and wait until runc create has finished. Resolves with the container's
  * pid; throws Internal with runc's error text on failure, DeadlineExceeded after timeoutMs.
  *
- * Spawned with node:child_process rather than execa: we need an extra fd (the sync pipe) whose
- * other end lives on in conmon's daemon after the launched process itself has exited.
+ * The sync pipe is an extra fd (3) whose other end lives on in conmon's daemon after the launched process
+ * itself has exited.
  */
 export function launchConmon(
   conmonPath: string, c: ConmonLaunch, opts: { log: Logger; timeoutMs: number; spawned?: () => void },
@@ -109,13 +109,19 @@ export function launchConmon(
   return new Promise<number>((resolve, reject) => {
     // detached: its own session, so signals to our process group never reach it. Every stdio end we
     // hold is closed below, so nothing ties conmon's daemon to us once it has reported.
-    const child = spawn(conmonPath, args, {
-      detached: true,
-      // conmon also drops an "oom" file in its working directory: keep that inside the persist dir.
-      cwd: c.persistDir,
-      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
-      env: { ...process.env, _OCI_SYNCPIPE: '3' },
-    });
+    let child: Subprocess;
+    try {
+      child = spawn(conmonPath, args, {
+        detached: true,
+        // conmon also drops an "oom" file in its working directory: keep that inside the persist dir.
+        cwd: c.persistDir,
+        stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+        env: { ...process.env, _OCI_SYNCPIPE: '3' },
+      });
+    } catch (err) {
+      reject(new Internal(`cannot run conmon at ${conmonPath}: ${(err as Error).message}`, { cause: err }));
+      return;
+    }
     opts.spawned?.();
     const sync = child.stdio[3]!;
     const stderr: Buffer[] = [];
@@ -143,8 +149,7 @@ export function launchConmon(
     }, opts.timeoutMs);
 
     child.stderr!.on('data', (b: Buffer) => { if (stderr.length < 64) stderr.push(b); });
-    child.on('error', (err) => finish(new Internal(`cannot run conmon at ${conmonPath}: ${err.message}`, { cause: err })));
-    child.on('exit', (code, signal) => { exit = signal ?? String(code); });
+    child.on('exit', (code: number | null, signal: NodeJS.Signals | null) => { exit = signal ?? String(code); });
     sync.on('data', (b: Buffer) => {
       line += b.toString('utf8');
       const nl = line.indexOf('\n');

@@ -2,7 +2,6 @@
 // minicri-streamhelper), attaching to a container's own stdio through conmon's attach socket, and
 // TCP connections from inside a pod's network namespace. Each ends its processes when the client
 // goes away (the abort signal).
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { open, readFile, rm } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
@@ -14,6 +13,7 @@ import { InvalidArgument, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { SessionStdio, TerminalSize, TerminalSizes } from '../../core/stdio.js';
 import { settledWithin } from '../../core/time.js';
+import { spawn, type Stdio, type Subprocess } from '../../core/spawn.js';
 
 /** Built by scripts/build-native.sh next to the compiled sources. */
 export const STREAM_HELPER = fileURLToPath(new URL('../../streamhelper/minicri-streamhelper', import.meta.url));
@@ -48,19 +48,15 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
   const execArgs = [...r.runtimeArgs, 'exec', '--pid-file', pidFile, ...ttyArgs, r.id, ...r.cmd];
   const started = Date.now();
   const child = r.tty
-    ? spawn(r.helperPath ?? STREAM_HELPER, ['pty', consoleSocket, pidFile, r.runtimePath, ...execArgs], {
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-    })
-    : spawn(r.runtimePath, execArgs, {
-      stdio: [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr ? 'pipe' : 'ignore'],
-    });
+    ? start(r.helperPath ?? STREAM_HELPER, ['pty', consoleSocket, pidFile, r.runtimePath, ...execArgs], ['pipe', 'pipe', 'pipe', 'pipe'])
+    : start(r.runtimePath, execArgs, [io.stdin ? 'pipe' : 'ignore', io.stdout ? 'pipe' : 'ignore', io.stderr ? 'pipe' : 'ignore']);
   const stderrTail: Buffer[] = [];
   wireInput(io.stdin, child.stdin);
   if (child.stdout && io.stdout) child.stdout.pipe(io.stdout, { end: false });
   if (r.tty) {
     // runc's and the helper's own messages: with a terminal there is no stderr stream, show them as output.
     child.stderr!.on('data', (b: Buffer) => { stderrTail.push(b); io.stdout?.write(b); });
-    const ctl = child.stdio[3] as Writable;
+    const ctl = child.stdio[3]!;
     ctl.on('error', () => undefined);
     // Each size waits for the helper to take the one before (the write's callback): back-pressure.
     const unfollow = applyResizes(io.resize, (s) => new Promise((resolve) => { ctl.write(`${s.height} ${s.width}\n`, () => resolve()); }));
@@ -77,7 +73,7 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
   };
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    const [code, signal] = await exited(child);
+    const { code, signal } = await child.exited;
     await settledWithin(new Promise((resolve) => child.once('close', resolve)), DRAIN_GRACE_MS);
     child.stdout?.unpipe();
     child.stderr?.unpipe();
@@ -114,11 +110,11 @@ export interface AttachRequest {
  * stdin ends.
  */
 export async function runAttachSession(r: AttachRequest, io: SessionStdio): Promise<void> {
-  const child = spawn(r.helperPath ?? STREAM_HELPER, ['attach', r.socketPath], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+  const child = start(r.helperPath ?? STREAM_HELPER, ['attach', r.socketPath], ['pipe', 'pipe', 'pipe', 'pipe']);
   // stdin stays open while the client has none: its end would count as the client closing stdin.
   wireInput(io.stdin, child.stdin);
   if (io.stdout) child.stdout!.pipe(io.stdout, { end: false });
-  const errOut = child.stdio[3] as Readable;
+  const errOut = child.stdio[3]!;
   if (io.stderr) errOut.pipe(io.stderr, { end: false });
   else errOut.resume();
   const helperErr: Buffer[] = [];
@@ -128,7 +124,7 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
   const onAbort = () => child.kill('SIGTERM');
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    const [code] = await exited(child);
+    const { code } = await child.exited;
     await settledWithin(new Promise((resolve) => child.once('close', resolve)), DRAIN_GRACE_MS);
     if (code === HELPER_FAILED) {
       throw new Internal(`attach to container "${r.id}": ${Buffer.concat(helperErr).toString().trim() || 'the attach helper failed'}`);
@@ -139,7 +135,9 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
     io.stdin?.unpipe();
     child.stdin?.destroy();
     child.stdout?.unpipe();
+    child.stdout?.destroy();
     errOut.unpipe();
+    errOut.destroy();
   }
 }
 
@@ -148,7 +146,7 @@ export async function runAttachSession(r: AttachRequest, io: SessionStdio): Prom
  * process: write to its stdin, read its stdout. It exits 2 with the reason on stderr when nothing
  * listens.
  */
-export function connectInNetns(netnsPath: string, port: number, helperPath = STREAM_HELPER): ChildProcess {
+export function connectInNetns(netnsPath: string, port: number, helperPath = STREAM_HELPER): Subprocess {
   return spawn(helperPath, ['connect', netnsPath, String(port)], { stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
@@ -187,12 +185,12 @@ function wireInput(from: Readable | null, to: Writable | null): void {
   from.pipe(to);
 }
 
-function exited(child: ChildProcess): Promise<[number | null, NodeJS.Signals | null]> {
-  return new Promise((resolve, reject) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve([child.exitCode, child.signalCode]);
-    child.once('exit', (c, s) => resolve([c, s]));
-    child.once('error', (err) => reject(new Internal(`cannot run ${child.spawnfile}: ${err.message}`, { cause: err })));
-  });
+function start(file: string, args: string[], stdio: Stdio[]): Subprocess {
+  try {
+    return spawn(file, args, { stdio });
+  } catch (err) {
+    throw new Internal(`cannot run ${file}: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 async function killPidFile(pidFile: string, log: Logger): Promise<void> {

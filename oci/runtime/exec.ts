@@ -7,9 +7,10 @@
 // process is SIGKILLed, and runc too if it still waits shortly after.
 import { readFile, rm } from 'node:fs/promises';
 import { constants } from 'node:os';
-import { execa } from 'execa';
 import type { Logger } from '../../core/log.js';
 import { InvalidArgument } from '../../core/errors.js';
+import { CappedBuffer } from '../../core/capped-buffer.js';
+import { spawn } from '../../core/spawn.js';
 import { settledWithin } from '../../core/time.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -26,30 +27,6 @@ export interface ExecSyncResult {
   /** True when output past maxOutputBytes was discarded from that stream. */
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
-}
-
-/** Collects a stream's chunks up to a byte cap, counting (and dropping) the rest. Pure. */
-export class CappedBuffer {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-  total = 0;
-  constructor(readonly cap: number) {
-    if (!Number.isInteger(cap) || cap < 0) throw new InvalidArgument(`output cap must be a non-negative integer, got ${cap}`);
-  }
-  push(chunk: Buffer): void {
-    this.total += chunk.length;
-    const room = this.cap - this.kept;
-    if (room <= 0) return;
-    const piece = chunk.length <= room ? chunk : chunk.subarray(0, room);
-    this.chunks.push(piece);
-    this.kept += piece.length;
-  }
-  get truncated(): boolean {
-    return this.total > this.kept;
-  }
-  toBuffer(): Buffer {
-    return Buffer.concat(this.chunks, this.kept);
-  }
 }
 
 export interface RuncExecRequest {
@@ -73,13 +50,9 @@ export async function runcExecSync(r: RuncExecRequest): Promise<ExecSyncResult> 
   const err = new CappedBuffer(r.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
   const started = Date.now();
 
-  const sub = execa(r.runtimePath, [...r.runtimeArgs, 'exec', '--pid-file', r.pidFile, r.id, ...r.cmd], {
-    buffer: false,
-    stdin: 'ignore',
-    reject: false,
-  });
-  // Outcome comes from the 'exit' event below; the promise itself may wait on pipes held by leftovers.
-  const settled = sub.then(() => undefined, () => undefined);
+  const sub = spawn(r.runtimePath, [...r.runtimeArgs, 'exec', '--pid-file', r.pidFile, r.id, ...r.cmd]);
+  // Outcome comes from the exit below; the pipes may stay open longer, held by leftovers.
+  const settled = new Promise((resolve) => sub.once('close', resolve));
   sub.stdout!.on('data', (b: Buffer) => out.push(b));
   sub.stderr!.on('data', (b: Buffer) => err.push(b));
 
@@ -92,10 +65,7 @@ export async function runcExecSync(r: RuncExecRequest): Promise<ExecSyncResult> 
   }, r.timeoutSec * 1000) : undefined;
 
   try {
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
-      sub.nodeChildProcess.once('exit', (c, s) => resolve([c, s]));
-      sub.nodeChildProcess.once('error', reject);
-    });
+    const { code, signal } = await sub.exited;
     clearTimeout(timer);
     clearTimeout(runcKillTimer);
     await settledWithin(settled, DRAIN_GRACE_MS);

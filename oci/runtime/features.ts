@@ -2,14 +2,13 @@
 // mounts (runc lists "rro" and the kernel has mount_setattr) and user namespaces (runc knows the user
 // namespace, the kernel makes them and can id-map mounts of our root filesystems and volumes).
 // Status and CreateContainer read the kept answer; nothing here runs again while the daemon serves.
-import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access, readFile, stat } from 'node:fs/promises';
 import { release } from 'node:os';
-import { promisify } from 'node:util';
 import type { Logger } from '../../core/log.js';
 import { probeIdmap } from '../../mounter/mounter.js';
 import { versionAtLeast } from '../../core/version.js';
+import { run } from '../../core/spawn.js';
 
 /** What `<runtime> features` says that we read (OCI runtime features document). */
 export interface RuncFeatures {
@@ -68,13 +67,11 @@ export function handlerFeatures(runc: RuncFeatures | undefined, kernel: KernelFe
   return { recursiveReadOnly, userNamespaces, missing };
 }
 
-const run = promisify(execFile);
-
 /** `<runtimePath> features`, or undefined when it cannot say (an older runc, a missing binary). */
 export async function probeRuncFeatures(runtimePath: string): Promise<RuncFeatures | undefined> {
   try {
-    const { stdout } = await run(runtimePath, ['features'], { timeout: 10_000, maxBuffer: 1 << 20 });
-    return parseRuncFeatures(stdout);
+    const r = await run(runtimePath, ['features'], { signal: AbortSignal.timeout(10_000), maxOutput: 1 << 20 });
+    return r.code === 0 ? parseRuncFeatures(r.stdout) : undefined;
   } catch {
     return undefined;
   }

@@ -11,7 +11,6 @@ import { mkdir, readFile, rm, stat, writeFile, open, readlink } from 'node:fs/pr
 import { constants as fsConstants } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { constants as osConstants } from 'node:os';
-import { execa } from 'execa';
 import type { Logger } from '../../core/log.js';
 import { AlreadyExists, FailedPrecondition, Internal, InvalidArgument, NotFound, DeadlineExceeded } from '../../core/errors.js';
 import { launchConmon, type RestoreLaunch } from './conmon.js';
@@ -25,6 +24,7 @@ import { criuErrors, runcDump, stopCutOffDumps, type CheckpointRequest } from '.
 import { restoredPrivilegesBeyondSpec } from './checkpoint-privileges.js';
 import { exists } from '../../core/fs.js';
 import { sleep } from '../../core/time.js';
+import { run } from '../../core/spawn.js';
 import { readBundleSpec } from './bundle.js';
 
 export interface OciRuntimeOptions {
@@ -285,8 +285,8 @@ export class OciRuntime {
     }
     if (st && !(st.status === 'stopped' && o.bundle && await this.deleteStopped(id, o.bundle))) {
       const force = o.force || st.status === 'created' ? ['--force'] : [];
-      const r = await execa(this.opts.runtimePath, [...this.globalArgs, 'delete', ...force, id], { reject: false });
-      if (r.exitCode !== 0 && !isNotExist(runcErrorText(r.stderr))) {
+      const r = await run(this.opts.runtimePath, [...this.globalArgs, 'delete', ...force, id]);
+      if (r.code !== 0 && !isNotExist(runcErrorText(r.stderr))) {
         throw new Internal(`runc delete of container "${id}" failed: ${runcErrorText(r.stderr)}`);
       }
     }
@@ -441,8 +441,8 @@ export class OciRuntime {
 
   /** Ids of every container runc knows (for recovery after a restart). */
   async list(): Promise<string[]> {
-    const r = await execa(this.opts.runtimePath, [...this.globalArgs, 'list', '--format', 'json'], { reject: false });
-    if (r.exitCode !== 0) throw new Internal(`runc list failed: ${runcErrorText(r.stderr)}`);
+    const r = await run(this.opts.runtimePath, [...this.globalArgs, 'list', '--format', 'json']);
+    if (r.code !== 0) throw new Internal(`runc list failed: ${runcErrorText(r.stderr)}`);
     const items = JSON.parse(r.stdout) as { id: string }[] | null;
     return (items ?? []).map((i) => i.id);
   }
@@ -467,10 +467,9 @@ export class OciRuntime {
 
   private async runc(args: string[], what: string, input?: string): Promise<void> {
     const started = Date.now();
-    const stdin = input === undefined ? {} : { input };
-    const r = await execa(this.opts.runtimePath, [...this.globalArgs, ...args], { reject: false, ...stdin });
+    const r = await run(this.opts.runtimePath, [...this.globalArgs, ...args], { input });
     this.log.debug({ args, ms: Date.now() - started }, 'runc');
-    if (r.exitCode === 0) return;
+    if (r.code === 0) return;
     const text = runcErrorText(r.stderr || r.stdout);
     if (isNotExist(text)) throw new NotFound(`cannot ${what}: it does not exist (runc: ${text})`);
     if (isNotRunning(text)) throw new FailedPrecondition(`cannot ${what}: it is not running (runc: ${text})`);
@@ -526,7 +525,7 @@ export class OciRuntime {
 
   private async cleanupFailedCreate(id: string): Promise<void> {
     try {
-      await execa(this.opts.runtimePath, [...this.globalArgs, 'delete', '--force', id], { reject: false });
+      await run(this.opts.runtimePath, [...this.globalArgs, 'delete', '--force', id]);
       await this.waitForConmon(id, KILL_WAIT_MS);
       await this.removeState(id);
     } catch (err) {

@@ -3,9 +3,9 @@
 // named instead is only looked for. The decision is a pure function of what the node shows.
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { findExecutable, resolveExecutable } from '../../../core/executables.js';
 import type { Logger } from '../../../core/log.js';
+import { run } from '../../../core/spawn.js';
 import { MINICRI_PROFILE, MINICRI_PROFILE_VERSION, minicriProfileText } from './profile.js';
 
 /** Where the kernel says whether AppArmor is on and which profiles it holds. */
@@ -157,9 +157,11 @@ async function loadProfile(file: string, text: string, parser: string, paths: Ap
   await writeFile(next, text, { mode: 0o600 });
   // -r replaces a loaded profile of that name (running containers move to the new text); -K: no cache, so
   // nothing compiled earlier stands in for this text.
-  const r = await execa(parser, ['-r', '-K', next], { reject: false, stdin: 'ignore', all: true });
-  if (r.exitCode !== 0 || r.failed) {
-    const said = (r.all ?? '').trim().split('\n').slice(0, 3).join(' / ') || r.shortMessage;
+  const r = await run(parser, ['-r', '-K', next]).catch((err: Error) => err);
+  if (r instanceof Error || r.code !== 0) {
+    const said = r instanceof Error
+      ? r.message
+      : `${r.stderr}${r.stdout}`.trim().split('\n').slice(0, 3).join(' / ') || `status ${r.code ?? r.signal}`;
     return `apparmor_parser -r ${next} failed: ${said}`;
   }
   await rename(next, file);

@@ -5,7 +5,7 @@ import { buildConmonArgs, parseSyncMessage, type ConmonLaunch } from '../../../o
 import { runcErrorText, isNotExist, isNotRunning } from '../../../oci/runtime/runc-errors.js';
 import { parseExitFile, normalizeSignal, conmonLogLevel, signalNumber, OciRuntime } from '../../../oci/runtime/runc.js';
 import { silentLogger } from '../../../core/log.js';
-import { CappedBuffer } from '../../../oci/runtime/exec.js';
+import { CappedBuffer } from '../../../core/capped-buffer.js';
 import { Internal, InvalidArgument } from '../../../core/errors.js';
 
 const launch: ConmonLaunch = {

@@ -1,6 +1,6 @@
 // The streaming server against a stub backend: limits, idle timeouts, shutdown, URLs, back-pressure.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type Subprocess } from '../../../core/spawn.js';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
@@ -148,7 +148,7 @@ describe('streaming server', () => {
   });
 
   it('a port-forward session sent a header bomb ends and a new one is admitted where the cap is 1', async () => {
-    await withServer({ maxSessions: 1, backend: { ...backend, portForward: async () => () => spawn('cat') } }, async (s) => {
+    await withServer({ maxSessions: 1, backend: { ...backend, portForward: async () => () => spawn('cat', [], { stdio: ['pipe', 'pipe', 'pipe'] }) } }, async (s) => {
       const pf = () => s.url({ verb: 'portforward', sandboxId: 'p1', ports: [] });
       const { session } = await spdyConnect(pf(), ['portforward.k8s.io']);
       const closed = once(session, 'close');
@@ -213,8 +213,8 @@ describe('streaming server', () => {
   }
 
   it('port-forward over SPDY: pairs past the limit are refused with a message, the earlier ones keep working', async () => {
-    const children = new Set<ChildProcess>();
-    const connectCat = () => { const c = spawn('cat', [], { stdio: 'pipe' }); children.add(c); c.once('close', () => children.delete(c)); return c; };
+    const children = new Set<Subprocess>();
+    const connectCat = () => { const c = spawn('cat', [], { stdio: ['pipe', 'pipe', 'pipe'] }); children.add(c); c.once('close', () => children.delete(c)); return c; };
     await withServer({ backend: { ...backend, portForward: async () => connectCat }, limits: { maxPortForwardPairs: 2 } }, async (s) => {
       const { session } = await spdyConnect(s.url({ verb: 'portforward', sandboxId: 'p1', ports: [] }), ['portforward.k8s.io']);
       const pair = async (id: string) => ({
@@ -243,7 +243,7 @@ describe('streaming server', () => {
   });
 
   it('port-forward over WebSocket: more ports than the limit close it with 1008 and the reason', async () => {
-    await withServer({ backend: { ...backend, portForward: async () => () => spawn('cat') }, limits: { maxPortForwardPairs: 2 } }, async (s) => {
+    await withServer({ backend: { ...backend, portForward: async () => () => spawn('cat', [], { stdio: ['pipe', 'pipe', 'pipe'] }) }, limits: { maxPortForwardPairs: 2 } }, async (s) => {
       const ws = await wsConnect(`${s.url({ verb: 'portforward', sandboxId: 'p1', ports: [] })}?port=80&port=81&port=82`, ['v4.channel.k8s.io']);
       const [code, reason] = await once(ws.ws, 'close') as [number, Buffer];
       assert.equal(code, 1008);
@@ -252,9 +252,9 @@ describe('streaming server', () => {
   });
 
   it('port-forward over WebSocket: a pod writing faster than the client reads is slowed, not queued in the daemon', async () => {
-    let writer: ChildProcess | undefined;
+    let writer: Subprocess | undefined;
     // 512 MiB from the pod side; a client that stops reading.
-    const connect = () => (writer = spawn('head', ['-c', String(512 * 1024 * 1024), '/dev/zero'], { stdio: 'pipe' }));
+    const connect = () => (writer = spawn('head', ['-c', String(512 * 1024 * 1024), '/dev/zero'], { stdio: ['pipe', 'pipe', 'pipe'] }));
     await withServer({ backend: { ...backend, portForward: async () => connect } }, async (s) => {
       const before = process.memoryUsage().arrayBuffers;
       const ws = await wsConnect(`${s.url({ verb: 'portforward', sandboxId: 'p1', ports: [] })}?port=80`, ['v4.channel.k8s.io']);
