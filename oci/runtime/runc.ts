@@ -222,8 +222,8 @@ export class OciRuntime {
   /** runc's view of the container, or undefined when runc does not know it. */
   async state(id: string): Promise<ContainerState | undefined> {
     checkId(id);
-    // Read from runc's state directory: a `runc state` process per call is the costliest part of a
-    // relist or a stop, since every spawn forks the whole daemon.
+    // Read from runc's state directory: a `runc state` process per call was the costliest part of a relist
+    // or a stop.
     return readRuncState(this.opts.root, id);
   }
 
@@ -279,7 +279,11 @@ export class OciRuntime {
   async delete(id: string, o: { force?: boolean; bundle?: string } = {}): Promise<void> {
     checkId(id);
     const st = await this.state(id);
-    if (!st && o.bundle) await removeBundleCgroups(o.bundle);
+    if (!st) {
+      // What an interrupted delete leaves (its state file gone, not yet its directory): runc no longer sees it.
+      await rm(join(this.opts.root, id), { recursive: true, force: true });
+      if (o.bundle) await removeBundleCgroups(o.bundle);
+    }
     if (st && !o.force && st.status !== 'stopped' && st.status !== 'created') {
       throw new FailedPrecondition(`container "${id}" is ${st.status}: stop it before deleting, or delete with force`);
     }

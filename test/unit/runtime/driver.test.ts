@@ -1,6 +1,9 @@
-// Pure parts of the runc/conmon driver and exec-sync.
+// Pure parts of the runc/conmon driver and exec-sync, and its delete of what runc no longer knows.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildConmonArgs, parseSyncMessage, type ConmonLaunch } from '../../../oci/runtime/conmon.js';
 import { runcErrorText, isNotExist, isNotRunning } from '../../../oci/runtime/runc-errors.js';
 import { parseExitFile, normalizeSignal, conmonLogLevel, signalNumber, OciRuntime } from '../../../oci/runtime/runc.js';
@@ -50,6 +53,18 @@ test('runc gets the configured CRIU as a global flag, runc\'s own default withou
   const o = { runtimePath: '/usr/sbin/runc', conmonPath: '/usr/bin/conmon', root: '/run/r', stateDir: '/s', log: silentLogger };
   assert.deepEqual(new OciRuntime({ ...o, criuPath: '/opt/criu/sbin/criu' }).commandLine().args, ['--root=/run/r', '--criu=/opt/criu/sbin/criu']);
   assert.deepEqual(new OciRuntime(o).commandLine().args, ['--root=/run/r']);
+});
+
+test('a delete removes the state directory an interrupted delete left without its state file', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'minicri-runc-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const root = join(dir, 'runc');
+  await mkdir(join(root, 'pause1'), { recursive: true });
+  await writeFile(join(root, 'pause1', 'leftover'), '');
+  await mkdir(join(root, 'other'));
+  const runtime = new OciRuntime({ runtimePath: '/nonexistent/runc', conmonPath: '/nonexistent/conmon', root, stateDir: join(dir, 's'), log: silentLogger });
+  await runtime.delete('pause1', { force: true });
+  assert.deepEqual(await readdir(root), ['other']);
 });
 
 test('conmon stdin/tty/systemd flags follow the request', () => {
