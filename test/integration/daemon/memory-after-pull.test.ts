@@ -1,30 +1,38 @@
-// After a pull of big layers the daemon gives back what the pull's pieces took from malloc (core/malloc-trim.ts):
-// without it, glibc's arenas kept some 50 MiB of a 100 MB pull for as long as the daemon ran.
+// What a pull of big layers took from malloc: a daemon that does not keep its unpack workers gives it back once
+// they are idle (core/malloc-trim.ts); without that, glibc's arenas kept some 50 MiB of a 100 MB pull for as
+// long as the daemon ran. One that keeps them warm (warm_up_pulls) keeps it too, for the next pull to work in
+// rather than fault in again page by page (oci/image/unpack-pool.ts).
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { makeDaemonDirs, removeDirs, TestDaemon } from '../../support/daemon.js';
 import { hostCheck } from '../../support/pod-daemon.js';
-import { startRegistry } from '../../support/registry.js';
+import { startRegistry, type TestRegistry } from '../../support/registry.js';
 import { rssBytes } from '../../support/rss.js';
 import { buildImage, pushImage } from '../../support/test-images.js';
-import { waitFor } from '../../support/wait.js';
+import { until, waitFor } from '../../support/wait.js';
 
 hostCheck('the memory-after-pull test');
 
 const rssMiB = (pid: number) => rssBytes(pid) / (1 << 20);
+/** Page faults the process (all its threads) has taken that needed no disk read: each a fresh page. */
+const minorFaults = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[7]);
+/** Longer than the pool waits before it gives memory back (TRIM_AFTER_MS, 2 s). */
+const IDLE_MS = 5000;
 
-test('the memory a pull of big layers took goes back to the system once the unpack workers are idle', { timeout: 120_000 }, async (t) => {
+/** A registry with an image of four layers of incompressible data, each big enough for an unpack worker. */
+async function bigImage(): Promise<{ registry: TestRegistry; ref: string }> {
   const registry = await startRegistry();
-  t.after(() => registry.stop());
-  // Four layers of incompressible data, each big enough for an unpack worker.
   const layers = Array.from({ length: 4 }, (_, l) => ({ entries: Array.from({ length: 4 }, (_, f) => ({ name: `l${l}/f${f}`, data: randomBytes(5 << 20) })) }));
   await pushImage(registry, 'test/big', ['1'], await buildImage(layers, { Cmd: ['/bin/true'] }));
-  const dirs = makeDaemonDirs();
-  const daemon = await TestDaemon.start(dirs);
-  t.after(async () => { await daemon.stop(); removeDirs(dirs); });
-  const pid = daemon.process.pid!;
+  return { registry, ref: `${registry.host}/test/big:1` };
+}
 
-  // The highest RSS while pulling: read after the pull instead, it could already be after the trim on a slow run.
+/** Pulls `ref` cold (removed first): the highest RSS read while it ran (read after, it could be after a trim). */
+async function pullPeakMiB(daemon: TestDaemon, ref: string): Promise<number> {
+  const pid = daemon.process.pid!;
+  await daemon.client.image.call('RemoveImage', { image: { image: ref } });
   let peak = 0;
   let pulling = true;
   const sampling = (async () => {
@@ -33,8 +41,43 @@ test('the memory a pull of big layers took goes back to the system once the unpa
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
-  await daemon.client.image.call('PullImage', { image: { image: `${registry.host}/test/big:1` } }).finally(() => { pulling = false; });
+  await daemon.client.image.call('PullImage', { image: { image: ref } }).finally(() => { pulling = false; });
   await sampling;
+  return peak;
+}
+
+test('the memory a pull of big layers took goes back to the system once the unpack workers are idle', { timeout: 120_000 }, async (t) => {
+  const { registry, ref } = await bigImage();
+  t.after(() => registry.stop());
+  const dirs = makeDaemonDirs();
+  const daemon = await TestDaemon.start(dirs);
+  t.after(async () => { await daemon.stop(); removeDirs(dirs); });
+  const pid = daemon.process.pid!;
+
+  const peak = await pullPeakMiB(daemon, ref);
   // The workers stay up, idle, for minutes; the memory goes back within seconds of their last layer.
   await waitFor(async () => rssMiB(pid) < peak - 20, 15_000, `the daemon's RSS to fall 20 MiB below its ${peak.toFixed(0)} MiB peak`);
+});
+
+test('a daemon that keeps its unpack workers warm keeps the memory its pulls work in', { timeout: 180_000 }, async (t) => {
+  const { registry, ref } = await bigImage();
+  t.after(() => registry.stop());
+  const dirs = makeDaemonDirs('warm_up_pulls = true');
+  const daemon = await TestDaemon.start(dirs);
+  t.after(async () => { await daemon.stop(); removeDirs(dirs); });
+  const pid = daemon.process.pid!;
+  await until('the warm-up to be logged', async () => daemon.log().includes('"pull path warmed up"') || undefined, 60_000);
+
+  const peak = await pullPeakMiB(daemon, ref);
+  await new Promise((r) => setTimeout(r, IDLE_MS));
+  const idle = rssMiB(pid);
+  assert.ok(idle > peak - 20, `${idle.toFixed(0)} MiB idle after a ${peak.toFixed(0)} MiB peak: the pull's memory went back`);
+
+  // The next pull, as long after as the first, works in that memory: a trim before it would have it fault in
+  // every page again, as many as the first pull did.
+  const f0 = minorFaults(pid);
+  await pullPeakMiB(daemon, ref);
+  const second = minorFaults(pid) - f0;
+  t.diagnostic(`peak ${peak.toFixed(0)} MiB, idle ${idle.toFixed(0)} MiB, second pull ${second} minor faults`);
+  assert.ok(second < 6000, `the second pull took ${second} minor faults (about 10 000 on memory given back)`);
 });
