@@ -84,7 +84,13 @@ class ExitReports {
     this.reader.on('error', (err) => { throw err; });
     // As execa did: what was started for a call, not to outlive the daemon, ends with it.
     process.once('exit', () => {
-      for (const child of this.children.values()) if (!child.detached) child.kill('SIGTERM');
+      for (const child of this.children.values()) {
+        try {
+          if (!child.detached) child.kill('SIGTERM');
+        } catch {
+          // the others still get theirs
+        }
+      }
     });
   }
 
@@ -185,16 +191,24 @@ export class Subprocess extends EventEmitter {
     const exit = decodeWaitStatus(status);
     this.exitCode = exit.code;
     this.signalCode = exit.signal;
-    closeSync(this.pidfd);
+    const pidfd = this.pidfd;
     this.pidfd = -1;
+    try {
+      closeSync(pidfd);
+    } catch {
+      // Nothing to signal through any more either way.
+    }
     this.hold(false);
     this.resolveExit(exit);
     // Nothing reads what is still written to an ended child. Its other pipes close when it (and whatever it
-    // left holding them) has closed its ends and what they hold is read: a pipe nobody reads is drained here.
+    // left holding them) has closed its ends and what they hold is read: as child_process does, what nobody reads
+    // any more (never piped, or unpiped and paused when its destination closed) is drained.
     this.stdin?.destroy();
-    for (const s of this.stdio.slice(1)) if (s && s.readableFlowing === null) s.resume();
-    this.emit('exit', exit.code, exit.signal);
+    process.nextTick(() => {
+      for (const s of this.stdio.slice(1)) if (s?.readable && s.listenerCount('readable') === 0) s.resume();
+    });
     void this.closeAfterPipes(exit);
+    this.emit('exit', exit.code, exit.signal);
   }
 
   private async closeAfterPipes(exit: Exit): Promise<void> {

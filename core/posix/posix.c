@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -32,6 +33,7 @@
 #include <node_api.h>
 
 #define MAX_STDIO 8
+#define ULONG_BITS (8 * sizeof(unsigned long))
 #define STDIO_PAIR (-1)
 #define STDIO_NULL (-2)
 #define STDIO_INHERIT (-3)
@@ -52,9 +54,12 @@ static napi_value throw_errno(napi_env env, int err, const char *syscall, const 
     const char *name = strerrorname_np(err) ? strerrorname_np(err) : "EUNKNOWN";
     snprintf(msg, sizeof msg, "%s %s %s: %s", syscall, what, name, strerror(err));
     napi_value code, message, error;
-    if (napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code) != napi_ok) return NULL;
-    if (napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &message) != napi_ok) return NULL;
-    if (napi_create_error(env, code, message, &error) != napi_ok) return NULL;
+    if (napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code) != napi_ok
+        || napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &message) != napi_ok
+        || napi_create_error(env, code, message, &error) != napi_ok) {
+        throw_failed(env);
+        return NULL;
+    }
     napi_value errnoValue;
     if (napi_create_int32(env, -err, &errnoValue) == napi_ok) napi_set_named_property(env, error, "errno", errnoValue);
     napi_value sys;
@@ -194,7 +199,7 @@ static napi_value spawn(napi_env env, napi_callback_info info) {
     sigfillset(&all);
     /* glibc leaves its own two (32 and 33) out of a full set, and its spawn then starts the child with them
      * ignored, which the exec keeps: containers would inherit that. Set in the mask by hand. */
-    all.__val[0] |= 3UL << 31;
+    for (int sig = 32; sig <= 33; sig++) all.__val[(sig - 1) / ULONG_BITS] |= 1UL << ((sig - 1) % ULONG_BITS);
     sigemptyset(&none);
     short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | (detached ? POSIX_SPAWN_SETSID : 0);
     if (!err) err = posix_spawnattr_setsigdefault(&attr, &all);
@@ -218,7 +223,8 @@ static napi_value spawn(napi_env env, napi_callback_info info) {
     pthread_t thread;
     pthread_attr_init(&threadAttr);
     pthread_attr_setdetachstate(&threadAttr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&threadAttr, 64 * 1024);
+    /* It only waits: the smallest stack the platform allows, at least 64 KiB. */
+    pthread_attr_setstacksize(&threadAttr, PTHREAD_STACK_MIN > 65536 ? (size_t)PTHREAD_STACK_MIN : 65536);
     if (!err) err = pthread_create(&thread, &threadAttr, wait_child, w);
     pthread_attr_destroy(&threadAttr);
     if (err) {

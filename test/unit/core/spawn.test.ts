@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgument } from '../../../core/errors.js';
@@ -95,6 +96,19 @@ test('starting a program leaves the daemon\'s pages as they were: no copy-on-wri
 test('a pipe nobody reads is drained once the child has ended, so it closes', async () => {
   // More than the stream takes in before it stops reading, less than the socket holds: head ends meanwhile.
   const child = spawn('head', ['-c', '150000', '/dev/zero']);
+  const closed = new Promise((resolve) => child.once('close', resolve));
+  const timeout = new Promise((resolve) => setTimeout(() => resolve('no close within 10 s'), 10_000).unref());
+  assert.equal(await Promise.race([closed, timeout]), 0);
+});
+
+test('a pipe unpiped when its destination closed is drained too', async () => {
+  const child = spawn('sh', ['-c', 'head -c 150000 /dev/zero; sleep 0.2']);
+  const sink = new PassThrough({ highWaterMark: 1024 });
+  child.stdout!.pipe(sink);
+  await new Promise((resolve) => child.stdout!.once('data', resolve));
+  sink.destroy();
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(child.stdout!.readableFlowing, false, 'paused by the unpipe');
   const closed = new Promise((resolve) => child.once('close', resolve));
   const timeout = new Promise((resolve) => setTimeout(() => resolve('no close within 10 s'), 10_000).unref());
   assert.equal(await Promise.race([closed, timeout]), 0);
