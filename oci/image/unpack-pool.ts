@@ -48,13 +48,25 @@ let keepWorkers = false;
 const PARSED_IDLE_MS = 5000;
 /**
  * Once every worker has been without a job this long, what the pieces of the pull took from malloc is given back
- * to the system (core/malloc-trim.ts); again when a worker ends, for what its end freed. Not while the workers
- * are kept (keepUnpackWorkers): memory given back is memory the next pull faults in again, page by page, and on
- * these VMs a fault costs 11–15 µs. A 100 MB pull took 10–11 thousand faults and 0.41–0.47 s after the trim,
- * 0.3–3 thousand and 0.28–0.32 s on the memory the pull before it left (about 45 MiB, which the daemon keeps).
+ * to the system (core/malloc-trim.ts); again when a worker ends, for what its end freed. While the workers are
+ * kept (keepUnpackWorkers), only past KEPT_PULL_MEMORY: memory given back is memory the next pull faults in again,
+ * page by page, and on these VMs a fault costs 11–16 µs. A 100 MB pull took 10–11 thousand faults and 0.41–0.47 s
+ * after the trim, 0.3–3 thousand and 0.28–0.32 s on the memory the pull before it left.
  */
 const TRIM_AFTER_MS = 2000;
+/**
+ * How far the daemon's RSS may stay above its size when the workers were kept before the pulls' memory goes back
+ * anyway: a 100 MB pull leaves 25-45 MiB, but each bigger or busier pull left more (a bench's 100 MB, small-files
+ * and 1 GB pulls, three times over, took an idle daemon from 159 to 222 MiB).
+ */
+const KEPT_PULL_MEMORY = 48 << 20;
+let keptFrom = 0;
 let trimTimer: NodeJS.Timeout | undefined;
+
+/** Whether an idle pool gives its pulls' memory back: always, unless kept and within KEPT_PULL_MEMORY of `keptFrom`. Pure. */
+export function trimWhenIdle(kept: boolean, rss: number, from: number): boolean {
+  return !kept || rss > from + KEPT_PULL_MEMORY;
+}
 
 interface Job { onMessage(m: FromWorker): void; onFailure(err: Error): void }
 
@@ -124,11 +136,12 @@ export function warmUnpackWorkers(layers: number): void {
 
 /**
  * Workers that unpacked stay from now on, warm for every later pull however far apart (the daemon's warm-up,
- * warm-up.ts, runs them), and so does the memory pulls work in (see TRIM_AFTER_MS): two idle workers hold about
- * 40 MiB, the memory about 45 MiB more. One that parsed a big document still ends.
+ * warm-up.ts, runs them), and so does the memory pulls work in, up to KEPT_PULL_MEMORY above the daemon's size
+ * now: two idle workers hold about 40 MiB, the memory 25-45 MiB more. One that parsed a big document still ends.
  */
 export function keepUnpackWorkers(): void {
   keepWorkers = true;
+  keptFrom = process.memoryUsage.rss();
   // The trim set off when the warm-up's last layer was done, before this call.
   clearTimeout(trimTimer);
   for (const w of running) if (unpacksOnly(w)) clearTimeout(w.idle);
@@ -263,7 +276,7 @@ function release(w: UnpackWorker, id: number): void {
     idleLater(w);
   }
   clearTimeout(trimTimer);
-  if (!keepWorkers && running.every((r) => r.jobs.size === 0)) {
+  if (running.every((r) => r.jobs.size === 0) && trimWhenIdle(keepWorkers, process.memoryUsage.rss(), keptFrom)) {
     trimTimer = setTimeout(() => { if (running.every((r) => r.jobs.size === 0)) returnFreedMemory(); }, TRIM_AFTER_MS).unref();
   }
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { keepUnpackWorkers, parseOffThread, unpackInWorker, warmUnpackWorkers } from '../../../oci/image/unpack-pool.js';
+import { keepUnpackWorkers, parseOffThread, trimWhenIdle, unpackInWorker, warmUnpackWorkers } from '../../../oci/image/unpack-pool.js';
 import { tarball } from '../../support/test-images.js';
 
 const threads = () => readdirSync('/proc/self/task').length;
@@ -61,3 +61,11 @@ function bigConfig(): Buffer {
     rootfs: { type: 'layers', diff_ids: [`sha256:${'a'.repeat(64)}`] },
   }));
 }
+
+test('kept workers keep their pulls\' memory only up to a bound above the daemon\'s size when they were kept', () => {
+  const from = 150 << 20;
+  assert.equal(trimWhenIdle(false, from, from), true, 'not kept: always given back');
+  assert.equal(trimWhenIdle(true, from + (40 << 20), from), false);
+  assert.equal(trimWhenIdle(true, from + (48 << 20), from), false);
+  assert.equal(trimWhenIdle(true, from + (49 << 20), from), true, 'past the bound: given back');
+});
