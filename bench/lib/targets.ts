@@ -260,7 +260,7 @@ function containerdHead(version: number, dir: string, socket: string, alsoDisabl
  * registry (a hosts.toml under certs.d for the local registry over HTTP). NRI is off: its socket is a fixed path
  * on the host, and no bench uses it.
  */
-function containerd21Config(env: BenchEnv, dir: string, socket: string): string {
+export function containerd21Config(env: BenchEnv, dir: string, socket: string): string {
   const head = containerdHead(3, dir, socket, ['io.containerd.snapshotter.v1.blockfile', 'io.containerd.snapshotter.v1.erofs', 'io.containerd.nri.v1.nri']);
   return `${head}
 [plugins]
@@ -273,6 +273,9 @@ function containerd21Config(env: BenchEnv, dir: string, socket: string): string 
   [plugins.'io.containerd.cri.v1.runtime']
     # The bound set here lacks CAP_SYS_RESOURCE: the pause's default -998 would fail in runc; clamp to our own.
     restrict_oom_score_adj = true
+    # Pods' netns pinned under its state dir, not /var/run/netns: what a stop that could not drain it leaves
+    # (an interrupted restart bench) goes with the dir.
+    netns_mounts_under_state_dir = true
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
       default_runtime_name = 'runc'
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
@@ -301,7 +304,7 @@ function hostsToml(host: string): string {
 }
 
 /** containerd 1.6's own config: CRI plugin on the bench network, runc v2 shims, the local registry over HTTP. */
-function containerd16Config(env: BenchEnv, dir: string, socket: string): string {
+export function containerd16Config(env: BenchEnv, dir: string, socket: string): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
   const registryHost = env.registry.host;
   return `${containerdHead(2, dir, socket, ['io.containerd.snapshotter.v1.aufs'])}
@@ -314,6 +317,8 @@ function containerd16Config(env: BenchEnv, dir: string, socket: string): string 
   stream_server_port = "0"
   # The bound set here lacks CAP_SYS_RESOURCE: the pause's default -998 would fail in runc; clamp to our own.
   restrict_oom_score_adj = true
+  # As containerd 2.1's: its pods' netns go with its dir.
+  netns_mounts_under_state_dir = true
 [${cri}.containerd]
   snapshotter = "overlayfs"
   default_runtime_name = "runc"
