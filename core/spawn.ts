@@ -47,6 +47,11 @@ export function decodeWaitStatus(status: number): Exit {
   return { code: null, signal: SIGNAL_NAMES.get(low) ?? null };
 }
 
+/** An exit as a shell reports it: the status, or 128 plus the number of the signal that ended it. Pure. */
+export function shellStatus(exit: Exit): number {
+  return exit.code ?? 128 + (exit.signal ? constants.signals[exit.signal] : 0);
+}
+
 /**
  * Where the addon's threads report exits: one pipe, read here, whose reports go to the child they name. Its
  * reader keeps the event loop alive only while a child that holds it runs (as child_process's children do).

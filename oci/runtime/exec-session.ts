@@ -5,7 +5,6 @@
 import { randomBytes } from 'node:crypto';
 import { open, readFile, rm } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
-import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +12,7 @@ import { InvalidArgument, Internal } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { SessionStdio, TerminalSize, TerminalSizes } from '../../core/stdio.js';
 import { settledWithin } from '../../core/time.js';
-import { spawn, type Stdio, type Subprocess } from '../../core/spawn.js';
+import { shellStatus, spawn, type Stdio, type Subprocess } from '../../core/spawn.js';
 
 /** Built by scripts/build-native.sh next to the compiled sources. */
 export const STREAM_HELPER = fileURLToPath(new URL('../../streamhelper/minicri-streamhelper', import.meta.url));
@@ -73,16 +72,16 @@ export async function runExecSession(r: ExecSessionRequest, io: SessionStdio): P
   };
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    const { code, signal } = await child.exited;
+    const exit = await child.exited;
     await settledWithin(new Promise((resolve) => child.once('close', resolve)), DRAIN_GRACE_MS);
     child.stdout?.unpipe();
     child.stderr?.unpipe();
     child.stdout?.destroy();
     child.stderr?.destroy();
-    if (r.tty && code === HELPER_FAILED) {
+    if (r.tty && exit.code === HELPER_FAILED) {
       throw new Internal(`exec in container "${r.id}": ${Buffer.concat(stderrTail).toString().trim() || 'the terminal helper failed'}`);
     }
-    const exitCode = code ?? 128 + (signal ? osConstants.signals[signal] : 0);
+    const exitCode = shellStatus(exit);
     r.log.debug({ id: r.id, exitCode, tty: r.tty, ms: Date.now() - started }, 'exec session finished');
     return exitCode;
   } finally {

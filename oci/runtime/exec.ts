@@ -6,11 +6,10 @@
 // a background child that keeps them open delays the result, up to the timeout. On timeout the exec'd
 // process is SIGKILLed, and runc too if it still waits shortly after.
 import { readFile, rm } from 'node:fs/promises';
-import { constants } from 'node:os';
 import type { Logger } from '../../core/log.js';
 import { InvalidArgument } from '../../core/errors.js';
 import { CappedBuffer } from '../../core/capped-buffer.js';
-import { spawn } from '../../core/spawn.js';
+import { shellStatus, spawn } from '../../core/spawn.js';
 import { settledWithin } from '../../core/time.js';
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -65,14 +64,14 @@ export async function runcExecSync(r: RuncExecRequest): Promise<ExecSyncResult> 
   }, r.timeoutSec * 1000) : undefined;
 
   try {
-    const { code, signal } = await sub.exited;
+    const exit = await sub.exited;
     clearTimeout(timer);
     clearTimeout(runcKillTimer);
     await settledWithin(settled, DRAIN_GRACE_MS);
     // Whatever still holds the pipes (a background child of the command) does not hold us up.
     sub.stdout!.destroy();
     sub.stderr!.destroy();
-    const exitCode = code ?? 128 + signalNumber(signal);
+    const exitCode = shellStatus(exit);
     r.log.debug({ id: r.id, exitCode, timedOut, ms: Date.now() - started }, 'exec sync finished');
     return {
       stdout: out.toBuffer(),
@@ -99,6 +98,3 @@ async function killExecProcess(pidFile: string, log: Logger): Promise<void> {
   }
 }
 
-function signalNumber(signal: NodeJS.Signals | null): number {
-  return signal ? constants.signals[signal] : 0;
-}

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgument } from '../../../core/errors.js';
 import { makeNode } from '../../../core/posix.js';
-import { decodeWaitStatus, run, spawn } from '../../../core/spawn.js';
+import { decodeWaitStatus, run, shellStatus, spawn, type Subprocess } from '../../../core/spawn.js';
 import { parseProcStat } from '../../../oci/runtime/runc-state.js';
 
 const minorFaults = async () => parseProcStat(await readFile('/proc/self/stat', 'utf8')).minorFaults;
@@ -19,6 +19,8 @@ test('wait statuses: an exit status, or the signal that ended it', () => {
   assert.deepEqual(decodeWaitStatus(3 << 8), { code: 3, signal: null });
   assert.deepEqual(decodeWaitStatus(9), { code: null, signal: 'SIGKILL' });
   assert.deepEqual(decodeWaitStatus(6 | 0x80), { code: null, signal: 'SIGABRT' }, 'with a core dump, and its first name');
+  assert.equal(shellStatus({ code: 3, signal: null }), 3);
+  assert.equal(shellStatus({ code: null, signal: 'SIGKILL' }), 137, 'as a shell says it');
 });
 
 test('a run reports status, output and signal, feeds input, and sets env and cwd', async () => {
@@ -93,12 +95,17 @@ test('starting a program leaves the daemon\'s pages as they were: no copy-on-wri
   assert.ok(faults < 100, `${faults} page faults rewriting 64 MiB after a spawn`);
 });
 
+/** The child's 'close' status, or a message saying it did not come within `ms`. */
+function closeWithin(child: Subprocess, ms: number): Promise<unknown> {
+  const closed = new Promise((resolve) => child.once('close', resolve));
+  const timeout = new Promise((resolve) => setTimeout(() => resolve(`no close within ${ms / 1000} s`), ms).unref());
+  return Promise.race([closed, timeout]);
+}
+
 test('a pipe nobody reads is drained once the child has ended, so it closes', async () => {
   // More than the stream takes in before it stops reading, less than the socket holds: head ends meanwhile.
   const child = spawn('head', ['-c', '150000', '/dev/zero']);
-  const closed = new Promise((resolve) => child.once('close', resolve));
-  const timeout = new Promise((resolve) => setTimeout(() => resolve('no close within 10 s'), 10_000).unref());
-  assert.equal(await Promise.race([closed, timeout]), 0);
+  assert.equal(await closeWithin(child, 10_000), 0);
 });
 
 test('a pipe unpiped when its destination closed is drained too', async () => {
@@ -109,9 +116,7 @@ test('a pipe unpiped when its destination closed is drained too', async () => {
   sink.destroy();
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(child.stdout!.readableFlowing, false, 'paused by the unpipe');
-  const closed = new Promise((resolve) => child.once('close', resolve));
-  const timeout = new Promise((resolve) => setTimeout(() => resolve('no close within 10 s'), 10_000).unref());
-  assert.equal(await Promise.race([closed, timeout]), 0);
+  assert.equal(await closeWithin(child, 10_000), 0);
 });
 
 // Runs a script with the built module, in a Node of its own, and returns what it printed and its status.
