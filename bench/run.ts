@@ -164,6 +164,7 @@ async function density(e: BenchEnv, order: readonly TargetName[], round: number,
   for (const [i, pods] of densitySizes.entries()) {
     record('load', `density${pods}`, round, await quietMachine(`round ${round}: density ${pods}`));
     for (const name of i % 2 ? [...pair].reverse() : pair) {
+      notStopping();
       log(`round ${round}: density ${pods} on ${name}`);
       const floor = name === 'minicri' && wanted.has('floor');
       const { floorRelist, ...result } = await densityBench(running.get(name)!, e.busybox, logRoot, { pods, ...densityOpts, floor });
@@ -177,13 +178,25 @@ const running = new Map<TargetName, Target>();
 /** Each daemon just started, with its images pulled and nothing else done yet. */
 const fresh = new Map<TargetName, FootprintSample>();
 
-async function cleanup(): Promise<void> {
+/** The one cleanup under way: a signal during the main loop's own (or the failure path's) waits for it, not a second. */
+let cleaning: Promise<void> | undefined;
+function cleanup(): Promise<void> {
+  cleaning ??= stopAll();
+  return cleaning;
+}
+
+async function stopAll(): Promise<void> {
   log('cleaning up');
   for (const t of running.values()) await t.stop().catch((err: unknown) => log(`stopping ${t.name}: ${(err as Error).message}`));
   running.clear();
   await env?.cleanup();
   env = undefined;
   log('cleaned up');
+}
+
+/** A signal's cleanup is stopping the daemons: the main loop starts nothing more on them. */
+function notStopping(): void {
+  if (stopping) throw new Error('stopped by a signal');
 }
 
 // A listener that stays (not `once`): execa's exit hook re-raises a signal nobody else listens to, which would
@@ -217,6 +230,7 @@ async function main(): Promise<void> {
     // Alternate who goes first, so neither always runs on a warmer (or more fragmented) host.
     const order = round % 2 ? daemons : [...daemons].reverse();
     for (const bench of BENCHES.filter((b) => only.has(b))) {
+      notStopping();
       const b0 = Date.now();
       if (bench === 'lifecycle' && wanted.has('floor')) {
         log(`round ${round}: lifecycle x${lifecycleN} on the floor`);
@@ -236,6 +250,7 @@ async function main(): Promise<void> {
         continue;
       }
       for (const name of order) {
+        notStopping();
         const t = running.get(name)!;
         if (MINICRI_ONLY.has(bench) && name !== 'minicri') continue;
         if (name === 'minicri-runc115' && !RUNC_BENCHES.has(bench)) continue;
@@ -457,7 +472,12 @@ Reading it:
 try {
   await main();
 } catch (err) {
-  log(`failed: ${(err as Error).stack ?? String(err)}`);
-  await cleanup().catch((e: unknown) => log(`cleanup: ${(e as Error).message}`));
-  process.exitCode = 1;
+  if (stopping) {
+    // What failed is the bench a signal cut short: the signal's cleanup, already under way, ends the process.
+    await cleanup().catch(() => undefined);
+  } else {
+    log(`failed: ${(err as Error).stack ?? String(err)}`);
+    await cleanup().catch((e: unknown) => log(`cleanup: ${(e as Error).message}`));
+    process.exitCode = 1;
+  }
 }

@@ -80,6 +80,8 @@ const RECONNECT_MS = 10;
 class Daemon {
   child: ChildProcess;
   client: CriClient;
+  /** Set by the target's stop: a restart under way then launches nothing (a SIGINT's cleanup runs beside it). */
+  stopped = false;
 
   constructor(
     private readonly launch: () => ChildProcess, private readonly socket: string, readonly what: string, readonly logFile: string,
@@ -93,10 +95,12 @@ class Daemon {
   }
 
   async killAndRestart(): Promise<number> {
+    if (this.stopped) throw new Error(`${this.what} was stopped`);
     const exited = new Promise((r) => this.child.once('exit', r));
     this.child.kill('SIGKILL');
     await exited;
     this.client.close();
+    if (this.stopped) throw new Error(`${this.what} was stopped during its restart`);
     const started = Date.now();
     this.child = this.launch();
     this.client = new CriClient(this.socket, { reconnectMs: RECONNECT_MS });
@@ -366,7 +370,14 @@ const SHIM_SOCKET_DIR = '/run/containerd';
 function stopper(t: {
   daemon: Daemon; helpers: () => Promise<number[]>; runc: string; runcRoot: string; dir: string; after?: () => Promise<void>;
 }): () => Promise<void> {
-  return async () => {
+  let stopped: Promise<void> | undefined;
+  // Once: a signal's cleanup may come while another stop of the same target is under way.
+  return () => {
+    stopped ??= stop();
+    return stopped;
+  };
+  async function stop(): Promise<void> {
+    t.daemon.stopped = true;
     try {
       if (t.daemon.child.exitCode === null) await drain(t.daemon.client);
     } finally {
@@ -377,7 +388,7 @@ function stopper(t: {
       await unmountUnder(t.dir);
       await t.after?.();
     }
-  };
+  }
 }
 
 /** Whether the shim socket dir was there before the first containerd started; how many containerds run now. */
