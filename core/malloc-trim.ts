@@ -10,7 +10,7 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-interface Addon { mallocTrim(): boolean }
+interface Addon { mallocTrim(): boolean; setTrimThreshold(bytes: number): void }
 
 let addon: Addon | undefined;
 let unavailable: string | undefined;
@@ -30,4 +30,16 @@ export function loadMallocTrim(): string | undefined {
 /** Hands the free pages of malloc's arenas back to the system; whether there were any (false without the addon). */
 export function returnFreedMemory(): boolean {
   return loadMallocTrim() === undefined && addon!.mallocTrim();
+}
+
+/**
+ * Lets the top of each malloc arena hold up to `bytes` free before free() hands it back: glibc trims it past
+ * 128 KiB here (the daemon fixes the mmap threshold, which fixes this one too), and memory given back is memory
+ * the next pull faults in again. malloc_trim gives back the main arena's top but not a thread's: what a worker's
+ * arena keeps there stays until it frees past `bytes`. Whether the setting took (false without the addon).
+ */
+export function keepFreedMemoryUpTo(bytes: number): boolean {
+  if (loadMallocTrim() !== undefined) return false;
+  addon!.setTrimThreshold(bytes);
+  return true;
 }

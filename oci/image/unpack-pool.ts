@@ -8,7 +8,7 @@ import { getCompileCacheDir } from 'node:module';
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { Internal, InvalidArgument } from '../../core/errors.js';
-import { returnFreedMemory } from '../../core/malloc-trim.js';
+import { keepFreedMemoryUpTo, returnFreedMemory } from '../../core/malloc-trim.js';
 import { parseDocument, type DocumentJob, type ParsedDocument } from './manifest.js';
 import type { BlobToWrite, UnpackResult } from './unpack.js';
 
@@ -142,6 +142,9 @@ export function warmUnpackWorkers(layers: number): void {
 export function keepUnpackWorkers(): void {
   keepWorkers = true;
   keptFrom = process.memoryUsage.rss();
+  // Nor does free() hand it back piece by piece, up to a share of the bound at the top of each arena a pull works
+  // in (the workers' and the event loop's): malloc_trim, once idle, cannot shrink a thread's arena from the top.
+  keepFreedMemoryUpTo(KEPT_PULL_MEMORY / (WORKERS + 1));
   // The trim set off when the warm-up's last layer was done, before this call.
   clearTimeout(trimTimer);
   for (const w of running) if (unpacksOnly(w)) clearTimeout(w.idle);

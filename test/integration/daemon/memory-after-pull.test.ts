@@ -1,7 +1,7 @@
 // What a pull of big layers took from malloc: a daemon that does not keep its unpack workers gives it back once
 // they are idle (core/malloc-trim.ts); without that, glibc's arenas kept some 50 MiB of a 100 MB pull for as
 // long as the daemon ran. One that keeps them warm (warm_up_pulls) keeps it too, for the next pull to work in
-// rather than fault in again page by page (oci/image/unpack-pool.ts).
+// rather than fault in again page by page (oci/image/unpack-pool.ts), and free() no longer trims it either.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -79,5 +79,7 @@ test('a daemon that keeps its unpack workers warm keeps the memory its pulls wor
   await pullPeakMiB(daemon, ref);
   const second = minorFaults(pid) - f0;
   t.diagnostic(`peak ${peak.toFixed(0)} MiB, idle ${idle.toFixed(0)} MiB, second pull ${second} minor faults`);
-  assert.ok(second < 6000, `the second pull took ${second} minor faults (about 10 000 on memory given back)`);
+  // About 10 000 on memory malloc_trim gave back; 1 500–2 900 while free() still trimmed the workers' arenas
+  // (keepFreedMemoryUpTo), 300–750 since.
+  assert.ok(second < 1200, `the second pull took ${second} minor faults: its memory went back in part`);
 });

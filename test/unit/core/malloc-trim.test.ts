@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { loadMallocTrim, returnFreedMemory } from '../../../core/malloc-trim.js';
+import { keepFreedMemoryUpTo, loadMallocTrim, returnFreedMemory } from '../../../core/malloc-trim.js';
 import { rssBytes } from '../../support/rss.js';
 
 const rssMiB = () => rssBytes() / (1 << 20);
@@ -25,4 +25,15 @@ test('the built addon loads, and memory freed in the middle of malloc\'s heap go
   const after = rssMiB();
   assert.ok(before - after > 64, `RSS went from ${before.toFixed(0)} to ${after.toFixed(0)} MiB`);
   assert.equal(kept.length, 205);
+});
+
+test('the trim threshold is set through the addon, and a count glibc cannot take is refused', () => {
+  try {
+    assert.equal(keepFreedMemoryUpTo(16 << 20), true);
+    assert.equal(keepFreedMemoryUpTo(128 << 10), true);
+  } finally {
+    keepFreedMemoryUpTo(128 << 10);
+  }
+  for (const bad of [-1, 2 ** 31, 0.5, Number.NaN, Number.POSITIVE_INFINITY]) assert.throws(() => keepFreedMemoryUpTo(bad), RangeError, String(bad));
+  assert.throws(() => keepFreedMemoryUpTo('1' as unknown as number), TypeError);
 });
