@@ -2,11 +2,11 @@
 // the daemon frees. A pull leaves the arenas fragmented: the socket's pieces are freed on the unpack workers,
 // long after they were read, and the workers' output pieces come from arenas of their own. A 100 MB pull left
 // the daemon 55 MiB larger for good (95 to 150 MiB RSS, read after its workers had ended); malloc_trim(0) hands
-// back every free page (with it, 193–195 MiB after the pull, 148–163 MiB two seconds on with the workers still
-// up, 106 MiB once they had ended, from 90 at the start). It holds the thread that calls
-// it about 0.07 ms per MiB it gives back (9 ms for 128 MiB freed in 64 KiB blocks), so it is called once a pull
-// is over, not during one. Node has no call for it, hence the addon (malloc-trim/malloc-trim.c, built to
-// dist/native/ by scripts/build-native.sh).
+// back every free page but those at the top of a thread's arena, which only free() trims (with it, 193–195 MiB
+// after the pull, 148–163 MiB two seconds on with the workers still up, 106 MiB once they had ended, from 90 at
+// the start). It holds the thread that calls it about 0.07 ms per MiB it gives back (9 ms for 128 MiB freed in
+// 64 KiB blocks), so it is called once a pull is over, not during one. Node has no call for it, hence the addon
+// (malloc-trim/malloc-trim.c, built to dist/native/ by scripts/build-native.sh).
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 

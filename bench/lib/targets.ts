@@ -370,11 +370,11 @@ const SHIM_SOCKET_DIR = '/run/containerd';
 function stopper(t: {
   daemon: Daemon; helpers: () => Promise<number[]>; runc: string; runcRoot: string; dir: string; after?: () => Promise<void>;
 }): () => Promise<void> {
-  let stopped: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
   // Once: a signal's cleanup may come while another stop of the same target is under way.
   return () => {
-    stopped ??= stop();
-    return stopped;
+    stopping ??= stop();
+    return stopping;
   };
   async function stop(): Promise<void> {
     t.daemon.stopped = true;
