@@ -14,6 +14,8 @@ interface Addon { mallocTrim(): boolean; setTrimThreshold(bytes: number): void }
 
 let addon: Addon | undefined;
 let unavailable: string | undefined;
+/** What keepFreedMemoryUpTo last set; undefined while glibc's own threshold holds. */
+let keptUpTo: number | undefined;
 
 /** Loads the addon; undefined once it is loaded, else why it cannot be (the daemon then keeps what it freed). */
 export function loadMallocTrim(): string | undefined {
@@ -41,5 +43,11 @@ export function returnFreedMemory(): boolean {
 export function keepFreedMemoryUpTo(bytes: number): boolean {
   if (loadMallocTrim() !== undefined) return false;
   addon!.setTrimThreshold(bytes);
+  keptUpTo = bytes;
   return true;
+}
+
+/** The bytes each arena's top may hold free (keepFreedMemoryUpTo), or undefined while glibc's own threshold holds. */
+export function freedMemoryKeptUpTo(): number | undefined {
+  return keptUpTo;
 }

@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { keepUnpackWorkers, parseOffThread, trimWhenIdle, unpackInWorker, warmUnpackWorkers } from '../../../oci/image/unpack-pool.js';
+import { freedMemoryKeptUpTo } from '../../../core/malloc-trim.js';
 import { tarball } from '../../support/test-images.js';
 
 const threads = () => readdirSync('/proc/self/task').length;
@@ -35,7 +36,11 @@ test('an idle unpack worker ends after five minutes, unless the daemon keeps its
   const without = threads();
   assert.ok(without < withWorker, `the idle worker's thread ended (${withWorker} threads before, ${without} after)`);
 
+  assert.equal(freedMemoryKeptUpTo(), undefined, 'free() trims as glibc does until the workers are kept');
   keepUnpackWorkers();
+  // Nor does free() hand their memory back piece by piece from then on: the memory-after-pull test shows what
+  // that costs a pull, but on a busy machine too close to what pulls fault anyway to tell the two apart there.
+  assert.equal(freedMemoryKeptUpTo(), 16 << 20, 'the top of each arena may hold a third of the kept pull memory');
   await unpack();
   const kept = threads();
   assert.ok(kept > without, 'a worker started for the layer');
