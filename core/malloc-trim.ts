@@ -14,7 +14,7 @@ interface Addon { mallocTrim(): boolean; setTrimThreshold(bytes: number): void }
 
 let addon: Addon | undefined;
 let unavailable: string | undefined;
-/** What keepFreedMemoryUpTo last set; undefined while glibc's own threshold holds. */
+/** What keepFreedMemoryUpTo last set; undefined until it is called. */
 let keptUpTo: number | undefined;
 
 /** Loads the addon; undefined once it is loaded, else why it cannot be (the daemon then keeps what it freed). */
@@ -47,7 +47,7 @@ export function keepFreedMemoryUpTo(bytes: number): boolean {
   return true;
 }
 
-/** The bytes each arena's top may hold free (keepFreedMemoryUpTo), or undefined while glibc's own threshold holds. */
+/** The bytes each arena's top may hold free as keepFreedMemoryUpTo last set them; undefined until it is called. */
 export function freedMemoryKeptUpTo(): number | undefined {
   return keptUpTo;
 }

@@ -3,6 +3,7 @@
 // calls after a restart. A pull that comes while it runs shares the workers and download slots with it.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../core/log.js';
+import { freedMemoryKeptUpTo } from '../core/malloc-trim.js';
 
 const AFTER_MS = 5000;
 const RECHECK_MS = 1000;
@@ -33,7 +34,8 @@ export function warmUpPullsWhenQuiet(opts: PullWarmUpOptions): PullWarmUp {
     while (opts.busy()) await sleep(RECHECK_MS, undefined, { signal, ref: false });
     const started = performance.now();
     await opts.warmUp(signal);
-    opts.log.info({ ms: Math.round(performance.now() - started) }, 'pull path warmed up');
+    // What free() may keep at each arena's top from now on (keepUnpackWorkers): the setting a pull's faults hang on.
+    opts.log.info({ ms: Math.round(performance.now() - started), trimThreshold: freedMemoryKeptUpTo() }, 'pull path warmed up');
   })().catch((err: unknown) => {
     if (signal.aborted) return;
     opts.log.warn({ err: (err as Error).message }, 'warming up the pull path failed: pulls work, only the first runs slower');

@@ -78,6 +78,9 @@ test('a daemon that keeps its unpack workers warm keeps the memory its pulls wor
   t.after(async () => { await daemon.stop(); removeDirs(dirs); });
   const pid = daemon.process.pid!;
   await until('the warm-up to be logged', async () => daemon.log().includes('"pull path warmed up"') || undefined, 60_000);
+  // The daemon's own word that free() no longer trims the workers' arenas (the unit tests check the value's source).
+  const warmed = daemon.log().split('\n').find((l) => l.includes('"pull path warmed up"'))!;
+  assert.match(warmed, /"trimThreshold":16777216\b/, `the warm-up's log line names no raised trim threshold: ${warmed}`);
 
   const peak = await pullPeakMiB(daemon, ref);
   await new Promise((r) => setTimeout(r, IDLE_MS));
@@ -88,7 +91,7 @@ test('a daemon that keeps its unpack workers warm keeps the memory its pulls wor
   // every page again (5 200-6 700 faults on the workers a pull, when each gave it back). The first grows their
   // arenas whatever the warm-up left (2 200-2 900 faults a worker). Later pulls fault far less, but how much
   // depends on the machine: medians 45-310 here, 270 and 950 in CI's runs; while free() still trimmed the
-  // arenas (before keepFreedMemoryUpTo, which the unit tests check is set) 1 090-2 300. So the bound catches
+  // arenas (before keepFreedMemoryUpTo, whose setting is checked above) 1 090-2 300. So the bound catches
   // the memory going back wholesale, and the median of five leaves out a pull that met a trim.
   const perPull: number[] = [];
   const kept = [...unpackWorkers(pid).keys()].sort().join(' ');

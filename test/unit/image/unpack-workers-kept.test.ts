@@ -9,7 +9,7 @@ import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { keepUnpackWorkers, parseOffThread, trimWhenIdle, unpackInWorker, warmUnpackWorkers } from '../../../oci/image/unpack-pool.js';
-import { freedMemoryKeptUpTo } from '../../../core/malloc-trim.js';
+import { freedMemoryKeptUpTo, loadMallocTrim } from '../../../core/malloc-trim.js';
 import { tarball } from '../../support/test-images.js';
 
 const threads = () => readdirSync('/proc/self/task').length;
@@ -36,6 +36,7 @@ test('an idle unpack worker ends after five minutes, unless the daemon keeps its
   const without = threads();
   assert.ok(without < withWorker, `the idle worker's thread ended (${withWorker} threads before, ${without} after)`);
 
+  assert.equal(loadMallocTrim(), undefined, 'the malloc-trim addon loads (npm run build makes it)');
   assert.equal(freedMemoryKeptUpTo(), undefined, 'free() trims as glibc does until the workers are kept');
   keepUnpackWorkers();
   // Nor does free() hand their memory back piece by piece from then on: the memory-after-pull test shows what
