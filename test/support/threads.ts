@@ -1,6 +1,7 @@
 // What the kernel counts for each thread of a process (/proc/<pid>/task/<tid>/stat), for tests that tell a
 // daemon's threads apart: its unpack workers are the threads Node names WorkerThread.
 import { readdirSync, readFileSync } from 'node:fs';
+import { parseProcStat } from '../../oci/runtime/runc-state.js';
 
 export interface ThreadCounters {
   name: string;
@@ -21,13 +22,9 @@ export function threadCounters(pid: number): Map<string, ThreadCounters> {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') continue;
       throw err;
     }
-    // The name may hold spaces and parentheses: the fields are what follows its last ')'. fields[0] is field 3.
-    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-    threads.set(tid, {
-      name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
-      minorFaults: Number(fields[7]),
-      cpuTicks: Number(fields[11]) + Number(fields[12]),
-    });
+    const { minorFaults, cpuTicks } = parseProcStat(stat);
+    // The name may hold spaces and parentheses: it runs from the first '(' to the last ')'.
+    threads.set(tid, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), minorFaults, cpuTicks });
   }
   return threads;
 }

@@ -77,9 +77,8 @@ test('a daemon that keeps its unpack workers warm keeps the memory its pulls wor
   const daemon = await TestDaemon.start(dirs);
   t.after(async () => { await daemon.stop(); removeDirs(dirs); });
   const pid = daemon.process.pid!;
-  await until('the warm-up to be logged', async () => daemon.log().includes('"pull path warmed up"') || undefined, 60_000);
+  const warmed = await until('the warm-up to be logged', async () => daemon.log().split('\n').find((l) => l.includes('"pull path warmed up"')), 60_000);
   // The daemon's own word that free() no longer trims the workers' arenas (the unit tests check the value's source).
-  const warmed = daemon.log().split('\n').find((l) => l.includes('"pull path warmed up"'))!;
   assert.match(warmed, /"trimThreshold":16777216\b/, `the warm-up's log line names no raised trim threshold: ${warmed}`);
 
   const peak = await pullPeakMiB(daemon, ref);
